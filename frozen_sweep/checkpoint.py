@@ -1,0 +1,63 @@
+"""Seed-only checkpoints: trainable parameters + the seed; frozen parameters are regenerated and verified on load."""
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from frozen_sweep.freeze import frozen_fingerprint, init_and_freeze
+
+LAST = "checkpoint_last.pt"  # everything needed to resume: weights, optimiser, schedule, trainer state, RNG
+BEST = "checkpoint_best.pt"  # weights of the best validation only
+
+
+class CheckpointError(RuntimeError):
+    pass
+
+
+def save_checkpoint(path: Path, model: nn.Module, seed: int, **extra: Any) -> None:
+    """Atomically save the trainable parameters, the seed and the frozen parameters' fingerprint."""
+    state = {
+        "seed": seed,
+        "trainable": {n: p.detach().cpu() for n, p in model.named_parameters() if p.requires_grad},
+        "frozen_sha256": frozen_fingerprint(model),
+        **extra,
+    }
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_checkpoint(path: Path, model: nn.Module, freeze_cfg) -> dict:
+    """Regenerate the frozen parameters from the stored seed, verify them, load the trainable ones.
+
+    Returns the checkpoint's other entries (optimiser state etc.).
+    """
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    init_and_freeze(model, freeze_cfg, state["seed"])
+    expected, actual = state["frozen_sha256"], frozen_fingerprint(model)
+    if expected.keys() != actual.keys():
+        raise CheckpointError(
+            f"{path}: frozen parameters differ from this config's freeze pattern "
+            f"(checkpoint: {sorted(expected)[:3]}…, config: {sorted(actual)[:3]}…)"
+        )
+    mismatched = [name for name in expected if expected[name] != actual[name]]
+    if mismatched:
+        raise CheckpointError(f"{path}: regenerated frozen parameters differ from the saved run's: {mismatched[:5]}")
+    params = dict(model.named_parameters())
+    trainable = state["trainable"]
+    if trainable.keys() != {n for n, p in params.items() if p.requires_grad}:
+        raise CheckpointError(f"{path}: its trainable parameters do not match this model")
+    with torch.no_grad():
+        for name, value in trainable.items():
+            params[name].copy_(value)
+    return {k: v for k, v in state.items() if k not in ("seed", "trainable", "frozen_sha256")}

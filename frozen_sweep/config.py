@@ -1,0 +1,239 @@
+"""Typed schemas for every config group, registered in Hydra's ConfigStore.
+
+OmegaConf checks types and enum values when the config is composed (so a typo in a key or a value stops the
+command before anything runs); `validate` adds the cross-field checks a type system cannot express.
+"""
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+class ConfigError(ValueError):
+    """A config value that cannot work; the message names the key and what is allowed."""
+
+
+# ---- task ----------------------------------------------------------------------------------------------------------
+
+
+class TaskKind(Enum):
+    translation = "translation"
+    lm = "lm"
+
+
+class CorpusKind(Enum):
+    bible = "bible"  # the embedded corpus, read from SWORD zText modules
+    text_files = "text_files"  # the user's own files: {path}/{train,valid,test}.{lang}
+
+
+@dataclass
+class TaskConfig:
+    name: str = MISSING
+    kind: TaskKind = TaskKind.translation
+    corpus: CorpusKind = CorpusKind.bible
+    src_lang: Optional[str] = "es"  # null for language modelling
+    tgt_lang: str = "en"
+    # bible: SWORD module directory and the module used for each language
+    sword_dir: str = "/usr/share/sword/modules/texts/ztext"
+    modules: Dict[str, str] = field(default_factory=lambda: {"es": "spaRV1909eb", "en": "engKJV2006eb"})
+    max_length_ratio: float = 2.5  # verse pairs whose character lengths differ more are dropped as misaligned
+    # text_files: a directory holding train.<lang>, valid.<lang>, test.<lang>
+    path: Optional[str] = None
+    # subwords and example filtering
+    vocab_size: int = 8000
+    max_len: int = 200  # training examples longer than this (in subwords) are dropped
+    cache_dir: str = "${oc.env:FROZEN_SWEEP_CACHE,'~/.cache/frozen_sweep'}"
+
+
+# ---- model ---------------------------------------------------------------------------------------------------------
+
+
+class NormPosition(Enum):
+    post = "post"  # the original transformer and the paper: x = LN(x + f(x))
+    pre = "pre"  # x = x + f(LN(x)), plus a final LN per stack
+
+
+class Activation(Enum):
+    relu = "relu"
+    gelu = "gelu"
+
+
+class TieEmbeddings(Enum):
+    all = "all"  # source embedding = target embedding = output projection (the paper)
+    decoder = "decoder"  # target embedding = output projection
+    none = "none"
+
+
+@dataclass
+class ModelConfig:
+    name: str = MISSING
+    encoder_layers: int = 6  # 0 for a decoder-only language model
+    decoder_layers: int = 6
+    d_model: int = 512
+    ffn_dim: int = 2048
+    heads: int = 8
+    norm: NormPosition = NormPosition.post
+    activation: Activation = Activation.relu
+    dropout: float = 0.1
+    attention_dropout: float = 0.0
+    activation_dropout: float = 0.0
+    tie_embeddings: TieEmbeddings = TieEmbeddings.all
+    max_positions: int = 1024
+
+
+# ---- freeze pattern ------------------------------------------------------------------------------------------------
+
+
+class Init(Enum):
+    random = "random"  # the init a trainable component gets (xavier / normal / ones-zeros)
+    identity = "identity"  # zeros with ones on the leading diagonal, biases zero: "diagonal" in the paper
+    orthogonal = "orthogonal"  # orthogonal weights (reservoir transformers)
+
+
+@dataclass
+class ComponentSpec:
+    frozen: bool = False
+    init: Init = Init.random
+
+
+@dataclass
+class FreezeConfig:
+    name: str = "none"
+    emb: ComponentSpec = field(default_factory=ComponentSpec)
+    att: ComponentSpec = field(default_factory=ComponentSpec)
+    ffn: ComponentSpec = field(default_factory=ComponentSpec)
+    other: ComponentSpec = field(default_factory=ComponentSpec)
+
+
+# ---- training and evaluation ---------------------------------------------------------------------------------------
+
+
+class StopMetric(Enum):
+    loss = "loss"  # validation loss: smooth and cheap
+    bleu = "bleu"  # validation BLEU: needs decoding (translation only)
+
+
+class Device(Enum):
+    auto = "auto"
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+@dataclass
+class TrainerConfig:
+    name: str = MISSING
+    max_tokens: int = 4096  # target tokens per batch (plus source tokens of the same sentences)
+    lr: float = 7e-4  # peak learning rate, reached at the end of warmup
+    betas: List[float] = field(default_factory=lambda: [0.9, 0.98])
+    adam_eps: float = 1e-8
+    weight_decay: float = 0.0
+    warmup_steps: int = 4000
+    warmup_init_lr: float = 1e-7
+    clip_norm: float = 0.0  # 0 disables gradient clipping
+    label_smoothing: float = 0.1
+    max_epochs: int = 100
+    max_steps: Optional[int] = None
+    max_time_s: Optional[float] = None  # training wall-clock budget; the run stops at the next validation after it
+    validate_every_steps: Optional[int] = None  # null: validate at the end of every epoch
+    patience: int = 5  # validations without improvement before early stopping
+    stop_metric: StopMetric = StopMetric.loss
+    valid_bleu_sentences: Optional[int] = 500  # validation sentences greedy-decoded for BLEU; null: all, 0: none
+    device: Device = Device.auto
+    threads: Optional[int] = None  # CPU threads; null keeps torch's default
+    amp: bool = True  # bf16 autocast on CUDA
+    progress: bool = True  # progress bar
+
+
+@dataclass
+class EvalConfig:
+    beam: int = 4  # 1 = greedy
+    len_penalty: float = 1.0  # hypothesis score = log-prob / length ** len_penalty
+    max_len_a: float = 1.2  # hypotheses stop at max_len_a * source length + max_len_b tokens
+    max_len_b: int = 10
+    batch_sentences: int = 128
+
+
+@dataclass
+class Config:
+    task: TaskConfig = MISSING
+    model: ModelConfig = MISSING
+    freeze: FreezeConfig = MISSING
+    trainer: TrainerConfig = MISSING
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    name: str = "default"  # the sweep's folder under outputs/
+    seed: int = 1
+    force: bool = False  # rerun a job even if its directory holds a completed result
+
+
+def register_configs() -> None:
+    cs = ConfigStore.instance()
+    cs.store(name="config_schema", node=Config)
+    cs.store(group="task", name="task_schema", node=TaskConfig)
+    cs.store(group="model", name="model_schema", node=ModelConfig)
+    cs.store(group="freeze", name="freeze_schema", node=FreezeConfig)
+    cs.store(group="trainer", name="trainer_schema", node=TrainerConfig)
+
+
+def validate(cfg) -> None:
+    """Cross-field checks; raise ConfigError naming the key and the allowed values."""
+    m, t, tr = cfg.model, cfg.task, cfg.trainer
+    positive = {
+        "model.decoder_layers": m.decoder_layers,
+        "model.d_model": m.d_model,
+        "model.ffn_dim": m.ffn_dim,
+        "model.heads": m.heads,
+        "model.max_positions": m.max_positions,
+        "task.vocab_size": t.vocab_size,
+        "task.max_len": t.max_len,
+        "trainer.max_tokens": tr.max_tokens,
+        "trainer.lr": tr.lr,
+        "trainer.max_epochs": tr.max_epochs,
+        "trainer.patience": tr.patience,
+        "eval.beam": cfg.eval.beam,
+        "eval.batch_sentences": cfg.eval.batch_sentences,
+    }
+    for key, value in positive.items():
+        if value <= 0:
+            raise ConfigError(f"{key}={value}: must be > 0")
+    if m.encoder_layers < 0:
+        raise ConfigError(f"model.encoder_layers={m.encoder_layers}: must be >= 0")
+    if m.d_model % m.heads:
+        raise ConfigError(f"model.heads={m.heads} must divide model.d_model={m.d_model}")
+    for key in ("dropout", "attention_dropout", "activation_dropout"):
+        if not 0.0 <= m[key] < 1.0:
+            raise ConfigError(f"model.{key}={m[key]}: must be in [0, 1)")
+    if not 0.0 <= tr.label_smoothing < 1.0:
+        raise ConfigError(f"trainer.label_smoothing={tr.label_smoothing}: must be in [0, 1)")
+    if len(tr.betas) != 2 or not all(0.0 <= b < 1.0 for b in tr.betas):
+        raise ConfigError(f"trainer.betas={list(tr.betas)}: must be two numbers in [0, 1)")
+    if tr.max_tokens < t.max_len:
+        raise ConfigError(f"trainer.max_tokens={tr.max_tokens} must be >= task.max_len={t.max_len}")
+
+    lm = t.kind == TaskKind.lm
+    if lm and m.encoder_layers:
+        raise ConfigError(
+            f"task.kind=lm needs a decoder-only model (model.encoder_layers=0), "
+            f"but model={m.name} has encoder_layers={m.encoder_layers}; use e.g. model=lm_demo or model=lm_paper"
+        )
+    if not lm and not m.encoder_layers:
+        raise ConfigError(f"task.kind=translation needs model.encoder_layers > 0 (model={m.name} has 0)")
+    if lm and t.src_lang is not None:
+        raise ConfigError(f"task.src_lang={t.src_lang}: must be null for task.kind=lm")
+    if not lm and t.src_lang is None:
+        raise ConfigError("task.src_lang is null: a translation task needs a source language")
+    if lm and tr.stop_metric == StopMetric.bleu:
+        raise ConfigError("trainer.stop_metric=bleu needs a translation task; allowed for task.kind=lm: loss")
+    if tr.stop_metric == StopMetric.bleu and tr.valid_bleu_sentences == 0:
+        raise ConfigError("trainer.stop_metric=bleu needs validation BLEU: trainer.valid_bleu_sentences must not be 0")
+    if t.corpus == CorpusKind.text_files and not t.path:
+        raise ConfigError(
+            "task.path is not set: task=text_files reads {path}/{train,valid,test}.{lang}; "
+            "pass task.path=/dir/with/your/files"
+        )
+    if t.corpus == CorpusKind.bible:
+        for lang in [t.src_lang, t.tgt_lang]:
+            if lang is not None and lang not in t.modules:
+                raise ConfigError(f"task.modules has no SWORD module for language '{lang}'; has: {sorted(t.modules)}")

@@ -1,0 +1,147 @@
+"""Beam search with a key/value cache, sacrebleu BLEU/chrF, and per-token loss / perplexity."""
+
+import math
+from typing import Iterable, Optional
+
+import sacrebleu
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from frozen_sweep.model import Transformer
+
+
+def _keep_rows(caches: list[dict[str, Tensor]], rows: Tensor) -> None:
+    for cache in caches:
+        for key in cache:
+            cache[key] = cache[key].index_select(0, rows)
+
+
+@torch.no_grad()
+def beam_search(
+    model: Transformer,
+    src: Tensor,  # (B, S) source ids + eos, padded
+    beam: int,
+    bos: int,
+    eos: int,
+    max_len_a: float = 1.2,
+    max_len_b: int = 10,
+    len_penalty: float = 1.0,
+) -> list[list[int]]:
+    """Best hypothesis per sentence (ids without bos/eos). Beam 1 is greedy search.
+
+    A hypothesis' score is its summed log-probability (eos included) divided by length ** len_penalty. At every step
+    the 2·beam best continuations are ranked; those ending in eos within the top `beam` are finished, the best `beam`
+    others stay live. A sentence is done when it has `beam` finished hypotheses or reaches
+    max_len_a · source length + max_len_b tokens; done sentences leave the batch.
+    """
+    model.eval()
+    B, K = src.shape[0], beam
+    src_lens = (src != model.pad_id).sum(1)
+    max_positions = model.tgt_embed.positions.shape[0]
+    max_len = (max_len_a * src_lens.float() + max_len_b).long().clamp(1, max_positions - 1)  # (B,)
+
+    memory, mask = model.encode(src)
+    memory = memory.repeat_interleave(K, 0)  # (B*K, S, D)
+    mask = mask.repeat_interleave(K, 0)  # (B*K, 1, 1, S)
+    caches = model.new_caches()
+    tokens = torch.full((B * K, 1), bos, dtype=torch.long, device=src.device)  # (B*K, t+1)
+    scores = torch.zeros(B, K, device=src.device)  # summed log-probs of the live hypotheses
+    scores[:, 1:] = -math.inf  # all beams start identical: keep one
+    sentence = torch.arange(B, device=src.device)  # batch row → original sentence
+    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
+
+    for t in range(int(max_len.max())):
+        n = sentence.shape[0]
+        logits = model.decode(tokens[:, -1:], memory, mask, caches, start=t)[:, -1]  # (n*K, V)
+        logp = F.log_softmax(logits.float(), dim=-1)
+        logp[:, [bos, model.pad_id]] = -math.inf
+        at_limit = (t + 1 >= max_len[sentence]).repeat_interleave(K)  # (n*K,) must end now
+        logp[at_limit] = torch.where(
+            torch.arange(logp.shape[1], device=logp.device) == eos, logp[at_limit], -math.inf
+        )
+        V = logp.shape[1]
+        candidates = (scores.view(-1, 1) + logp).view(n, K * V)
+        top_scores, top_idx = candidates.topk(2 * K, dim=1)  # (n, 2K)
+        from_beam, token = top_idx // V, top_idx % V
+        ends = token == eos
+
+        for b, j in (ends[:, :K] & (top_scores[:, :K] > -math.inf)).nonzero().tolist():
+            hyp = tokens[b * K + from_beam[b, j], 1:].tolist()
+            finished[int(sentence[b])].append((top_scores[b, j].item() / (t + 1) ** len_penalty, hyp))
+
+        live_scores, pick = top_scores.masked_fill(ends, -math.inf).topk(K, dim=1)  # (n, K)
+        rows = (torch.arange(n, device=src.device) * K).unsqueeze(1) + from_beam.gather(1, pick)  # (n, K)
+        tokens = torch.cat([tokens[rows.view(-1)], token.gather(1, pick).view(-1, 1)], dim=1)
+        scores = live_scores
+        _keep_rows(caches, rows.view(-1))
+
+        done = torch.tensor([len(finished[int(s)]) >= K for s in sentence], device=src.device)
+        done |= t + 1 >= max_len[sentence]
+        if done.all():
+            break
+        if done.any():  # drop done sentences from the batch
+            keep = (~done).nonzero().squeeze(1)
+            keep_rows = (keep.unsqueeze(1) * K + torch.arange(K, device=src.device)).view(-1)
+            sentence, scores, tokens = sentence[keep], scores[keep], tokens[keep_rows]
+            memory, mask = memory[keep_rows], mask[keep_rows]
+            _keep_rows(caches, keep_rows)
+
+    return [max(hyps)[1] if hyps else [] for hyps in finished]
+
+
+def translate(
+    model: Transformer, sources: list[list[int]], vocab, device, eval_cfg, beam: Optional[int] = None
+) -> list[str]:
+    """Decode token-id sources (no eos) into detokenised strings, batching sentences of similar length.
+
+    Search settings come from `eval_cfg` (the config's `eval` section); `beam` overrides its beam size.
+    """
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    max_src = model.src_embed.positions.shape[0] - 1
+    out: list[Optional[str]] = [None] * len(sources)
+    for start in range(0, len(order), eval_cfg.batch_sentences):
+        idx = order[start : start + eval_cfg.batch_sentences]
+        seqs = [sources[i][:max_src] + [vocab.eos_id] for i in idx]
+        src = torch.full((len(seqs), max(map(len, seqs))), vocab.pad_id, dtype=torch.long)
+        for row, seq in enumerate(seqs):
+            src[row, : len(seq)] = torch.tensor(seq)
+        hyps = beam_search(
+            model,
+            src.to(device),
+            beam=beam or eval_cfg.beam,
+            bos=vocab.bos_id,
+            eos=vocab.eos_id,
+            max_len_a=eval_cfg.max_len_a,
+            max_len_b=eval_cfg.max_len_b,
+            len_penalty=eval_cfg.len_penalty,
+        )
+        for i, hyp in zip(idx, hyps):
+            out[i] = vocab.decode(hyp)
+    return out
+
+
+def bleu_chrf(hypotheses: list[str], references: list[str]) -> dict:
+    bleu = sacrebleu.metrics.BLEU()
+    chrf = sacrebleu.metrics.CHRF()
+    return {
+        "bleu": bleu.corpus_score(hypotheses, [references]).score,
+        "chrf": chrf.corpus_score(hypotheses, [references]).score,
+        "signature": str(bleu.get_signature()),
+    }
+
+
+@torch.no_grad()
+def token_nll(model: Transformer, batches: Iterable, device) -> float:
+    """Mean negative log-likelihood per target token (eos included, padding excluded, no label smoothing)."""
+    model.eval()
+    total, count = 0.0, 0
+    for batch in batches:
+        src = batch.src.to(device) if batch.src is not None else None
+        logits = model(src, batch.tgt_in.to(device))
+        target = batch.tgt_out.to(device)
+        total += F.cross_entropy(
+            logits.float().flatten(0, 1), target.flatten(), ignore_index=model.pad_id, reduction="sum"
+        ).item()
+        count += int((target != model.pad_id).sum())
+    return total / max(count, 1)

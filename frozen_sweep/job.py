@@ -1,0 +1,157 @@
+"""One job: data → model → freeze → train (resuming) → test → result.json. Launcher-independent."""
+
+import logging
+import math
+import subprocess
+import time
+import traceback
+from pathlib import Path
+
+import torch
+from omegaconf import OmegaConf
+
+import frozen_sweep
+from frozen_sweep import freeze
+from frozen_sweep.checkpoint import BEST, load_checkpoint
+from frozen_sweep.config import Device, TaskKind, validate
+from frozen_sweep.data import TaskData, load_task
+from frozen_sweep.data.batching import batch_indices, collate
+from frozen_sweep.evaluate import bleu_chrf, token_nll, translate
+from frozen_sweep.model import Transformer
+from frozen_sweep.results import RESULT_FILE, RunResult, load_result, write_result
+from frozen_sweep.train import Trainer
+
+log = logging.getLogger(__name__)
+
+
+def versions() -> dict:
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        sha = ""
+    return {"torch": torch.__version__, "frozen_sweep": frozen_sweep.__version__, "git_sha": sha or None}
+
+
+def pick_device(cfg) -> torch.device:
+    wanted = cfg.trainer.device
+    if wanted == Device.cuda and not torch.cuda.is_available():
+        raise RuntimeError("trainer.device=cuda but no CUDA device is visible; allowed here: auto, cpu")
+    if wanted == Device.cpu or not torch.cuda.is_available():
+        return torch.device("cpu")
+    return torch.device("cuda")
+
+
+def build_model(cfg, data: TaskData) -> Transformer:
+    """The model with every parameter initialised from (seed, name) and the freeze pattern applied."""
+    model = Transformer(cfg.model, len(data.vocab), data.vocab.pad_id)
+    freeze.init_and_freeze(model, cfg.freeze, cfg.seed)
+    return model
+
+
+def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path) -> dict:
+    """Test metrics with the weights of the best validation; hypotheses are saved beside the result."""
+    if cfg.task.kind == TaskKind.lm:
+        groups = batch_indices(None, [len(t) + 1 for t in data.test.tgt], cfg.trainer.max_tokens, False, cfg.seed, 0)
+        nll = token_nll(model, (collate(data.test, g, data.vocab) for g in groups), device)
+        return {"metric": math.exp(min(nll, 50.0))}
+    hyps = translate(model, data.test.src, data.vocab, device, cfg.eval)
+    (run_dir / "test.hyp.txt").write_text("".join(h + "\n" for h in hyps))
+    scores = bleu_chrf(hyps, data.test.tgt_text)
+    return {"metric": scores["bleu"], "chrf": scores["chrf"], "signature": scores["signature"]}
+
+
+def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
+    """Run one job in `run_dir`, resuming from its checkpoint; write result.json whatever happens."""
+    validate(cfg)
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    previous = run_dir / RESULT_FILE
+    if previous.exists() and not cfg.force:
+        try:
+            if load_result(previous)["status"] == "completed":
+                log.info("%s already holds a completed result; skipping (force=true reruns)", run_dir)
+                return RunResult(**load_result(previous))
+        except (ValueError, TypeError):
+            log.warning("%s: unreadable result record; running again", previous)
+    if cfg.force:
+        for stale in run_dir.glob("checkpoint_*.pt"):
+            stale.unlink()
+
+    result = RunResult(
+        task=cfg.task.name,
+        model=cfg.model.name,
+        freeze=freeze.describe(cfg.freeze),
+        row=freeze.paper_row(cfg.freeze),
+        seed=cfg.seed,
+        metric_name="ppl" if cfg.task.kind == TaskKind.lm else "bleu",
+        stop_metric=cfg.trainer.stop_metric.value,
+        overrides=list(overrides),
+        versions=versions(),
+    )
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+    write_result(run_dir, result)
+    try:
+        _train_and_test(cfg, run_dir, result)
+        result.status = "completed"
+    except BaseException as e:  # KeyboardInterrupt and SystemExit too: the record must say the job did not finish
+        result.status = "failed"
+        result.error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-8)}"
+        write_result(run_dir, result)
+        raise
+    write_result(run_dir, result)
+    return result
+
+
+def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
+    if cfg.trainer.threads:
+        torch.set_num_threads(cfg.trainer.threads)
+    torch.manual_seed(cfg.seed)
+    device = pick_device(cfg)
+    result.device = str(device) if device.type == "cpu" else torch.cuda.get_device_name(device)
+
+    data = load_task(cfg.task)
+    result.data = data.stats
+    model = build_model(cfg, data)
+    result.__dict__.update(freeze.parameter_counts(model))
+    log.info(
+        "%s | %s | freeze %s (row %s) | %d parameters, %.1f%% trainable | %s",
+        cfg.task.name,
+        cfg.model.name,
+        cfg.freeze.name,
+        result.row,
+        result.params_total,
+        100 * result.trainable_ratio,
+        result.device,
+    )
+    write_result(run_dir, result)
+
+    trainer = Trainer(cfg, data, model.to(device), device, run_dir)
+    trainer.resume_if_possible()
+    started = time.perf_counter()
+    state = trainer.fit()
+    log.info("training stopped (%s) after %.0f s", state.stopped_reason, time.perf_counter() - started)
+
+    best = state.history[state.best_index]
+    result.history = state.history
+    result.best_epoch = best["epoch"]
+    result.best_metric = best["valid_metric"]
+    result.epochs_to_convergence = best["epoch"] if state.stopped_reason == "early_stop" else None
+    result.stopped_reason = state.stopped_reason
+    result.steps = state.step
+    result.wall_time_s = round(state.train_time_s, 3)
+    result.train_tokens_per_s = state.train_tokens / max(state.step_time_s, 1e-9)
+    write_result(run_dir, result)
+
+    model = build_model(cfg, data)
+    load_checkpoint(run_dir / BEST, model, cfg.freeze)
+    test = evaluate_test(cfg, data, model.to(device), device, run_dir)
+    result.test_metric = test["metric"]
+    result.test_chrf = test.get("chrf")
+    result.sacrebleu_signature = test.get("signature")
+    log.info("test %s = %.2f", result.metric_name, result.test_metric)

@@ -1,0 +1,29 @@
+"""Sort a model's parameters into the paper's components: emb, att, ffn, other (DESIGN.md section 2)."""
+
+from torch import nn
+
+from frozen_sweep.model.layers import Attention, FeedForward
+from frozen_sweep.model.transformer import Embeddings, OutputProjection
+
+COMPONENTS = ("emb", "att", "ffn", "other")
+
+_MODULE_COMPONENT = ((Embeddings, "emb"), (OutputProjection, "emb"), (Attention, "att"), (FeedForward, "ffn"))
+
+
+def component_of_parameters(model: nn.Module) -> dict[str, str]:
+    """Parameter name → component, for every distinct parameter (a tied weight appears once, under its first name)."""
+    owner: dict[int, str] = {}  # id(parameter) → component
+    for module in model.modules():
+        for kind, component in _MODULE_COMPONENT:
+            if isinstance(module, kind):
+                for p in module.parameters():
+                    owner[id(p)] = component
+    return {name: owner.get(id(p), "other") for name, p in model.named_parameters()}
+
+
+def count_by_component(model: nn.Module) -> dict[str, int]:
+    counts = dict.fromkeys(COMPONENTS, 0)
+    params = dict(model.named_parameters())
+    for name, component in component_of_parameters(model).items():
+        counts[component] += params[name].numel()
+    return counts

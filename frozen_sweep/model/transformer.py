@@ -1,0 +1,102 @@
+"""The encoder–decoder transformer (translation) and the decoder-only transformer (language modelling)."""
+
+import math
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+from frozen_sweep.config import NormPosition, TieEmbeddings
+from frozen_sweep.model.layers import DecoderLayer, EncoderLayer, LayerCache, sinusoidal_positions
+
+
+class Embeddings(nn.Module):
+    """Token embeddings scaled by sqrt(d), plus fixed sinusoidal positions, then dropout."""
+
+    def __init__(self, vocab_size: int, d_model: int, pad_id: int, max_positions: int, dropout: float):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
+        self.scale = math.sqrt(d_model)
+        self.register_buffer("positions", sinusoidal_positions(max_positions, d_model), persistent=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, ids: Tensor, start: int = 0) -> Tensor:  # ids (B, T) → (B, T, D)
+        T = ids.shape[1]
+        if start + T > self.positions.shape[0]:
+            raise ValueError(f"sequence of {start + T} tokens exceeds model.max_positions={self.positions.shape[0]}")
+        return self.dropout(self.tokens(ids) * self.scale + self.positions[start : start + T])
+
+
+class Stack(nn.Module):
+    """A stack of layers; pre-norm stacks end with a layer norm of their own."""
+
+    def __init__(self, layers: list[nn.Module], cfg):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.final_norm = nn.LayerNorm(cfg.d_model) if cfg.norm == NormPosition.pre else None
+
+    def forward(self, x: Tensor, *args, caches: Optional[list[LayerCache]] = None, **kwargs) -> Tensor:
+        for i, layer in enumerate(self.layers):
+            if caches is not None:
+                kwargs["cache"] = caches[i]
+            x = layer(x, *args, **kwargs)
+        return self.final_norm(x) if self.final_norm is not None else x
+
+
+class OutputProjection(nn.Module):
+    """Hidden states → vocabulary logits; its weight is the target embedding when tied (no bias, as in the paper)."""
+
+    def __init__(self, d_model: int, vocab_size: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x @ self.weight.t()  # (B, T, V)
+
+
+class Transformer(nn.Module):
+    """Encoder–decoder when `cfg.encoder_layers > 0`, decoder-only language model otherwise."""
+
+    def __init__(self, cfg, vocab_size: int, pad_id: int):
+        super().__init__()
+        self.pad_id = pad_id
+        self.is_lm = cfg.encoder_layers == 0
+        make_embeddings = lambda: Embeddings(vocab_size, cfg.d_model, pad_id, cfg.max_positions, cfg.dropout)  # noqa: E731
+
+        self.tgt_embed = make_embeddings()
+        self.decoder = Stack([DecoderLayer(cfg, cross_attention=not self.is_lm) for _ in range(cfg.decoder_layers)], cfg)
+        self.output = OutputProjection(cfg.d_model, vocab_size)
+        if cfg.tie_embeddings != TieEmbeddings.none:
+            self.output.weight = self.tgt_embed.tokens.weight
+        if not self.is_lm:
+            self.src_embed = make_embeddings()
+            if cfg.tie_embeddings == TieEmbeddings.all:
+                self.src_embed.tokens.weight = self.tgt_embed.tokens.weight
+            self.encoder = Stack([EncoderLayer(cfg) for _ in range(cfg.encoder_layers)], cfg)
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """src (B, S) → memory (B, S, D) and its mask (B, 1, 1, S), True at real tokens."""
+        mask = (src != self.pad_id)[:, None, None, :]
+        return self.encoder(self.src_embed(src), mask), mask
+
+    def decode(
+        self,
+        tgt_in: Tensor,  # (B, T)
+        memory: Optional[Tensor] = None,
+        memory_mask: Optional[Tensor] = None,
+        caches: Optional[list[LayerCache]] = None,
+        start: int = 0,  # position of tgt_in[:, 0]; > 0 only when decoding step by step with caches
+    ) -> Tensor:
+        x = self.tgt_embed(tgt_in, start)
+        x = self.decoder(x, memory, memory_mask, caches=caches)
+        return self.output(x)  # (B, T, V)
+
+    def forward(self, src: Optional[Tensor], tgt_in: Tensor) -> Tensor:
+        """Teacher-forced logits (B, T, V); `src` is None for a language model."""
+        if self.is_lm:
+            return self.decode(tgt_in)
+        memory, mask = self.encode(src)
+        return self.decode(tgt_in, memory, mask)
+
+    def new_caches(self) -> list[LayerCache]:
+        return [{} for _ in self.decoder.layers]

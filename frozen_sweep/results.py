@@ -1,0 +1,90 @@
+"""The result record every job writes as `result.json` (DESIGN.md section 5), written atomically.
+
+Definitions the collector relies on:
+- `history`: one entry per validation: epoch (fractional when validating every N steps), step, wall_time_s (training
+  wall-clock time so far, validation included, summed over resumes), train_loss (label-smoothed, mean since the
+  previous validation), valid_loss (per-token NLL, no smoothing), valid_ppl, valid_bleu (greedy, on the validation
+  set or its first `trainer.valid_bleu_sentences`; null for LM or when disabled) and valid_metric (valid_bleu for
+  translation, valid_ppl for language modelling).
+- `best_epoch`: the epoch of the best validation under the stopping criterion `stop_metric` (lowest loss or highest
+  BLEU); the test set is evaluated with the weights from that validation.
+- `epochs_to_convergence`: `best_epoch` when early stopping ended the run (patience exhausted); null when a budget
+  (max_epochs, max_steps, max_time_s) ended it first: the run had not converged.
+- `best_metric`: valid_metric at the best validation; `test_metric`: BLEU (beam search, sacrebleu) or perplexity on
+  the test set.
+"""
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+RESULT_FILE = "result.json"
+STATUSES = ("completed", "failed", "running")
+
+
+@dataclass
+class RunResult:
+    status: str = "running"
+    error: Optional[str] = None
+    task: Optional[str] = None
+    model: Optional[str] = None
+    freeze: dict = field(default_factory=dict)  # component → "trainable" | "frozen:<init>"
+    row: Optional[str] = None  # the paper's row label, or null
+    seed: Optional[int] = None
+    params_total: Optional[int] = None
+    params_trainable: Optional[int] = None
+    params_by_component: dict = field(default_factory=dict)
+    trainable_ratio: Optional[float] = None
+    metric_name: Optional[str] = None  # "bleu" | "ppl"
+    stop_metric: Optional[str] = None  # "loss" | "bleu"
+    best_metric: Optional[float] = None
+    test_metric: Optional[float] = None
+    test_chrf: Optional[float] = None
+    best_epoch: Optional[float] = None
+    epochs_to_convergence: Optional[float] = None
+    stopped_reason: Optional[str] = None  # early_stop | max_epochs | max_steps | max_time
+    steps: Optional[int] = None
+    wall_time_s: Optional[float] = None  # training (with validation) wall-clock time, summed over resumes
+    train_tokens_per_s: Optional[float] = None  # target tokens per second of training steps
+    sacrebleu_signature: Optional[str] = None
+    history: list = field(default_factory=list)
+    data: dict = field(default_factory=dict)  # corpus sizes, dropped counts, vocabulary
+    device: Optional[str] = None
+    overrides: list = field(default_factory=list)
+    versions: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write JSON so that readers see the old file or the new one, never a torn one."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=1, default=str)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_result(run_dir: Path, result: RunResult) -> None:
+    write_json_atomic(Path(run_dir) / RESULT_FILE, result.to_dict())
+
+
+def load_result(path: Path) -> dict:
+    """Read a result record; raise ValueError saying why when it is unreadable or not a record."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: unreadable result record ({e})") from e
+    if not isinstance(record, dict) or record.get("status") not in STATUSES:
+        raise ValueError(f"{path}: not a result record (status must be one of {', '.join(STATUSES)})")
+    return record

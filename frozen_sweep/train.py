@@ -1,0 +1,239 @@
+"""Training loop: Adam + inverse-square-root schedule, validation, early stopping, checkpoint/resume.
+
+Only trainable parameters reach the optimiser: a frozen one has no gradient, no optimiser state and no weight decay.
+A checkpoint is written after every validation; a job that finds `checkpoint_last.pt` in its directory resumes from
+it — same batches (a pure function of seed and epoch), same RNG state — so on CPU the resumed run ends bit-identical
+to an uninterrupted one.
+"""
+
+import logging
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from frozen_sweep.checkpoint import BEST, LAST, load_checkpoint, save_checkpoint
+from frozen_sweep.config import StopMetric, TaskKind
+from frozen_sweep.data import TaskData
+from frozen_sweep.data.batching import batch_indices, collate
+from frozen_sweep.evaluate import bleu_chrf, token_nll, translate
+from frozen_sweep.freeze import trainable_parameters
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainState:
+    """Everything besides weights and optimiser that a resumed run needs to continue exactly."""
+
+    step: int = 0
+    epoch: int = 0  # completed epochs
+    batch_in_epoch: int = 0  # batches of the current epoch already trained on
+    train_time_s: float = 0.0
+    step_time_s: float = 0.0  # time inside training steps only, for throughput
+    train_tokens: int = 0
+    history: list = field(default_factory=list)
+    best_index: Optional[int] = None  # index into history of the best validation
+    bad_validations: int = 0
+    stopped_reason: Optional[str] = None
+
+
+def inverse_sqrt_schedule(warmup_steps: int, warmup_init_lr: float, lr: float):
+    """Multiplier on `lr`: linear warmup from warmup_init_lr, then decay ∝ 1/sqrt(step)."""
+
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (warmup_init_lr + (lr - warmup_init_lr) * step / warmup_steps) / lr
+        return math.sqrt(warmup_steps / max(step, 1))
+
+    return factor
+
+
+class Trainer:
+    def __init__(self, cfg, data: TaskData, model, device: torch.device, run_dir: Path):
+        self.cfg, self.tr, self.data, self.model, self.device = cfg, cfg.trainer, data, model, device
+        self.run_dir = Path(run_dir)
+        self.is_lm = cfg.task.kind == TaskKind.lm
+        self.pad = data.vocab.pad_id
+        self.optimizer = torch.optim.Adam(
+            trainable_parameters(model),
+            lr=self.tr.lr,
+            betas=tuple(self.tr.betas),
+            eps=self.tr.adam_eps,
+            weight_decay=self.tr.weight_decay,
+        )
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, inverse_sqrt_schedule(self.tr.warmup_steps, self.tr.warmup_init_lr, self.tr.lr)
+        )
+        self.autocast = device.type == "cuda" and self.tr.amp
+        self.state = TrainState()
+        self.valid_batches = self._batches(data.valid, shuffle=False, epoch=0)
+
+    # ---- data -------------------------------------------------------------------------------------------------------
+
+    def _batches(self, split, shuffle: bool, epoch: int) -> list:
+        src_lens = None if split.src is None else [len(s) + 1 for s in split.src]
+        tgt_lens = [len(t) + 1 for t in split.tgt]
+        groups = batch_indices(src_lens, tgt_lens, self.tr.max_tokens, shuffle, self.cfg.seed, epoch)
+        return [collate(split, group, self.data.vocab) for group in groups]
+
+    # ---- resume -----------------------------------------------------------------------------------------------------
+
+    def resume_if_possible(self) -> bool:
+        path = self.run_dir / LAST
+        if not path.exists():
+            return False
+        extra = load_checkpoint(path, self.model, self.cfg.freeze)
+        self.optimizer.load_state_dict(extra["optimizer"])
+        self.scheduler.load_state_dict(extra["scheduler"])
+        self.state = TrainState(**extra["train_state"])
+        torch.set_rng_state(extra["rng"])
+        if torch.cuda.is_available() and extra.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state_all(extra["cuda_rng"])
+        log.info("resumed from %s at step %d (epoch %d)", path, self.state.step, self.state.epoch)
+        return True
+
+    def _save(self, best: bool) -> None:
+        save_checkpoint(
+            self.run_dir / LAST,
+            self.model,
+            self.cfg.seed,
+            optimizer=self.optimizer.state_dict(),
+            scheduler=self.scheduler.state_dict(),
+            train_state=asdict(self.state),
+            rng=torch.get_rng_state(),
+            cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+        )
+        if best:
+            save_checkpoint(self.run_dir / BEST, self.model, self.cfg.seed)
+
+    # ---- training ---------------------------------------------------------------------------------------------------
+
+    def _train_step(self, batch) -> tuple[float, int]:
+        self.model.train()
+        src = batch.src.to(self.device) if batch.src is not None else None
+        target = batch.tgt_out.to(self.device)
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+            logits = self.model(src, batch.tgt_in.to(self.device))  # (B, T, V)
+        loss = F.cross_entropy(
+            logits.float().flatten(0, 1),
+            target.flatten(),
+            ignore_index=self.pad,
+            label_smoothing=self.tr.label_smoothing,
+            reduction="sum",
+        )
+        n_tokens = batch.n_tokens
+        self.optimizer.zero_grad(set_to_none=True)
+        (loss / n_tokens).backward()
+        if self.tr.clip_norm > 0:
+            torch.nn.utils.clip_grad_norm_(trainable_parameters(self.model), self.tr.clip_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        return loss.item(), n_tokens
+
+    def _budget_exhausted(self) -> Optional[str]:
+        s, tr = self.state, self.tr
+        if tr.max_steps is not None and s.step >= tr.max_steps:
+            return "max_steps"
+        if tr.max_time_s is not None and s.train_time_s >= tr.max_time_s:
+            return "max_time"
+        return None
+
+    def fit(self) -> TrainState:
+        """Train until early stopping or a budget ends the run; returns the final state."""
+        s = self.state
+        if s.stopped_reason:
+            return s
+        bar = tqdm(desc="train", unit="step", initial=s.step, disable=not self.tr.progress, dynamic_ncols=True)
+        loss_sum, loss_tokens = 0.0, 0
+        while True:
+            batches = self._batches(self.data.train, shuffle=True, epoch=s.epoch)
+            while s.batch_in_epoch < len(batches):
+                started = time.perf_counter()
+                loss, n_tokens = self._train_step(batches[s.batch_in_epoch])
+                elapsed = time.perf_counter() - started
+                s.step += 1
+                s.batch_in_epoch += 1
+                s.train_time_s += elapsed
+                s.step_time_s += elapsed
+                s.train_tokens += n_tokens
+                loss_sum, loss_tokens = loss_sum + loss, loss_tokens + n_tokens
+                bar.update()
+                bar.set_postfix(loss=f"{loss / n_tokens:.3f}", tok_s=f"{s.train_tokens / s.step_time_s:,.0f}")
+                budget = self._budget_exhausted()
+                every = self.tr.validate_every_steps
+                if budget or (every and s.step % every == 0):
+                    epoch = s.epoch + s.batch_in_epoch / len(batches)
+                    if self._validate(epoch, loss_sum / max(loss_tokens, 1), budget):
+                        bar.close()
+                        return s
+                    loss_sum, loss_tokens = 0.0, 0
+            s.epoch += 1
+            s.batch_in_epoch = 0
+            if not self.tr.validate_every_steps or s.epoch >= self.tr.max_epochs:
+                budget = "max_epochs" if s.epoch >= self.tr.max_epochs else None
+                if self._validate(float(s.epoch), loss_sum / max(loss_tokens, 1), budget):
+                    bar.close()
+                    return s
+                loss_sum, loss_tokens = 0.0, 0
+
+    def _validate(self, epoch: float, train_loss: float, budget: Optional[str]) -> bool:
+        """Validate, update early stopping, checkpoint; True when training should stop."""
+        started = time.perf_counter()
+        s, tr = self.state, self.tr
+        valid_loss = token_nll(self.model, self.valid_batches, self.device)
+        valid_bleu = None
+        if not self.is_lm and (tr.stop_metric == StopMetric.bleu or tr.valid_bleu_sentences != 0):
+            valid_bleu = self.valid_bleu()
+        entry = {
+            "epoch": round(epoch, 4),
+            "step": s.step,
+            "wall_time_s": None,  # filled below, once validation time is counted
+            "train_loss": train_loss,
+            "valid_loss": valid_loss,
+            "valid_ppl": math.exp(min(valid_loss, 50.0)),
+            "valid_bleu": valid_bleu,
+            "valid_metric": math.exp(min(valid_loss, 50.0)) if self.is_lm else valid_bleu,
+        }
+        score = valid_bleu if tr.stop_metric == StopMetric.bleu else -valid_loss
+        best = s.best_index is None or score > self._score(s.history[s.best_index])
+        s.history.append(entry)
+        if best:
+            s.best_index, s.bad_validations = len(s.history) - 1, 0
+        else:
+            s.bad_validations += 1
+        if s.bad_validations >= tr.patience:
+            s.stopped_reason = "early_stop"
+        elif budget:
+            s.stopped_reason = budget
+        s.train_time_s += time.perf_counter() - started
+        entry["wall_time_s"] = round(s.train_time_s, 3)
+        log.info(
+            "epoch %.2f step %d | train loss %.3f | valid loss %.3f ppl %.1f%s%s",
+            epoch,
+            s.step,
+            train_loss,
+            valid_loss,
+            entry["valid_ppl"],
+            "" if valid_bleu is None else f" bleu {valid_bleu:.2f}",
+            " *" if best else "",
+        )
+        self._save(best)
+        return s.stopped_reason is not None
+
+    def _score(self, entry: dict) -> float:
+        return entry["valid_bleu"] if self.tr.stop_metric == StopMetric.bleu else -entry["valid_loss"]
+
+    def valid_bleu(self) -> float:
+        """Greedy-decoded BLEU on the validation set (or its first `trainer.valid_bleu_sentences`)."""
+        n = self.tr.valid_bleu_sentences
+        valid = self.data.valid
+        sources = valid.src if n is None else valid.src[:n]
+        refs = valid.tgt_text if n is None else valid.tgt_text[:n]
+        hyps = translate(self.model, sources, self.data.vocab, self.device, self.cfg.eval, beam=1)
+        return bleu_chrf(hyps, refs)["bleu"]

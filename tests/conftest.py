@@ -1,0 +1,72 @@
+"""Shared fixtures: composed real configs and a small synthetic parallel corpus in the text_files layout."""
+
+import random
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from frozen_sweep.config import register_configs
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf"
+
+register_configs()
+
+# A toy language pair: word-for-word "translation" with a fixed dictionary, so a micro model can learn it quickly.
+LEXICON = {
+    "the": "el", "dog": "perro", "cat": "gato", "sees": "ve", "eats": "come", "bread": "pan", "water": "agua",
+    "house": "casa", "big": "grande", "small": "pequeño", "and": "y", "man": "hombre", "woman": "mujer",
+    "drinks": "bebe", "has": "tiene", "red": "rojo", "book": "libro", "reads": "lee", "good": "bueno", "old": "viejo",
+}
+
+
+def toy_pairs(n: int, seed: int) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    words = list(LEXICON)
+    pairs = []
+    for _ in range(n):
+        en = [rng.choice(words) for _ in range(rng.randint(3, 9))]
+        pairs.append((" ".join(LEXICON[w] for w in en), " ".join(en)))
+    return pairs
+
+
+def write_corpus(directory: Path, sizes=(600, 60, 60), src="es", tgt="en") -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for seed, (split, n) in enumerate(zip(("train", "valid", "test"), sizes)):
+        pairs = toy_pairs(n, seed)
+        (directory / f"{split}.{src}").write_text("".join(s + "\n" for s, _ in pairs))
+        (directory / f"{split}.{tgt}").write_text("".join(t + "\n" for _, t in pairs))
+    return directory
+
+
+@pytest.fixture(scope="session")
+def toy_corpus(tmp_path_factory) -> Path:
+    return write_corpus(tmp_path_factory.mktemp("toy_corpus"))
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+def compose_config(*overrides: str):
+    """The real config tree, composed as `python -m frozen_sweep` would."""
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose("config", overrides=list(overrides))
+
+
+@pytest.fixture
+def micro_overrides(toy_corpus, cache_dir) -> list[str]:
+    """A micro translation job on the toy corpus, small enough to train in seconds."""
+    return [
+        "task=text_files",
+        f"task.path={toy_corpus}",
+        "task.src_lang=es",
+        "task.tgt_lang=en",
+        "task.vocab_size=60",
+        f"task.cache_dir={cache_dir}",
+        "model=micro",
+        "trainer=quick",
+        "eval.beam=2",
+    ]

@@ -1,0 +1,111 @@
+"""End to end through the real Hydra entry point (`python -m frozen_sweep`), in subprocesses."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+
+def run_cli(*args: str, timeout: int = 180) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "frozen_sweep", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def start_cli(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "frozen_sweep", *args], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def result(run_dir: Path) -> dict:
+    return json.loads((run_dir / "result.json").read_text())
+
+
+def test_micro_translation_job_writes_a_complete_result(tmp_path, micro_overrides):
+    run_dir = tmp_path / "run"
+    proc = run_cli(*micro_overrides, "freeze=emb_ffn", f"hydra.run.dir={run_dir}")
+    assert proc.returncode == 0, proc.stderr
+    r = result(run_dir)
+    assert r["status"] == "completed" and r["error"] is None
+    assert (r["task"], r["model"], r["row"], r["seed"], r["metric_name"]) == ("text_files", "micro", "(4)", 1, "bleu")
+    assert r["freeze"] == {"emb": "frozen:random", "att": "trainable", "ffn": "frozen:random", "other": "trainable"}
+    assert 0 < r["params_trainable"] < r["params_total"]
+    assert r["trainable_ratio"] == r["params_trainable"] / r["params_total"]
+    assert sum(c["total"] for c in r["params_by_component"].values()) == r["params_total"]
+    assert len(r["history"]) == 2 and r["stopped_reason"] == "max_epochs"
+    assert set(r["history"][0]) >= {"epoch", "step", "wall_time_s", "train_loss", "valid_loss", "valid_metric"}
+    assert r["epochs_to_convergence"] is None  # a budget, not early stopping, ended the run
+    assert 0 <= r["test_metric"] <= 100 and r["sacrebleu_signature"].startswith("nrefs:1")
+    assert r["versions"]["torch"] and r["data"]["train"] == 600
+    hyps = (run_dir / "test.hyp.txt").read_text().splitlines()
+    assert len(hyps) == 60
+
+    again = run_cli(*micro_overrides, "freeze=emb_ffn", f"hydra.run.dir={run_dir}")
+    assert again.returncode == 0 and "already holds a completed result" in again.stderr
+
+
+def test_language_model_job(tmp_path, micro_overrides):
+    run_dir = tmp_path / "lm"
+    overrides = [o for o in micro_overrides if not o.startswith(("model=", "task.src_lang"))]
+    proc = run_cli(*overrides, "task.kind=lm", "task.src_lang=null", "model=lm_micro", f"hydra.run.dir={run_dir}")
+    assert proc.returncode == 0, proc.stderr
+    r = result(run_dir)
+    assert r["metric_name"] == "ppl" and 1 < r["test_metric"] < 100  # a 60-token vocabulary: ppl well under 60
+    assert r["history"][-1]["valid_metric"] == r["history"][-1]["valid_ppl"]
+
+
+def test_killed_job_resumes_to_the_same_result(tmp_path, micro_overrides):
+    args = [*micro_overrides, "trainer.max_epochs=8", "trainer.valid_bleu_sentences=0"]
+    straight = tmp_path / "straight"
+    assert run_cli(*args, f"hydra.run.dir={straight}").returncode == 0
+
+    resumed = tmp_path / "resumed"
+    proc = start_cli(*args, f"hydra.run.dir={resumed}")
+    checkpoint = resumed / "checkpoint_last.pt"
+    deadline = time.time() + 120
+    while not checkpoint.exists() and time.time() < deadline:
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert result(resumed)["status"] == "running"  # killed mid-training: no chance to record anything
+
+    second = run_cli(*args, f"hydra.run.dir={resumed}")
+    assert second.returncode == 0, second.stderr
+    assert "resumed from" in second.stderr
+    a, b = result(straight), result(resumed)
+    strip = lambda h: [{k: v for k, v in e.items() if k != "wall_time_s"} for e in h]  # noqa: E731
+    assert strip(a["history"]) == strip(b["history"])
+    assert (a["test_metric"], a["best_epoch"], a["steps"]) == (b["test_metric"], b["best_epoch"], b["steps"])
+    assert (straight / "test.hyp.txt").read_text() == (resumed / "test.hyp.txt").read_text()
+
+
+def test_bad_config_fails_before_training(tmp_path, micro_overrides):
+    proc = run_cli(*micro_overrides, "model.heads=5", f"hydra.run.dir={tmp_path / 'bad'}")
+    assert proc.returncode != 0
+    assert "model.heads=5" in proc.stderr and "model.d_model=32" in proc.stderr
+    assert not (tmp_path / "bad" / "result.json").exists()
+
+    proc = run_cli(*micro_overrides, "freeze.ffn.init=diagonal", f"hydra.run.dir={tmp_path / 'bad2'}")
+    assert proc.returncode != 0 and "identity" in proc.stderr and "orthogonal" in proc.stderr
+
+
+def test_bad_data_is_recorded_as_a_failed_job(tmp_path, micro_overrides, toy_corpus):
+    data = tmp_path / "data"
+    data.mkdir()
+    for f in toy_corpus.iterdir():
+        (data / f.name).write_bytes(f.read_bytes())
+    (data / "valid.en").write_text("only one line\n")
+    overrides = [o if not o.startswith("task.path=") else f"task.path={data}" for o in micro_overrides]
+    proc = run_cli(*overrides, f"hydra.run.dir={tmp_path / 'run'}")
+    assert proc.returncode != 0
+    r = result(tmp_path / "run")
+    assert r["status"] == "failed" and "valid.en" in r["error"]

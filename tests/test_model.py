@@ -1,0 +1,93 @@
+import pytest
+import torch
+
+from frozen_sweep.evaluate import beam_search
+from frozen_sweep.model import Transformer, component_of_parameters
+from tests.conftest import compose_config
+
+V, PAD, BOS, EOS = 50, 0, 2, 3
+
+
+def make(*overrides, seed=0):
+    cfg = compose_config("model=micro", *overrides)
+    torch.manual_seed(seed)
+    model = Transformer(cfg.model, V, PAD)
+    for p in model.parameters():  # default inits give tiny logits; spread them so decoding is non-trivial
+        torch.nn.init.normal_(p, std=0.3)
+    return model.eval()
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_shapes_and_causality(norm):
+    model = make(f"model.norm={norm}")
+    src = torch.randint(4, V, (3, 7))
+    tgt = torch.randint(4, V, (3, 5))
+    logits = model(src, tgt)
+    assert logits.shape == (3, 5, V)
+    changed = tgt.clone()
+    changed[:, 3:] = torch.randint(4, V, (3, 2))
+    assert torch.allclose(model(src, changed)[:, :3], logits[:, :3], atol=1e-5)  # the future is invisible
+    assert not torch.allclose(model(src, changed)[:, 3:], logits[:, 3:])
+
+
+def test_source_padding_is_ignored():
+    model = make()
+    src = torch.randint(4, V, (1, 6))
+    padded = torch.cat([src, torch.full((1, 3), PAD)], dim=1)
+    tgt = torch.randint(4, V, (1, 4))
+    assert torch.allclose(model(src, tgt), model(padded, tgt), atol=1e-5)
+
+
+def test_embeddings_tied_three_ways_by_default():
+    model = make()
+    assert model.src_embed.tokens.weight is model.tgt_embed.tokens.weight is model.output.weight
+    names = [n for n, c in component_of_parameters(model).items() if c == "emb"]
+    assert names == ["tgt_embed.tokens.weight"]  # one tensor, counted once
+    untied = make("model.tie_embeddings=none")
+    assert len([c for c in component_of_parameters(untied).values() if c == "emb"]) == 3
+
+
+def test_cached_decoding_matches_full_forward():
+    model = make()
+    src = torch.randint(4, V, (2, 6))
+    tgt = torch.randint(4, V, (2, 5))
+    full = model(src, tgt)
+    memory, mask = model.encode(src)
+    caches = model.new_caches()
+    steps = [model.decode(tgt[:, t : t + 1], memory, mask, caches, start=t) for t in range(5)]
+    assert torch.allclose(torch.cat(steps, dim=1), full, atol=1e-5)
+
+
+def naive_greedy(model, src, max_len):
+    """Greedy search that re-runs the whole decoder every step: no cache, no beam bookkeeping."""
+    out = torch.full((1, 1), BOS)
+    for _ in range(max_len):
+        logits = model(src, out)[:, -1]
+        logits[:, [BOS, PAD]] = -float("inf")
+        nxt = logits.argmax(-1, keepdim=True)
+        if nxt.item() == EOS:
+            break
+        out = torch.cat([out, nxt], dim=1)
+    return out[0, 1:].tolist()
+
+
+def test_beam_one_is_greedy_search():
+    model = make(seed=3)
+    src = torch.randint(4, V, (4, 6))
+    src[:, -1] = EOS
+    hyps = beam_search(model, src, beam=1, bos=BOS, eos=EOS, max_len_a=0, max_len_b=12)
+    for i in range(4):
+        assert hyps[i] == naive_greedy(model, src[i : i + 1], 11)  # the 12th token is a forced eos
+
+
+def test_beam_search_batch_independent_and_bounded():
+    model = make(seed=4)
+    src = torch.randint(4, V, (3, 8))
+    src[1, 5:] = PAD
+    src[:, -1] = torch.where(src[:, -1] == PAD, PAD, EOS)
+    together = beam_search(model, src, beam=4, bos=BOS, eos=EOS, max_len_a=1.0, max_len_b=3)
+    alone = [beam_search(model, src[i : i + 1, : (src[i] != PAD).sum()], beam=4, bos=BOS, eos=EOS,
+                         max_len_a=1.0, max_len_b=3)[0] for i in range(3)]
+    assert together == alone
+    assert all(len(h) < 8 + 3 for h in together)
+    assert all(EOS not in h and BOS not in h for h in together)
