@@ -8,12 +8,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from frozen_sweep.data.batching import collate
+from frozen_sweep.data.vocab import BOS, EOS
 from frozen_sweep.model import Transformer
 
 
-def _keep_rows(caches: list[dict[str, Tensor]], rows: Tensor) -> None:
+def _select_rows(caches: list[dict[str, Tensor]], rows: Tensor, keys=("self_k", "self_v", "cross_k", "cross_v")) -> None:
     for cache in caches:
-        for key in cache:
+        for key in keys:
             cache[key] = cache[key].index_select(0, rows)
 
 
@@ -74,7 +76,7 @@ def beam_search(
         rows = (torch.arange(n, device=src.device) * K).unsqueeze(1) + from_beam.gather(1, pick)  # (n, K)
         tokens = torch.cat([tokens[rows.view(-1)], token.gather(1, pick).view(-1, 1)], dim=1)
         scores = live_scores
-        _keep_rows(caches, rows.view(-1))
+        _select_rows(caches, rows.view(-1), keys=("self_k", "self_v"))  # cross k/v: the same for a sentence's beams
 
         done = torch.tensor([len(finished[int(s)]) >= K for s in sentence], device=src.device)
         done |= t + 1 >= max_len[sentence]
@@ -85,7 +87,7 @@ def beam_search(
             keep_rows = (keep.unsqueeze(1) * K + torch.arange(K, device=src.device)).view(-1)
             sentence, scores, tokens = sentence[keep], scores[keep], tokens[keep_rows]
             memory, mask = memory[keep_rows], mask[keep_rows]
-            _keep_rows(caches, keep_rows)
+            _select_rows(caches, keep_rows)
 
     return [max(hyps)[1] if hyps else [] for hyps in finished]
 
@@ -102,16 +104,13 @@ def translate(
     out: list[Optional[str]] = [None] * len(sources)
     for start in range(0, len(order), eval_cfg.batch_sentences):
         idx = order[start : start + eval_cfg.batch_sentences]
-        seqs = [sources[i][:max_src] + [vocab.eos_id] for i in idx]
-        src = torch.full((len(seqs), max(map(len, seqs))), vocab.pad_id, dtype=torch.long)
-        for row, seq in enumerate(seqs):
-            src[row, : len(seq)] = torch.tensor(seq)
+        src = collate([sources[i][:max_src] for i in idx], [[] for _ in idx], list(range(len(idx)))).src
         hyps = beam_search(
             model,
             src.to(device),
             beam=beam or eval_cfg.beam,
-            bos=vocab.bos_id,
-            eos=vocab.eos_id,
+            bos=BOS,
+            eos=EOS,
             max_len_a=eval_cfg.max_len_a,
             max_len_b=eval_cfg.max_len_b,
             len_penalty=eval_cfg.len_penalty,

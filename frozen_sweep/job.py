@@ -16,6 +16,7 @@ from frozen_sweep.checkpoint import BEST, load_checkpoint
 from frozen_sweep.config import Device, TaskKind, validate
 from frozen_sweep.data import TaskData, load_task
 from frozen_sweep.data.batching import batch_indices, collate
+from frozen_sweep.data.vocab import PAD
 from frozen_sweep.evaluate import bleu_chrf, token_nll, translate
 from frozen_sweep.model import Transformer
 from frozen_sweep.results import RESULT_FILE, RunResult, load_result, write_result
@@ -49,7 +50,7 @@ def pick_device(cfg) -> torch.device:
 
 def build_model(cfg, data: TaskData) -> Transformer:
     """The model with every parameter initialised from (seed, name) and the freeze pattern applied."""
-    model = Transformer(cfg.model, len(data.vocab), data.vocab.pad_id)
+    model = Transformer(cfg.model, len(data.vocab), PAD)
     freeze.init_and_freeze(model, cfg.freeze, cfg.seed)
     return model
 
@@ -57,8 +58,8 @@ def build_model(cfg, data: TaskData) -> Transformer:
 def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path) -> dict:
     """Test metrics with the weights of the best validation; hypotheses are saved beside the result."""
     if cfg.task.kind == TaskKind.lm:
-        groups = batch_indices(None, [len(t) + 1 for t in data.test.tgt], cfg.trainer.max_tokens, False, cfg.seed, 0)
-        nll = token_nll(model, (collate(data.test, g, data.vocab) for g in groups), device)
+        groups = batch_indices(None, [len(t) for t in data.test.tgt], cfg.trainer.max_tokens, shuffle=False)
+        nll = token_nll(model, (collate(None, data.test.tgt, g) for g in groups), device)
         return {"metric": math.exp(min(nll, 50.0))}
     hyps = translate(model, data.test.src, data.vocab, device, cfg.eval)
     (run_dir / "test.hyp.txt").write_text("".join(h + "\n" for h in hyps))

@@ -21,6 +21,7 @@ from frozen_sweep.checkpoint import BEST, LAST, load_checkpoint, save_checkpoint
 from frozen_sweep.config import StopMetric, TaskKind
 from frozen_sweep.data import TaskData
 from frozen_sweep.data.batching import batch_indices, collate
+from frozen_sweep.data.vocab import PAD
 from frozen_sweep.evaluate import bleu_chrf, token_nll, translate
 from frozen_sweep.freeze import trainable_parameters
 
@@ -59,7 +60,6 @@ class Trainer:
         self.cfg, self.tr, self.data, self.model, self.device = cfg, cfg.trainer, data, model, device
         self.run_dir = Path(run_dir)
         self.is_lm = cfg.task.kind == TaskKind.lm
-        self.pad = data.vocab.pad_id
         self.optimizer = torch.optim.Adam(
             trainable_parameters(model),
             lr=self.tr.lr,
@@ -77,10 +77,9 @@ class Trainer:
     # ---- data -------------------------------------------------------------------------------------------------------
 
     def _batches(self, split, shuffle: bool, epoch: int) -> list:
-        src_lens = None if split.src is None else [len(s) + 1 for s in split.src]
-        tgt_lens = [len(t) + 1 for t in split.tgt]
-        groups = batch_indices(src_lens, tgt_lens, self.tr.max_tokens, shuffle, self.cfg.seed, epoch)
-        return [collate(split, group, self.data.vocab) for group in groups]
+        src_lens = None if split.src is None else [len(s) for s in split.src]
+        groups = batch_indices(src_lens, [len(t) for t in split.tgt], self.tr.max_tokens, shuffle, self.cfg.seed, epoch)
+        return [collate(split.src, split.tgt, group) for group in groups]
 
     # ---- resume -----------------------------------------------------------------------------------------------------
 
@@ -123,7 +122,7 @@ class Trainer:
         loss = F.cross_entropy(
             logits.float().flatten(0, 1),
             target.flatten(),
-            ignore_index=self.pad,
+            ignore_index=PAD,
             label_smoothing=self.tr.label_smoothing,
             reduction="sum",
         )

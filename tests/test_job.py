@@ -15,7 +15,8 @@ def run_cli(*args: str, timeout: int = 180) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "frozen_sweep", *args],
         cwd=ROOT,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # Hydra logs to stdout, errors go to stderr: one stream to search
         text=True,
         timeout=timeout,
     )
@@ -33,7 +34,7 @@ def result(run_dir: Path) -> dict:
 def test_micro_translation_job_writes_a_complete_result(tmp_path, micro_overrides):
     run_dir = tmp_path / "run"
     proc = run_cli(*micro_overrides, "freeze=emb_ffn", f"hydra.run.dir={run_dir}")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stdout
     r = result(run_dir)
     assert r["status"] == "completed" and r["error"] is None
     assert (r["task"], r["model"], r["row"], r["seed"], r["metric_name"]) == ("text_files", "micro", "(4)", 1, "bleu")
@@ -45,19 +46,19 @@ def test_micro_translation_job_writes_a_complete_result(tmp_path, micro_override
     assert set(r["history"][0]) >= {"epoch", "step", "wall_time_s", "train_loss", "valid_loss", "valid_metric"}
     assert r["epochs_to_convergence"] is None  # a budget, not early stopping, ended the run
     assert 0 <= r["test_metric"] <= 100 and r["sacrebleu_signature"].startswith("nrefs:1")
-    assert r["versions"]["torch"] and r["data"]["train"] == 600
+    assert r["versions"]["torch"] and r["data"]["sizes"]["train"] == 600
     hyps = (run_dir / "test.hyp.txt").read_text().splitlines()
     assert len(hyps) == 60
 
     again = run_cli(*micro_overrides, "freeze=emb_ffn", f"hydra.run.dir={run_dir}")
-    assert again.returncode == 0 and "already holds a completed result" in again.stderr
+    assert again.returncode == 0 and "already holds a completed result" in again.stdout
 
 
 def test_language_model_job(tmp_path, micro_overrides):
     run_dir = tmp_path / "lm"
     overrides = [o for o in micro_overrides if not o.startswith(("model=", "task.src_lang"))]
     proc = run_cli(*overrides, "task.kind=lm", "task.src_lang=null", "model=lm_micro", f"hydra.run.dir={run_dir}")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stdout
     r = result(run_dir)
     assert r["metric_name"] == "ppl" and 1 < r["test_metric"] < 100  # a 60-token vocabulary: ppl well under 60
     assert r["history"][-1]["valid_metric"] == r["history"][-1]["valid_ppl"]
@@ -79,8 +80,8 @@ def test_killed_job_resumes_to_the_same_result(tmp_path, micro_overrides):
     assert result(resumed)["status"] == "running"  # killed mid-training: no chance to record anything
 
     second = run_cli(*args, f"hydra.run.dir={resumed}")
-    assert second.returncode == 0, second.stderr
-    assert "resumed from" in second.stderr
+    assert second.returncode == 0, second.stdout
+    assert "resumed from" in second.stdout
     a, b = result(straight), result(resumed)
     strip = lambda h: [{k: v for k, v in e.items() if k != "wall_time_s"} for e in h]  # noqa: E731
     assert strip(a["history"]) == strip(b["history"])
@@ -91,11 +92,11 @@ def test_killed_job_resumes_to_the_same_result(tmp_path, micro_overrides):
 def test_bad_config_fails_before_training(tmp_path, micro_overrides):
     proc = run_cli(*micro_overrides, "model.heads=5", f"hydra.run.dir={tmp_path / 'bad'}")
     assert proc.returncode != 0
-    assert "model.heads=5" in proc.stderr and "model.d_model=32" in proc.stderr
+    assert "model.heads=5" in proc.stdout and "model.d_model=32" in proc.stdout
     assert not (tmp_path / "bad" / "result.json").exists()
 
     proc = run_cli(*micro_overrides, "freeze.ffn.init=diagonal", f"hydra.run.dir={tmp_path / 'bad2'}")
-    assert proc.returncode != 0 and "identity" in proc.stderr and "orthogonal" in proc.stderr
+    assert proc.returncode != 0 and "identity" in proc.stdout and "orthogonal" in proc.stdout
 
 
 def test_bad_data_is_recorded_as_a_failed_job(tmp_path, micro_overrides, toy_corpus):

@@ -1,0 +1,151 @@
+"""The embedded corpus: Bible verses from two SWORD modules, as plain-text train/valid/test files.
+
+Split rule (SPLIT_VERSION 1). The Bible repeats itself (parallel passages, formulas, genealogies), so a random
+verse-level split leaks near-copies of test verses into training. Whole chapters are held out instead: number the
+1,189 chapters 0..1188 in canonical order (Gen 1 = 0, Rev 22 = 1188); chapter c goes to test if c % 25 == 12, to
+valid if c % 25 == 24, otherwise to train. That is 48 test and 47 valid chapters spread evenly from Genesis to
+Revelation. Any train pair that equals a valid/test pair exactly is then removed from train.
+
+Sizes for spaRV1909eb -> engKJV2006eb with max_length_ratio 2.5: of 31,102 verses, 18 are dropped with an empty side,
+697 in 26 out-of-step chapters and 8 as misaligned (see align.py); train 27,964 (58 copies of held-out pairs
+removed), valid 1,271, test 1,086. LM on engKJV2006eb (no empty verses): train 28,481 (94 copies removed), valid
+1,328, test 1,199.
+"""
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from frozen_sweep.config import TaskKind
+from frozen_sweep.data.align import align
+from frozen_sweep.data.kjv_canon import BOOKS
+from frozen_sweep.data.sword import VerseRef, read_module
+
+log = logging.getLogger(__name__)
+
+SPLIT_VERSION = 1  # bump when the extraction, cleaning or split rule changes: it is part of the cache key
+HELD_OUT_EVERY = 25
+TEST_REMAINDER, VALID_REMAINDER = 12, 24
+SPLITS = ("train", "valid", "test")
+
+INSTALL_HINT = (
+    "install the modules with `apt-get install --no-install-recommends sword-text-sparv sword-text-kjv` "
+    "(as root; `make data` does it), or point task.sword_dir= at a copy of the modules"
+)
+
+CHAPTER_INDEX = {
+    (book.osis, chapter): i
+    for i, (book, chapter) in enumerate((b, c) for b in BOOKS for c in range(1, len(b.verses) + 1))
+}
+
+
+def split_of(ref: VerseRef) -> str:
+    """The split a verse belongs to, by the chapter rule in the module docstring."""
+    remainder = CHAPTER_INDEX[ref.book, ref.chapter] % HELD_OUT_EVERY
+    return {TEST_REMAINDER: "test", VALID_REMAINDER: "valid"}.get(remainder, "train")
+
+
+def module_dirs(task_cfg) -> dict[str, Path]:
+    """{language: module directory} for the languages the task uses; a clear error if one is missing."""
+    langs = [task_cfg.tgt_lang] if TaskKind(task_cfg.kind) == TaskKind.lm else [task_cfg.src_lang, task_cfg.tgt_lang]
+    if len(set(langs)) != len(langs):
+        raise ValueError(f"task.src_lang and task.tgt_lang are both '{langs[0]}'")
+    sword_dir = Path(task_cfg.sword_dir).expanduser()
+    if not sword_dir.is_dir():
+        raise FileNotFoundError(f"task.sword_dir={sword_dir} does not exist: {INSTALL_HINT}")
+    dirs = {}
+    for lang in langs:
+        if lang not in task_cfg.modules:
+            raise ValueError(f"task.modules has no SWORD module for language '{lang}'; has: {sorted(task_cfg.modules)}")
+        dirs[lang] = sword_dir / task_cfg.modules[lang]
+        if not (dirs[lang] / "ot.bzv").exists() and not (dirs[lang] / "nt.bzv").exists():
+            raise FileNotFoundError(f"SWORD module {task_cfg.modules[lang]} not found in {sword_dir}: {INSTALL_HINT}")
+    return dirs
+
+
+def cache_key(dirs: dict[str, Path], max_length_ratio: float) -> str:
+    """Short hash of everything the extracted files depend on: module files (size, mtime), languages, settings."""
+    files = {
+        f"{lang}/{f.name}": [f.stat().st_size, f.stat().st_mtime_ns]
+        for lang, d in dirs.items()
+        for f in sorted(d.glob("*.bz[svz]"))
+    }
+    recipe = {"files": files, "langs": list(dirs), "ratio": max_length_ratio, "split_version": SPLIT_VERSION}
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _pairs(dirs: dict[str, Path], max_length_ratio: float) -> tuple[list[tuple], dict]:
+    """(ref, text per language...) rows that pass the filters, and what was dropped."""
+    modules = {lang: read_module(d) for lang, d in dirs.items()}
+    if len(modules) == 1:
+        (verses,) = modules.values()
+        rows = [(ref, text) for ref, text in verses if text]
+        return rows, {"verses": len(verses), "dropped_empty": len(verses) - len(rows)}
+    src, tgt = modules.values()
+    return align(src, tgt, max_length_ratio)
+
+
+def _split(rows: list[tuple]) -> tuple[dict[str, list[tuple[str, ...]]], int]:
+    """Rows (ref, texts...) by split, train minus exact copies of held-out rows, and how many copies were removed."""
+    splits: dict[str, list[tuple[str, ...]]] = {name: [] for name in SPLITS}
+    for ref, *texts in rows:
+        splits[split_of(ref)].append(tuple(texts))
+    held_out = set(splits["valid"]) | set(splits["test"])
+    train = [texts for texts in splits["train"] if texts not in held_out]
+    removed = len(splits["train"]) - len(train)
+    splits["train"] = train
+    return splits, removed
+
+
+def _write(directory: Path, splits: dict[str, list[tuple[str, ...]]], langs: list[str], stats: dict) -> None:
+    for name, rows in splits.items():
+        for i, lang in enumerate(langs):
+            (directory / f"{name}.{lang}").write_text("".join(row[i] + "\n" for row in rows), encoding="utf-8")
+    (directory / "stats.json").write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def extract_bible(task_cfg) -> Path:
+    """Directory holding {train,valid,test}.{lang} and stats.json for the task's languages; built on first use.
+
+    The directory name is a hash of its inputs, and it appears only complete (written under a temporary name, then
+    renamed), so concurrent jobs can call this safely: a loser of the race discards its copy and uses the winner's.
+    """
+    dirs = module_dirs(task_cfg)
+    root = Path(task_cfg.cache_dir).expanduser() / "bible"
+    final = root / cache_key(dirs, task_cfg.max_length_ratio)
+    if final.is_dir():
+        return final
+
+    rows, stats = _pairs(dirs, task_cfg.max_length_ratio)
+    splits, removed = _split(rows)
+    langs = list(dirs)
+    stats = {
+        "modules": {lang: d.name for lang, d in dirs.items()},
+        **stats,
+        "removed_from_train_as_held_out_copies": removed,
+        "split_rule": f"chapter index % {HELD_OUT_EVERY}: {TEST_REMAINDER} test, {VALID_REMAINDER} valid",
+        "split_version": SPLIT_VERSION,
+        "sizes": {name: len(rows) for name, rows in splits.items()},
+    }
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
+    try:
+        _write(tmp, splits, langs, stats)
+        tmp.chmod(0o755)  # mkdtemp makes it private; the cache may be shared
+        os.rename(tmp, final)
+    except OSError:
+        if not final.is_dir():  # a real failure, not a lost race
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    labels = {"dropped_empty": "empty", "dropped_out_of_step": "out of step", "dropped_misaligned": "misaligned"}
+    labels["dropped_misaligned"] += f" (length ratio > {task_cfg.max_length_ratio:g})"
+    dropped = ", ".join(f"{stats[key]} {label}" for key, label in labels.items() if key in stats)
+    sizes = "/".join(str(n) for n in stats["sizes"].values())
+    names = " -> ".join(d.name for d in dirs.values())
+    log.info(f"bible {names}: {stats['verses']} verses, dropped {dropped}; train/valid/test {sizes} in {final}")
+    return final

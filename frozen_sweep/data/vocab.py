@@ -1,0 +1,97 @@
+"""SentencePiece subword vocabulary with fixed special ids, trained on the training text and cached by content.
+
+BPE rather than unigram: the paper's setup is a joint BPE vocabulary, and spm trains BPE on the Bible (~56k lines,
+8k pieces) in under a second against several for unigram, with the same number of pieces per sentence (±1%).
+"""
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import sentencepiece as spm
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+
+TRAINER_SETTINGS = {
+    "model_type": "bpe",
+    "pad_id": PAD,
+    "unk_id": UNK,
+    "bos_id": BOS,
+    "eos_id": EOS,
+    "hard_vocab_limit": False,  # a small corpus may not support vocab_size pieces: take fewer instead of failing
+    "character_coverage": 1.0,
+    "input_sentence_size": 0,  # use every sentence ...
+    "shuffle_input_sentence": False,  # ... in order: same text, same model
+    "max_sentence_length": 1 << 16,  # bytes; longer lines are skipped by spm
+    "num_threads": 1,
+    "minloglevel": 2,  # warnings and errors only
+}
+
+
+class Vocab:
+    """Token ids <-> text. Ids 0-3 are pad, unk, bos, eos; encode adds none of them."""
+
+    pad, unk, bos, eos = PAD, UNK, BOS, EOS
+
+    def __init__(self, model: bytes, path: Path | None = None):
+        self.model = model
+        self.path = path
+        self.sp = spm.SentencePieceProcessor(model_proto=model)
+
+    @classmethod
+    def load(cls, path: Path) -> "Vocab":
+        return cls(Path(path).read_bytes(), Path(path))
+
+    def __len__(self) -> int:
+        return self.sp.get_piece_size()
+
+    def encode(self, text: str) -> list[int]:
+        return self.sp.encode(text)
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return self.sp.encode(list(texts))
+
+    def decode(self, ids) -> str:
+        """Text of ids up to the first eos; pad and bos are skipped. Accepts a list or a 1-d tensor."""
+        ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
+        if EOS in ids:
+            ids = ids[: ids.index(EOS)]
+        return self.sp.decode([i for i in ids if i not in (PAD, BOS)])
+
+    def __getstate__(self):  # picklable for worker processes: the model bytes travel, the C++ object is rebuilt
+        return {"model": self.model, "path": self.path}
+
+    def __setstate__(self, state):
+        self.__init__(state["model"], state["path"])
+
+
+def cache_path(texts: list[str], vocab_size: int, cache_dir: Path) -> Path:
+    """cache_dir/spm/<sha256 of the training text and every trainer setting>.model"""
+    digest = hashlib.sha256()
+    settings = {**TRAINER_SETTINGS, "vocab_size": vocab_size, "spm": spm.__version__}
+    digest.update(json.dumps(settings, sort_keys=True).encode())
+    for text in texts:
+        digest.update(text.encode("utf-8") + b"\n")
+    return Path(cache_dir).expanduser() / "spm" / f"{digest.hexdigest()}.model"
+
+
+def train_or_load_vocab(texts: list[str], vocab_size: int, cache_dir: Path) -> Vocab:
+    """The vocabulary trained on `texts` (for translation: both sides' training text), from cache if present."""
+    path = cache_path(texts, vocab_size, cache_dir)
+    if path.exists():
+        return Vocab.load(path)
+    if not any(texts):
+        raise ValueError("cannot train a subword vocabulary: the training text is empty")
+    buffer = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts), model_writer=buffer, vocab_size=vocab_size, **TRAINER_SETTINGS
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.stem}.", delete=False) as tmp:
+        tmp.write(buffer.getvalue())
+    os.chmod(tmp.name, 0o644)  # the cache may be shared
+    os.replace(tmp.name, path)  # atomic: a concurrent reader sees no model or a whole one
+    return Vocab(buffer.getvalue(), path)

@@ -1,0 +1,295 @@
+"""Tests of frozen_sweep.data: SWORD reader, Bible extraction and split, text files, vocabulary, batching, load_task.
+
+They build their own zText modules with tests/ztext_writer.py; only the last test reads the installed modules.
+"""
+
+import itertools
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+import sentencepiece as spm
+import torch
+from omegaconf import OmegaConf
+from ztext_writer import write_ztext
+
+from frozen_sweep.config import CorpusKind, TaskConfig, TaskKind
+from frozen_sweep.data import batch_indices, collate, load_task, pad_fraction
+from frozen_sweep.data.align import out_of_step_chapters
+from frozen_sweep.data.bible import extract_bible, split_of
+from frozen_sweep.data.kjv_canon import BOOKS, TESTAMENTS
+from frozen_sweep.data.sword import VerseRef, osis_to_text, read_module
+from frozen_sweep.data.text_files import read_split
+from frozen_sweep.data.vocab import BOS, EOS, PAD, UNK, train_or_load_vocab
+
+WORDS = ["light", "water", "earth", "seed", "tree", "fruit", "day", "night"]
+PALABRAS = ["luz", "agua", "tierra", "semilla", "árbol", "fruto", "día", "noche"]
+
+
+def sentence(words: list[str], ref: VerseRef) -> str:
+    """A verse whose length varies with the reference, tagged with it so tests can tell where a line came from."""
+    n = 2 + (ref.chapter * 7 + ref.verse * 3) % 6
+    return f"[{ref.book} {ref.chapter}:{ref.verse}] " + " ".join(words[(ref.verse + k) % len(words)] for k in range(n))
+
+
+def tag(line: str) -> VerseRef:
+    book, cv = line[1 : line.index("]")].split()
+    chapter, verse = map(int, cv.split(":"))
+    return VerseRef(book, chapter, verse)
+
+
+@pytest.fixture(scope="module")
+def sword_dir(tmp_path_factory) -> Path:
+    """Two modules, Gen 1-50 verses 1-6, with planted problems: a misaligned pair (Gen 2:1), a verse empty on one
+    side (Gen 40:6: Gen 40 and 41 are out of step), and a train pair equal to a test pair (Gen 3:1 = Gen 13:1)."""
+    root = tmp_path_factory.mktemp("sword")
+    en, es = {}, {}
+    for chapter in range(1, 51):
+        for verse in range(1, 7):
+            ref = VerseRef("Gen", chapter, verse)
+            en[ref] = f'{sentence(WORDS, ref)} <w lemma="strong:H1">God</w><note placement="foot">a footnote</note>'
+            es[ref] = f"{sentence(PALABRAS, ref)} Dios"
+    en[VerseRef("Gen", 2, 1)] = " ".join([en[VerseRef("Gen", 2, 1)]] * 4)
+    del es[VerseRef("Gen", 40, 6)]
+    en[VerseRef("Gen", 3, 1)], es[VerseRef("Gen", 3, 1)] = "The same verse twice.", "El mismo versículo."
+    en[VerseRef("Gen", 13, 1)], es[VerseRef("Gen", 13, 1)] = "The same verse twice.", "El mismo versículo."
+    write_ztext(root / "engTest", en)
+    write_ztext(root / "spaTest", es)
+    return root
+
+
+def make_cfg(tmp_path: Path, sword_dir: Path | None = None, **overrides):
+    fields = {"name": "test", "modules": {"es": "spaTest", "en": "engTest"}, "cache_dir": str(tmp_path / "cache")}
+    fields.update(sword_dir=str(sword_dir or tmp_path / "no-sword"), vocab_size=120, **overrides)
+    return OmegaConf.structured(TaskConfig(**fields))
+
+
+# ---- SWORD reader ----------------------------------------------------------------------------------------------------
+
+
+def test_canon_has_kjv_totals():
+    assert len(BOOKS) == 66 and sum(len(b.verses) for b in BOOKS) == 1189
+    assert [sum(map(sum, (b.verses for b in TESTAMENTS[t]))) for t in ("ot", "nt")] == [23145, 7957]
+    assert BOOKS[0].osis == "Gen" and BOOKS[-1].osis == "Rev" and BOOKS[18].verses[118] == 176  # Ps 119
+
+
+def test_reader_round_trip(tmp_path):
+    given = {
+        VerseRef("Gen", 1, 1): "In the beginning",
+        VerseRef("Ps", 119, 176): "I have gone astray",
+        VerseRef("Mal", 4, 6): "lest I come",
+        VerseRef("Matt", 1, 1): "The book of the generation",
+        VerseRef("Rev", 22, 21): "The grace",
+    }
+    verses = read_module(write_ztext(tmp_path / "m", given))
+    assert len(verses) == 31102
+    assert verses[0][0] == VerseRef("Gen", 1, 1) and verses[-1][0] == VerseRef("Rev", 22, 21)
+    assert verses[23145][0] == VerseRef("Matt", 1, 1)
+    assert {ref: text for ref, text in verses if text} == given
+
+
+def test_reader_rejects_other_versification(tmp_path):
+    module = write_ztext(tmp_path / "m", {VerseRef("Gen", 1, 1): "x"})
+    index = (module / "nt.bzv").read_bytes()
+    (module / "nt.bzv").write_bytes(index[:-10])
+    with pytest.raises(ValueError, match="KJV versification"):
+        read_module(module)
+
+
+def test_markup_cleaning():
+    raw = (
+        '<div sID="p1" type="x-p"/>¶ And <w lemma="strong:H0430">God</w> <transChange type="added">was</transChange>'
+        ' the <divineName><w lemma="strong:H3068">LORD</w></divineName>, \\nd <w>JEHOVAH</w></divineName>;'
+        '<note placement="foot"><reference>1.4 </reference>Heb. <seg>between</seg></note> '
+        '<title type="x-heading">A heading</title> <q marker="" who="Jesus">Fear &amp; &lt;tremble&gt;</q>.'
+        '<l sID="a"/>next<l eID="a"/>'
+    )
+    assert osis_to_text(raw) == "And God was the LORD, JEHOVAH; Fear & <tremble>. next"
+    psalm = '<title canonical="true" type="psalm">A <w>Psalm</w> of David.</title> <lg sID="x"/>LORD, how'
+    assert osis_to_text(psalm) == "A Psalm of David. LORD, how"  # superscriptions are scripture, not headings
+
+
+# ---- Bible extraction and split --------------------------------------------------------------------------------------
+
+
+def test_out_of_step_chapter_detected():
+    lengths = [20, 80, 30, 120, 40, 90, 25, 100, 35, 70]
+    pairs = [(VerseRef("Gen", 1, v + 1), "a" * n, "b" * n) for v, n in enumerate(lengths)]
+    shifted = [(VerseRef("Gen", 2, v + 1), "a" * n, "b" * m) for v, (n, m) in enumerate(itertools.pairwise(lengths))]
+    assert out_of_step_chapters(pairs + shifted) == [("Gen", 2)]
+
+
+def test_extract_bible_drops_and_splits(tmp_path, sword_dir, caplog):
+    cfg = make_cfg(tmp_path, sword_dir)
+    with caplog.at_level("INFO"):
+        directory = extract_bible(cfg)
+    assert "1 misaligned" in caplog.text
+    stats = json.loads((directory / "stats.json").read_text())
+    assert stats["verses"] == 31102
+    assert stats["dropped_empty"] == 31102 - 300 + 1
+    assert stats["out_of_step_chapters"] == ["Gen 40", "Gen 41"] and stats["dropped_out_of_step"] == 11
+    assert stats["dropped_misaligned"] == 1
+    assert stats["removed_from_train_as_held_out_copies"] == 1
+    assert stats["sizes"] == {"train": 262, "valid": 12, "test": 12}
+
+    lines = {
+        (split, lang): (directory / f"{split}.{lang}").read_text().splitlines()
+        for split in ("train", "valid", "test")
+        for lang in ("es", "en")
+    }
+    assert all("footnote" not in line and line.endswith("God") for line in lines["train", "en"])
+    chapters = {}
+    for split in ("train", "valid", "test"):
+        assert len(lines[split, "es"]) == len(lines[split, "en"]) == stats["sizes"][split]
+        tagged = [tag(line) for line in lines[split, "en"] if line.startswith("[")]
+        assert [tag(line) for line in lines[split, "es"] if line.startswith("[")] == tagged  # aligned
+        assert all(split_of(ref) == split for ref in tagged)
+        chapters[split] = {ref.chapter for ref in tagged}
+    assert chapters["test"] == {13, 38} and chapters["valid"] == {25, 50}
+    assert not chapters["train"] & (chapters["valid"] | chapters["test"])
+    pairs = {split: set(zip(lines[split, "es"], lines[split, "en"])) for split in ("train", "valid", "test")}
+    assert not pairs["train"] & (pairs["valid"] | pairs["test"])
+
+    assert extract_bible(cfg) == directory  # cached
+    assert [p.name for p in directory.parent.iterdir()] == [directory.name]  # no temporary leftovers
+
+
+def test_extract_bible_lm(tmp_path, sword_dir):
+    directory = extract_bible(make_cfg(tmp_path, sword_dir, kind=TaskKind.lm, src_lang=None))
+    assert sorted(p.name for p in directory.iterdir()) == ["stats.json", "test.en", "train.en", "valid.en"]
+    stats = json.loads((directory / "stats.json").read_text())
+    assert stats["sizes"] == {"train": 300 - 24 - 1, "valid": 12, "test": 12}  # Gen 3:1 repeats Gen 13:1
+
+
+def test_missing_modules_explain_install(tmp_path, sword_dir):
+    with pytest.raises(FileNotFoundError, match="apt-get install --no-install-recommends sword-text-sparv"):
+        extract_bible(make_cfg(tmp_path))
+    with pytest.raises(FileNotFoundError, match="task.sword_dir="):
+        extract_bible(make_cfg(tmp_path, sword_dir, modules={"es": "spaMissing", "en": "engTest"}))
+
+
+# ---- user text files -------------------------------------------------------------------------------------------------
+
+
+def write(path: Path, data: str | bytes) -> None:
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+
+
+def test_text_files_read_and_skip_empty_train_pairs(tmp_path):
+    write(tmp_path / "train.tr", "bir\n\nüç\n")
+    write(tmp_path / "train.en", "one\ntwo\nthree\n")
+    split = read_split(tmp_path, "train", ["tr", "en"])
+    assert split.lines == [["bir", "üç"], ["one", "three"]] and split.skipped_empty == 1
+
+
+@pytest.mark.parametrize(
+    "files, message",
+    [
+        ({"test.tr": "a\nb\n", "test.en": "a\n"}, r"test.tr has 2 lines but test.en has 1"),
+        ({"test.tr": "", "test.en": "a\n"}, r"test.tr is empty"),
+        ({"test.tr": b"a\nb\xff\n", "test.en": "a\nb\n"}, r"test.tr line 2 is not valid UTF-8"),
+        ({"test.tr": "a\n \n", "test.en": "a\nb\n"}, r"test.tr line 2 is empty"),
+        ({"test.en": "a\n"}, r"test.tr: no such file"),
+    ],
+)
+def test_text_files_errors_name_file_and_line(tmp_path, files, message):
+    for name, data in files.items():
+        write(tmp_path / name, data)
+    with pytest.raises((ValueError, FileNotFoundError), match=message):
+        read_split(tmp_path, "test", ["tr", "en"])
+
+
+# ---- vocabulary ------------------------------------------------------------------------------------------------------
+
+
+def test_vocab_ids_and_cache(tmp_path, monkeypatch):
+    texts = [f"{w} {p} {i}" for i in range(50) for w, p in zip(WORDS, PALABRAS)]
+    vocab = train_or_load_vocab(texts, 100, tmp_path)
+    assert (vocab.sp.pad_id(), vocab.sp.unk_id(), vocab.sp.bos_id(), vocab.sp.eos_id()) == (PAD, UNK, BOS, EOS)
+    ids = vocab.encode("light luz 7")
+    assert ids and not {PAD, BOS, EOS} & set(ids) and vocab.encode_batch(["light luz 7"]) == [ids]
+    assert vocab.decode([BOS] + ids + [EOS, 5, 6, PAD]) == "light luz 7"
+    assert vocab.decode(torch.tensor(ids + [PAD, PAD])) == "light luz 7"
+    assert pickle.loads(pickle.dumps(vocab)).encode("light") == vocab.encode("light")
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("retrained although the model is cached")
+
+    monkeypatch.setattr(spm.SentencePieceTrainer, "train", no_training)
+    again = train_or_load_vocab(texts, 100, tmp_path)
+    assert again.path == vocab.path and again.encode("light luz 7") == ids
+    assert list((tmp_path / "spm").iterdir()) == [vocab.path]
+
+
+# ---- batching --------------------------------------------------------------------------------------------------------
+
+
+def lengths(n: int, seed: int) -> list[int]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(1, 60, (n,), generator=g).tolist()
+
+
+def test_batches_deterministic_complete_and_within_budget():
+    src, tgt = lengths(500, 0), lengths(500, 1)
+    tgt[7] = 300  # longer than the budget: a batch of its own
+    batches = batch_indices(src, tgt, 256, shuffle=True, seed=3, epoch=0)
+    assert batches == batch_indices(src, tgt, 256, shuffle=True, seed=3, epoch=0)
+    assert batches != batch_indices(src, tgt, 256, shuffle=True, seed=3, epoch=1)
+    assert sorted(i for b in batches for i in b) == list(range(500))
+    for b in batches:
+        assert len(b) == 1 or len(b) * max(max(src[i], tgt[i]) + 1 for i in b) <= 256
+    assert [7] in batches
+    ordered = [i for b in batch_indices(None, tgt, 256, shuffle=False) for i in b]
+    assert [tgt[i] for i in ordered] == sorted(tgt)
+
+
+def test_collate():
+    src, tgt = [[5, 6, 7], [8]], [[9, 10], [11, 12, 13]]
+    batch = collate(src, tgt, [1, 0])
+    assert batch.src.tolist() == [[8, EOS, PAD, PAD], [5, 6, 7, EOS]]
+    assert batch.tgt_in.tolist() == [[BOS, 11, 12, 13], [BOS, 9, 10, PAD]]
+    assert batch.tgt_out.tolist() == [[11, 12, 13, EOS], [9, 10, EOS, PAD]]
+    assert batch.n_tokens == 7 and batch.indices == [1, 0] and batch.src.dtype == torch.int64
+    assert pad_fraction([batch]) == pytest.approx(3 / 16)
+    assert collate(None, tgt, [0]).src is None
+
+
+# ---- load_task -------------------------------------------------------------------------------------------------------
+
+
+def test_load_task_bible_end_to_end(tmp_path, sword_dir):
+    data = load_task(make_cfg(tmp_path, sword_dir, max_len=14))
+    assert data.stats["sizes"]["valid"] == 12 and data.stats["sizes"]["test"] == 12
+    assert data.stats["train_dropped_long"] > 0
+    assert data.stats["sizes"]["train"] == 262 - data.stats["train_dropped_long"]
+    assert all(len(ids) <= 14 for ids in data.train.src + data.train.tgt)
+    assert any(len(ids) > 14 for ids in data.test.src + data.test.tgt)  # held-out examples are never dropped
+    assert data.vocab.decode(data.valid.tgt[0]) == data.valid.tgt_text[0]
+    assert len(data.train.src) == len(data.train.src_text) == len(data.train.tgt)
+    assert data.stats["corpus"]["dropped_misaligned"] == 1 and Path(data.stats["vocab_path"]).exists()
+
+
+def test_load_task_text_files_lm(tmp_path):
+    for split, n in (("train", 40), ("valid", 5), ("test", 5)):
+        write(tmp_path / f"{split}.en", "".join(f"{WORDS[i % 8]} {WORDS[(i * 3) % 8]} {split}\n" for i in range(n)))
+    cfg = make_cfg(tmp_path, kind=TaskKind.lm, src_lang=None, corpus=CorpusKind.text_files, path=str(tmp_path))
+    data = load_task(cfg)
+    assert data.train.src is None and data.test.src_text is None
+    assert data.stats["sizes"] == {"train": 40, "valid": 5, "test": 5}
+    assert data.vocab.decode(data.test.tgt[4]) == data.test.tgt_text[4]
+
+
+# ---- the installed modules (skipped where absent) --------------------------------------------------------------------
+
+REAL = Path("/usr/share/sword/modules/texts/ztext")
+
+
+@pytest.mark.skipif(not (REAL / "spaRV1909eb").is_dir() or not (REAL / "engKJV2006eb").is_dir(), reason="no modules")
+def test_installed_modules(tmp_path):
+    assert read_module(REAL / "engKJV2006eb")[0][1] == "In the beginning God created the heaven and the earth."
+    assert read_module(REAL / "spaRV1909eb")[0][1] == "EN el principio crió Dios los cielos y la tierra."
+    cfg = OmegaConf.structured(TaskConfig(name="bible", sword_dir=str(REAL), cache_dir=str(tmp_path)))
+    stats = json.loads((extract_bible(cfg) / "stats.json").read_text())
+    assert stats["sizes"] == {"train": 27964, "valid": 1271, "test": 1086}  # as documented in bible.py
+    assert (stats["dropped_empty"], stats["dropped_out_of_step"], stats["dropped_misaligned"]) == (18, 697, 8)
