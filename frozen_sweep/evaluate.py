@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from frozen_sweep.data.batching import collate
+from frozen_sweep.data.batching import pad_sequences
 from frozen_sweep.data.vocab import BOS, EOS
 from frozen_sweep.model import Transformer
 
@@ -104,7 +104,7 @@ def translate(
     out: list[Optional[str]] = [None] * len(sources)
     for start in range(0, len(order), eval_cfg.batch_sentences):
         idx = order[start : start + eval_cfg.batch_sentences]
-        src = collate([sources[i][:max_src] for i in idx], [[] for _ in idx], list(range(len(idx)))).src
+        src = pad_sequences([sources[i][:max_src] + [EOS] for i in idx])
         hyps = beam_search(
             model,
             src.to(device),

@@ -119,7 +119,8 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
     data = load_task(cfg.task)
     result.data = data.stats
     model = build_model(cfg, data)
-    result.__dict__.update(freeze.parameter_counts(model))
+    for key, value in freeze.parameter_counts(model).items():
+        setattr(result, key, value)
     log.info(
         "%s | %s | freeze %s (row %s) | %d parameters, %.1f%% trainable | %s",
         cfg.task.name,
@@ -132,7 +133,11 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
     )
     write_result(run_dir, result)
 
-    trainer = Trainer(cfg, data, model.to(device), device, run_dir)
+    def report_progress(state) -> None:  # the record shows the curve while the job runs
+        result.history = state.history
+        write_result(run_dir, result)
+
+    trainer = Trainer(cfg, data, model.to(device), device, run_dir, on_validation=report_progress)
     trainer.resume_if_possible()
     started = time.perf_counter()
     state = trainer.fit()

@@ -18,6 +18,7 @@ import json
 import os
 import tempfile
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
@@ -29,6 +30,7 @@ STATUSES = ("completed", "failed", "running")
 class RunResult:
     status: str = "running"
     error: Optional[str] = None
+    updated_at: Optional[str] = None  # UTC time of the last write: a "running" record that stays old is likely dead
     task: Optional[str] = None
     model: Optional[str] = None
     freeze: dict = field(default_factory=dict)  # component → "trainable" | "frozen:<init>"
@@ -76,6 +78,7 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 
 
 def write_result(run_dir: Path, result: RunResult) -> None:
+    result.updated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     write_json_atomic(Path(run_dir) / RESULT_FILE, result.to_dict())
 
 

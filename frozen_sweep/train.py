@@ -56,7 +56,7 @@ def inverse_sqrt_schedule(warmup_steps: int, warmup_init_lr: float, lr: float):
 
 
 class Trainer:
-    def __init__(self, cfg, data: TaskData, model, device: torch.device, run_dir: Path):
+    def __init__(self, cfg, data: TaskData, model, device: torch.device, run_dir: Path, on_validation=None):
         self.cfg, self.tr, self.data, self.model, self.device = cfg, cfg.trainer, data, model, device
         self.run_dir = Path(run_dir)
         self.is_lm = cfg.task.kind == TaskKind.lm
@@ -72,6 +72,7 @@ class Trainer:
         )
         self.autocast = device.type == "cuda" and self.tr.amp
         self.state = TrainState()
+        self.on_validation = on_validation  # called with the state after every validation (progress reporting)
         self.valid_batches = self._batches(data.valid, shuffle=False, epoch=0)
 
     # ---- data -------------------------------------------------------------------------------------------------------
@@ -223,6 +224,8 @@ class Trainer:
             " *" if best else "",
         )
         self._save(best)
+        if self.on_validation:
+            self.on_validation(s)
         return s.stopped_reason is not None
 
     def _score(self, entry: dict) -> float:

@@ -25,7 +25,7 @@ def test_every_option_composes(group):
 
 def test_default_config_is_the_embedded_demo():
     cfg = compose_config()
-    assert (cfg.task.name, cfg.model.name, cfg.freeze.name, cfg.trainer.warmup_steps) == ("bible_es_en", "demo", "none", 400)
+    assert (cfg.task.name, cfg.model.name, cfg.freeze.name, cfg.trainer.warmup_steps) == ("bible_es_en", "demo", "none", 200)
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,7 @@ def test_bad_values_fail_at_composition(override, error, words):
 @pytest.mark.parametrize(
     "overrides, words",
     [
-        (["model.heads=3"], ["model.heads=3", "model.d_model=256"]),
+        (["model.heads=3"], ["model.heads=3", "model.d_model=128"]),
         (["task=lm_bible_en"], ["encoder_layers=0", "model=lm_demo"]),
         (["model=lm_micro"], ["encoder_layers > 0"]),
         (["model.dropout=1.5"], ["model.dropout"]),

@@ -63,7 +63,8 @@ def batch_indices(
     return batches
 
 
-def _pad(rows: list[list[int]]) -> torch.Tensor:
+def pad_sequences(rows: list[list[int]]) -> torch.Tensor:
+    """(len(rows), longest) int64 tensor of the rows, right-padded with PAD."""
     out = torch.full((len(rows), max(map(len, rows))), PAD, dtype=torch.long)
     for r, row in enumerate(rows):
         out[r, : len(row)] = torch.tensor(row, dtype=torch.long)
@@ -72,9 +73,9 @@ def _pad(rows: list[list[int]]) -> torch.Tensor:
 
 def collate(src: list[list[int]] | None, tgt: list[list[int]], indices: list[int]) -> Batch:
     """The Batch of examples `indices` from token-id lists without bos/eos (src None for LM)."""
-    src_t = None if src is None else _pad([src[i] + [EOS] for i in indices])
-    tgt_in = _pad([[BOS] + tgt[i] for i in indices])
-    tgt_out = _pad([tgt[i] + [EOS] for i in indices])
+    src_t = None if src is None else pad_sequences([src[i] + [EOS] for i in indices])
+    tgt_in = pad_sequences([[BOS] + tgt[i] for i in indices])
+    tgt_out = pad_sequences([tgt[i] + [EOS] for i in indices])
     return Batch(src_t, tgt_in, tgt_out, int((tgt_out != PAD).sum()), list(indices))
 
 

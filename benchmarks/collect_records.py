@@ -1,0 +1,95 @@
+"""How long the collector takes on a large sweep: 1,000 synthetic records by default.
+
+    python benchmarks/collect_records.py [--records 1000]
+
+Writes the records (several tasks, models, learning rates, all nine rows plus an unlisted pattern, several seeds, 20
+validations each; about 2% failed, 1% running, 1% corrupt) to a temporary directory, then times, in this process:
+loading, building the tables, rendering each format, and separately the plots; and the whole command line
+(`python -m frozen_sweep.collect DIR --format md`, interpreter start-up and imports included). Target: under 2 s
+to collect 1,000 records.
+"""
+
+import argparse
+import itertools
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from frozen_sweep import collect, paper
+from frozen_sweep.results import RunResult, write_result
+
+FROZEN = {
+    "(0)": (), "(1)": ("emb",), "(2)": ("att",), "(3)": ("ffn",), "(2.1)": ("att",), "(3.1)": ("ffn",),
+    "(4)": ("emb", "ffn"), "(5)": ("emb", "att"), "(6)": ("att", "ffn"), None: ("att", "other"),
+}  # fmt: skip
+SETUPS = [("bible_es_en", "demo", "bleu"), ("bible_es_en", "tiny", "bleu"), ("text_files", "base", "bleu"),
+          ("lm_bible_en", "lm_demo", "ppl")]  # fmt: skip
+
+
+def synthetic_record(rng: random.Random, task: str, model: str, metric_name: str, row, lr: str, seed: int) -> dict:
+    init = "identity" if row in ("(2.1)", "(3.1)") else "orthogonal" if row is None else "random"
+    freeze = {c: f"frozen:{init}" if c in FROZEN[row] else "trainable" for c in ("emb", "att", "ffn", "other")}
+    final = rng.uniform(5, 30) if metric_name == "bleu" else rng.uniform(30, 200)
+    history = [
+        {"epoch": e, "step": 500 * e, "wall_time_s": 60.0 * e, "train_loss": 8 / e, "valid_loss": 7 / e,
+         "valid_ppl": 1000 / e, "valid_bleu": final * e / 20, "valid_metric": final * e / 20}
+        for e in range(1, 21)
+    ]  # fmt: skip
+    budget_ended = rng.random() < 0.3
+    status = rng.choices(["completed", "failed", "running"], [97, 2, 1])[0]
+    return RunResult(
+        status=status, error="RuntimeError: synthetic failure\nTraceback ..." if status == "failed" else None,
+        task=task, model=model, freeze=freeze, row=row, seed=seed, params_total=10_000_000,
+        trainable_ratio=rng.uniform(0.1, 1), metric_name=metric_name, test_metric=final, best_metric=final,
+        best_epoch=20, epochs_to_convergence=None if budget_ended else 20,
+        stopped_reason="max_time" if budget_ended else "early_stop", history=history,
+        overrides=[f"task={task}", f"model={model}", "freeze=x", f"seed={seed}", f"trainer.lr={lr}"],
+    ).to_dict()  # fmt: skip
+
+
+def write_records(root: Path, n: int) -> None:
+    rng = random.Random(0)
+    configs = itertools.cycle(itertools.product(SETUPS, ("5e-4", "1e-3"), [*paper.ROWS, None]))
+    for i, ((task, model, metric_name), lr, row) in enumerate(itertools.islice(configs, n)):
+        run_dir = root / f"{task}-{model}" / f"run{i:05d}"
+        run_dir.mkdir(parents=True)
+        if rng.random() < 0.01:
+            (run_dir / "result.json").write_text('{"status": "completed", "task": ')  # torn write
+        else:
+            write_result(run_dir, RunResult(**synthetic_record(rng, task, model, metric_name, row, lr, 1 + i // 80)))
+
+
+def timed(label: str, fn):
+    started = time.perf_counter()
+    result = fn()
+    print(f"  {label:<36} {time.perf_counter() - started:7.3f} s")
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "outputs"
+        timed(f"write {args.records} records", lambda: write_records(root, args.records))
+        print("in process:")
+        started = time.perf_counter()
+        runs = timed("load", lambda: collect.load_runs([str(root)]))
+        tables = timed("build tables", lambda: collect.build_tables(runs, paper.REFERENCES["paper_big"]))
+        for name, render in (("markdown", collect.markdown), ("latex", collect.latex)):
+            timed(f"render {name}", lambda: render(tables, runs))
+        timed("render csv", lambda: collect.csv(runs))
+        print(f"  {'total (load + tables + 3 formats)':<36} {time.perf_counter() - started:7.3f} s")
+        plots = timed(f"plots ({len(tables)} figures)", lambda: collect.plot_tables(tables, Path(tmp) / "curves.png"))
+        command = [sys.executable, "-m", "frozen_sweep.collect", str(root), "--out", str(Path(tmp) / "t.md")]
+        timed("command line, md (imports included)", lambda: subprocess.run(command, check=True, capture_output=True))
+        counts = runs.status.value_counts().to_dict()
+        print(f"{len(runs)} runs {counts}, {len(tables)} tables, {len(plots)} plots")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,243 @@
+"""The collector on hand-made records: layout, averaging, what is left out, formats, plots, CLI; experiment configs."""
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from frozen_sweep import collect, paper
+from frozen_sweep.results import RunResult, write_result
+from tests.conftest import CONF, ROOT, compose_config
+
+FROZEN = {  # paper row → frozen components and their init
+    "(0)": {},
+    "(1)": {"emb": "frozen:random"},
+    "(2)": {"att": "frozen:random"},
+    "(3)": {"ffn": "frozen:random"},
+    "(2.1)": {"att": "frozen:identity"},
+    "(3.1)": {"ffn": "frozen:identity"},
+    "(4)": {"emb": "frozen:random", "ffn": "frozen:random"},
+    "(5)": {"emb": "frozen:random", "att": "frozen:random"},
+    "(6)": {"att": "frozen:random", "ffn": "frozen:random"},
+}
+RATIO = {"(0)": 1, "(1)": 0.8, "(2)": 0.7, "(3)": 0.5, "(2.1)": 0.7, "(3.1)": 0.5, "(4)": 0.3, "(5)": 0.45, "(6)": 0.2}
+
+
+def write_run(root: Path, row, metric: float = 10.0, seed: int = 1, overrides=(), **fields) -> Path:
+    """A record as a job writes it; `row` is a paper row label or a {component: state} dict for other patterns."""
+    frozen, name = (FROZEN[row], row) if isinstance(row, str) else (row, "custom")
+    freeze = {c: frozen.get(c, "trainable") for c in ("emb", "att", "ffn", "other")}
+    history = [
+        {"epoch": e, "step": 100 * e, "wall_time_s": 30.0 * e, "train_loss": 5 - e, "valid_loss": 6 - e,
+         "valid_ppl": 400 / e, "valid_bleu": metric * e / 4, "valid_metric": metric * e / 4}
+        for e in (1, 2, 3, 4)
+    ]  # fmt: skip
+    record = dict(
+        status="completed", task="bible_es_en", model="demo", freeze=freeze, seed=seed,
+        row=row if isinstance(row, str) else None, metric_name="bleu", test_metric=metric,
+        best_metric=metric, best_epoch=4, epochs_to_convergence=4, stopped_reason="early_stop",
+        trainable_ratio=RATIO.get(row, 0.6) if isinstance(row, str) else 0.6, params_total=1000, history=history,
+        overrides=[f"freeze={name}", f"seed={seed}", "name=sweep", *overrides],
+    )  # fmt: skip
+    record.update(fields)
+    run_dir = root / f"{record['task']}-{record['model']}-{name}-{seed}-{'_'.join(overrides)}-{record['status']}"
+    run_dir.mkdir(parents=True)
+    write_result(run_dir, RunResult(**record))
+    return run_dir / "result.json"
+
+
+@pytest.fixture
+def sweep(tmp_path) -> Path:
+    """Nine paper rows (three seeds of row (0)), an unlisted pattern, an lr variant, a failed, a running, a corrupt."""
+    root = tmp_path / "outputs"
+    for seed, bleu in zip((1, 2, 3), (10.0, 11.0, 12.0)):
+        write_run(root, "(0)", bleu, seed, overrides=["trainer.progress=false"] * (seed == 3))  # changes nothing
+    for i, row in enumerate(paper.ROWS[1:], 1):
+        write_run(root, row, 10.0 - i)
+    write_run(root, {"att": "frozen:orthogonal", "other": "frozen:random"}, 7.5)
+    write_run(root, "(1)", 3.0, overrides=["trainer.lr=5e-4"], epochs_to_convergence=None, best_epoch=7)
+    write_run(root, "(0)", 99.0, seed=4, status="failed", error="RuntimeError: out of memory\nTraceback ...")
+    write_run(root, "(0)", 99.0, seed=5, status="running", test_metric=None)
+    (root / "corrupt").mkdir()
+    (root / "corrupt" / "result.json").write_text('{"status": "compl')
+    return root
+
+
+def table_lines(text: str, title: str) -> list[str]:
+    """The Markdown table under the heading `### {title}`."""
+    block = text.split(f"### {title}\n\n", 1)[1]
+    return [line for line in block.split("\n\n", 1)[0].splitlines() if line.startswith("|")]
+
+
+def cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip("|").split(" | ")]
+
+
+def md(root: Path, reference=None) -> str:
+    runs = collect.load_runs([str(root)])
+    return collect.markdown(collect.build_tables(runs, collect.REFERENCES.get(reference)), runs)
+
+
+def test_rows_are_ordered_and_labelled_like_the_paper(sweep):
+    lines = table_lines(md(sweep), "bible_es_en · demo · trainer.lr=(default)")
+    assert cells(lines[0]) == ["Row", "EMB", "ATT", "FFN", "BLEU", "Epochs", "Trainable/All", "n"]
+    labels = [cells(line)[0] for line in lines[2:]]
+    assert labels == [
+        "(0)", "*One frozen component*", "(1)", "(2)", "(3)", "*Identity-initialised frozen component*", "(2.1)",
+        "(3.1)", "*Multiple frozen components*", "(4)", "(5)", "(6)", "*Freeze patterns without a paper row*",
+        "att (orthogonal)+other frozen",
+    ]  # fmt: skip
+    rows = {cells(line)[0]: cells(line) for line in lines[2:]}
+    assert rows["(2.1)"][1:4] == ["✓", "✗ (identity)", "✓"]
+    assert rows["(4)"][1:] == ["✗", "✓", "✗", "4.0", "4", "0.30", "1"]
+    assert rows["att (orthogonal)+other frozen"][1:4] == ["✓", "✗ (orthogonal)", "✓"]
+
+
+def test_seeds_are_averaged_with_std_and_count(sweep):
+    rows = {cells(line)[0]: cells(line) for line in table_lines(md(sweep), "bible_es_en · demo · trainer.lr=(default)")}
+    assert rows["(0)"][4:] == ["11.0 ± 1.0", "4", "1.00", "3"]
+
+
+def test_runs_with_other_overrides_get_their_own_table(sweep):
+    text = md(sweep)
+    lines = table_lines(text, "bible_es_en · demo · trainer.lr=5e-4")
+    assert [cells(line)[0] for line in lines[2:]] == ["*One frozen component*", "(1)"]
+    assert cells(lines[3])[4:] == ["3.0", "≥7", "0.80", "1"]  # a budget ended it: a lower bound
+    assert "≥: a budget" in text
+    default = {cells(line)[0]: cells(line) for line in table_lines(text, "bible_es_en · demo · trainer.lr=(default)")}
+    assert default["(1)"][4:6] == ["9.0", "4"]
+
+
+def test_failed_running_and_corrupt_runs_are_listed_not_averaged(sweep):
+    runs = collect.load_runs([str(sweep)])
+    assert runs.status.value_counts().to_dict() == {"completed": 13, "failed": 1, "running": 1, "corrupt": 1}
+    text = md(sweep)
+    assert "99.0" not in text and "### Not included (3 runs)" in text
+    listed = text.split("### Not included (3 runs)")[1]
+    assert "failed: RuntimeError: out of memory\n" in listed and "Traceback" not in listed
+    assert "running: no final result" in listed
+    assert f"`{sweep / 'corrupt' / 'result.json'}` — corrupt: unreadable result record (" in listed
+
+
+def test_reference_prints_the_papers_numbers_and_fractions_of_row_0(sweep):
+    lines = table_lines(md(sweep, "paper_big"), "bible_es_en · demo · trainer.lr=(default)")
+    header = cells(lines[0])
+    assert header[-5:] == ["Paper BLEU", "Paper Epochs", "Paper Trainable/All", "BLEU / (0) ours", "BLEU / (0) paper"]
+    rows = {cells(line)[0]: dict(zip(header, cells(line))) for line in lines[2:]}
+    assert rows["(0)"]["BLEU / (0) ours"] == "1.00"
+    assert [rows["(0)"][f"Paper {c}"] for c in ("BLEU", "Epochs", "Trainable/All")] == ["24.3", "19", "1.00"]
+    assert rows["(6)"]["Paper BLEU"] == "4.4" and rows["(6)"]["BLEU / (0) paper"] == f"{4.4 / 24.3:.2f}"
+    assert rows["(4)"]["BLEU / (0) ours"] == f"{4.0 / 11.0:.2f}"
+    assert rows["att (orthogonal)+other frozen"]["Paper BLEU"] == "–"
+
+
+def test_reference_footnotes_the_doubtful_ffn1024_cells(sweep):
+    text = md(sweep, "paper_big_ffn1024")
+    rows = {cells(line)[0]: cells(line) for line in table_lines(text, "bible_es_en · demo · trainer.lr=(default)")}
+    assert rows["(2)"][10] == "0.55†" and rows["(4)"][10] == "0.45†" and rows["(3)"][10] == "0.82"
+    assert "look swapped" in text
+
+
+def test_csv_has_one_row_per_run(sweep, tmp_path):
+    runs = pd.read_csv(io.StringIO(collect.csv(collect.load_runs([str(sweep)]))))
+    assert len(runs) == 16
+    assert {"path", "status", "reason", "emb", "att", "ffn", "test_metric", "seed", "overrides"} <= set(runs.columns)
+    zero = runs[(runs.row == "(0)") & (runs.status == "completed")]
+    assert sorted(zero.seed) == [1, 2, 3] and sorted(zero.test_metric) == [10.0, 11.0, 12.0]
+
+
+def test_latex_is_escaped_and_compiles(sweep, tmp_path):
+    runs = collect.load_runs([str(sweep)])
+    text = collect.latex(collect.build_tables(runs, collect.REFERENCES["paper_big"]), runs)
+    assert r"bible\_es\_en" in text and r"11.0 $\pm$ 1.0" in text and r"$\geq$7" in text and "±" not in text
+    assert r"\multicolumn{13}{l}{\textit{One frozen component}}" in text
+    assert r"\multicolumn{3}{c}{Paper} & \multicolumn{2}{c}{BLEU / (0)} \\" in text
+    if not shutil.which("pdflatex"):
+        pytest.skip("pdflatex not installed")
+    (tmp_path / "tables.tex").write_text(text)
+    (tmp_path / "doc.tex").write_text(
+        "\\documentclass{article}\\usepackage{booktabs,amssymb}\\usepackage[margin=1cm]{geometry}"
+        "\\begin{document}\\input{tables}\\end{document}\n"
+    )
+    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def test_plots_one_file_per_table(sweep, tmp_path):
+    tables = collect.build_tables(collect.load_runs([str(sweep)]))
+    written = collect.plot_tables(tables, tmp_path / "curves.png")
+    assert [p.name for p in written] == [
+        "curves-1-bible_es_en-demo-trainer.lr=_default_.png",
+        "curves-2-bible_es_en-demo-trainer.lr=5e-4.png",
+    ]
+    assert all(p.stat().st_size > 10_000 for p in written)
+    single = collect.plot_tables(tables[:1], tmp_path / "one.png")
+    assert single == [tmp_path / "one.png"] and single[0].stat().st_size > 10_000
+
+
+def test_perplexity_tables_and_loss_curves_when_no_validation_metric(tmp_path):
+    root = tmp_path / "lm"
+    for seed, ppl in ((1, 40.0), (2, 50.0)):
+        write_run(root, "(0)", ppl, seed, task="lm_bible_en", model="lm_demo", metric_name="ppl")
+    no_bleu = write_run(root, "(3)", 5.0, model="tiny")  # validation BLEU switched off: history has only losses
+    record = json.loads(no_bleu.read_text())
+    record["history"] = [h | {"valid_bleu": None, "valid_metric": None} for h in record["history"]]
+    no_bleu.write_text(json.dumps(record))
+    text = md(root, "paper_lm")
+    rows = {cells(line)[0]: cells(line) for line in table_lines(text, "lm_bible_en · lm_demo")}
+    assert rows["(0)"][4] == "45.0 ± 7.1" and rows["(0)"][8] == "37.4"
+    written = collect.plot_tables(collect.build_tables(collect.load_runs([str(root)])), tmp_path / "c.png")
+    assert len(written) == 2 and all(p.stat().st_size > 10_000 for p in written)
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "frozen_sweep.collect", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+
+
+def test_cli_succeeds_despite_corrupt_records(sweep, tmp_path):
+    proc = run_cli(str(sweep), "--format", "latex", "--out", str(tmp_path / "t.tex"), "--plot", str(tmp_path / "c.png"))
+    assert proc.returncode == 0, proc.stderr
+    assert r"\toprule" in (tmp_path / "t.tex").read_text()
+    assert "c-1-bible_es_en-demo-trainer.lr=_default_.png" in proc.stderr and "not included" in proc.stderr
+    single = run_cli(str(sweep / "corrupt" / "result.json"))
+    assert single.returncode == 0 and "corrupt: unreadable" in single.stdout
+    assert run_cli(str(tmp_path / "nothing")).returncode == 1
+
+
+def test_paper_rows_match_the_freeze_patterns():
+    from frozen_sweep.freeze import PAPER_ROWS
+
+    assert set(paper.ROWS) == set(PAPER_ROWS.values())
+    for reference in paper.REFERENCES.values():
+        assert paper.BASELINE in reference.rows and set(reference.rows) <= set(paper.ROWS)
+
+
+EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
+FREEZE_NAME = {
+    "(0)": "none", "(1)": "emb", "(2)": "att", "(3)": "ffn", "(2.1)": "att_identity", "(3.1)": "ffn_identity",
+    "(4)": "emb_ffn", "(5)": "emb_att", "(6)": "att_ffn",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_experiment_configs_compose(experiment):
+    """Each composes and validates, names its output folder, and sweeps the rows of its paper table."""
+    from frozen_sweep.config import validate
+
+    reference = paper.REFERENCES.get(experiment)
+    cfg = compose_config(f"experiment={experiment}", *(["task.path=/data"] if reference else []))
+    validate(cfg)
+    assert cfg.name == experiment
+    swept = OmegaConf.load(CONF / "experiment" / f"{experiment}.yaml").hydra.sweeper.params.freeze.split(",")
+    assert swept == [FREEZE_NAME[row] for row in (reference.rows if reference else paper.ROWS)]
+    if reference:
+        assert cfg.model.name == experiment.replace("paper_", "") or reference.metric_name == "ppl"
+        assert cfg.trainer.max_time_s is None and cfg.trainer.stop_metric.value == "loss"
