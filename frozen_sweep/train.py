@@ -138,6 +138,8 @@ class Trainer:
 
     def _budget_exhausted(self) -> Optional[str]:
         s, tr = self.state, self.tr
+        if s.epoch >= tr.max_epochs:
+            return "max_epochs"
         if tr.max_steps is not None and s.step >= tr.max_steps:
             return "max_steps"
         if tr.max_time_s is not None and s.train_time_s >= tr.max_time_s:
@@ -146,44 +148,38 @@ class Trainer:
 
     def fit(self) -> TrainState:
         """Train until early stopping or a budget ends the run; returns the final state."""
-        s = self.state
-        if s.stopped_reason:
-            return s
+        s, every = self.state, self.tr.validate_every_steps
         bar = tqdm(desc="train", unit="step", initial=s.step, disable=not self.tr.progress, dynamic_ncols=True)
         loss_sum, loss_tokens = 0.0, 0
-        while True:
+        while not s.stopped_reason:
             batches = self._batches(self.data.train, shuffle=True, epoch=s.epoch)
-            while s.batch_in_epoch < len(batches):
+            for batch in batches[s.batch_in_epoch :]:
                 started = time.perf_counter()
-                loss, n_tokens = self._train_step(batches[s.batch_in_epoch])
+                loss, n_tokens = self._train_step(batch)
                 elapsed = time.perf_counter() - started
                 s.step += 1
                 s.batch_in_epoch += 1
+                if s.batch_in_epoch == len(batches):
+                    s.epoch, s.batch_in_epoch = s.epoch + 1, 0
                 s.train_time_s += elapsed
                 s.step_time_s += elapsed
                 s.train_tokens += n_tokens
                 loss_sum, loss_tokens = loss_sum + loss, loss_tokens + n_tokens
                 bar.update()
                 bar.set_postfix(loss=f"{loss / n_tokens:.3f}", tok_s=f"{s.train_tokens / s.step_time_s:,.0f}")
-                budget = self._budget_exhausted()
-                every = self.tr.validate_every_steps
-                if budget or (every and s.step % every == 0):
-                    epoch = s.epoch + s.batch_in_epoch / len(batches)
-                    if self._validate(epoch, loss_sum / max(loss_tokens, 1), budget):
-                        bar.close()
-                        return s
-                    loss_sum, loss_tokens = 0.0, 0
-            s.epoch += 1
-            s.batch_in_epoch = 0
-            if not self.tr.validate_every_steps or s.epoch >= self.tr.max_epochs:
-                budget = "max_epochs" if s.epoch >= self.tr.max_epochs else None
-                if self._validate(float(s.epoch), loss_sum / max(loss_tokens, 1), budget):
-                    bar.close()
-                    return s
-                loss_sum, loss_tokens = 0.0, 0
 
-    def _validate(self, epoch: float, train_loss: float, budget: Optional[str]) -> bool:
-        """Validate, update early stopping, checkpoint; True when training should stop."""
+                budget = self._budget_exhausted()
+                due = s.step % every == 0 if every else s.batch_in_epoch == 0
+                if budget or due:
+                    self._validate(s.epoch + s.batch_in_epoch / len(batches), loss_sum / loss_tokens, budget)
+                    loss_sum, loss_tokens = 0.0, 0
+                    if s.stopped_reason:
+                        break
+        bar.close()
+        return s
+
+    def _validate(self, epoch: float, train_loss: float, budget: Optional[str]) -> None:
+        """Validate, update early stopping (sets `stopped_reason`), checkpoint, report."""
         started = time.perf_counter()
         s, tr = self.state, self.tr
         valid_loss = token_nll(self.model, self.valid_batches, self.device)
@@ -226,7 +222,6 @@ class Trainer:
         self._save(best)
         if self.on_validation:
             self.on_validation(s)
-        return s.stopped_reason is not None
 
     def _score(self, entry: dict) -> float:
         return entry["valid_bleu"] if self.tr.stop_metric == StopMetric.bleu else -entry["valid_loss"]

@@ -1,0 +1,51 @@
+"""The training loop on the toy corpus, in-process: optimiser contents, schedule, early stopping, budgets."""
+
+import pytest
+import torch
+
+from frozen_sweep.data import load_task
+from frozen_sweep.job import build_model
+from frozen_sweep.train import Trainer, inverse_sqrt_schedule
+from tests.conftest import compose_config
+
+
+def make_trainer(tmp_path, micro_overrides, *extra):
+    cfg = compose_config(*micro_overrides, *extra)
+    data = load_task(cfg.task)
+    return Trainer(cfg, data, build_model(cfg, data), torch.device("cpu"), tmp_path)
+
+
+def test_optimizer_holds_only_trainable_parameters(tmp_path, micro_overrides):
+    trainer = make_trainer(tmp_path, micro_overrides, "freeze=emb_ffn")
+    in_optimizer = {id(p) for group in trainer.optimizer.param_groups for p in group["params"]}
+    for name, p in trainer.model.named_parameters():
+        assert (id(p) in in_optimizer) == p.requires_grad, name
+    trainer.fit()
+    state_of = trainer.optimizer.state
+    assert all(id(p) not in {id(q) for q in state_of} for p in trainer.model.parameters() if not p.requires_grad)
+
+
+def test_inverse_sqrt_schedule():
+    f = inverse_sqrt_schedule(warmup_steps=100, warmup_init_lr=0.0, lr=1e-3)
+    assert f(0) == 0 and f(50) == pytest.approx(0.5) and f(100) == 1.0
+    assert f(400) == pytest.approx(0.5)  # sqrt(100 / 400)
+
+
+def test_early_stopping_and_epochs_to_convergence(tmp_path, micro_overrides):
+    # lr 0: nothing changes after the first validation, so patience 2 stops the run after the third.
+    trainer = make_trainer(tmp_path, micro_overrides, "trainer.lr=1e-12", "trainer.warmup_steps=1",
+                           "trainer.patience=2", "trainer.max_epochs=10", "trainer.valid_bleu_sentences=0")
+    state = trainer.fit()
+    assert state.stopped_reason == "early_stop"
+    assert [e["epoch"] for e in state.history] == [1.0, 2.0, 3.0]
+    assert state.best_index == 0
+
+
+def test_validation_every_n_steps_and_step_budget(tmp_path, micro_overrides):
+    trainer = make_trainer(tmp_path, micro_overrides, "trainer.validate_every_steps=4", "trainer.max_steps=10",
+                           "trainer.valid_bleu_sentences=20")
+    state = trainer.fit()
+    assert [e["step"] for e in state.history] == [4, 8, 10]
+    assert state.stopped_reason == "max_steps"
+    assert 0 < state.history[0]["epoch"] < state.history[-1]["epoch"]
+    assert all(e["valid_bleu"] is not None and e["valid_metric"] == e["valid_bleu"] for e in state.history)
