@@ -4,10 +4,26 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup data clean-outputs
+.PHONY: demo test setup data run table bench-collect clean-outputs slurm-up slurm-down
 
+# The paper's nine freeze rows on the embedded corpus (≈25 min on 2 CPU cores), then their table and curves.
+# The leading `-` collects the table even when a job failed: failures are listed under it.
 demo: setup data
+	-$(PY) -m frozen_sweep -m experiment=demo_table
+	$(PY) -m frozen_sweep.collect outputs/demo_table --reference paper_big \
+	    --out outputs/demo_table/table.md --plot outputs/demo_table/curves.png
+	cat outputs/demo_table/table.md
+
+# One job with the default config (≈8 min on 2 CPU cores: test BLEU ≈15 on the embedded corpus).
+run: setup data
 	$(PY) -m frozen_sweep
+
+FORMAT ?= md
+table:  # every result under outputs/
+	$(PY) -m frozen_sweep.collect outputs --format $(FORMAT)
+
+bench-collect: setup
+	$(PY) benchmarks/collect_records.py
 
 test: setup
 	$(PY) -m pytest -q
@@ -27,3 +43,11 @@ data:
 
 clean-outputs:
 	rm -rf outputs/*/
+
+# A real single-node SLURM cluster on this machine, for `hydra/launcher=slurm` (needs root; installs Debian's SLURM
+# packages when missing; state in $FROZEN_SWEEP_SLURM_DIR, default /tmp/frozen_sweep_slurm).
+slurm-up:
+	scripts/slurm_up.sh
+
+slurm-down:
+	scripts/slurm_down.sh
