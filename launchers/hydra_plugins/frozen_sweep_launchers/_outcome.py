@@ -1,0 +1,81 @@
+"""How a job ended, read from its result.json first: a job that died without recording it is recorded as failed."""
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Optional
+
+from hydra.core.utils import JobReturn
+
+from frozen_sweep.results import RESULT_FILE, RunResult, load_result, write_result
+
+from ._plan import PlannedJob
+
+TRACE_RULE = "-" * 22  # submitit frames a failed job's traceback with this line
+RECORD_FIELDS = {f.name for f in fields(RunResult)}
+
+
+@dataclass
+class Outcome:
+    job: PlannedJob
+    status: str  # completed | skipped | failed
+    reason: Optional[str] = None  # why it failed, one line
+    logs: tuple[Path, ...] = ()
+    job_return: Optional[JobReturn] = None  # what the job's process returned, when it returned
+
+
+def skipped(job: PlannedJob) -> Outcome:
+    return Outcome(job, "skipped")
+
+
+def settle(job: PlannedJob, submitit_job: Any, died: Optional[str]) -> Outcome:
+    """The outcome of a submitit job that has stopped.
+
+    `died` says why it stopped when it may have left no result behind (killed, cancelled, timed out); None when it
+    ended on its own, in which case its result file is waited for (a shared file system can show it late).
+    """
+    logs = (job.job_dir / f"{job.config.hydra.job.name}.log", Path(submitit_job.paths.stderr))
+    job_return, error = None, None
+    if died is None or submitit_job.paths.result_pickle.exists():
+        try:
+            job_return = submitit_job.result()
+        except Exception as e:  # the job raised (its record says why), or it left no result at all
+            error = _why(e)
+    record = _read_record(job)
+    if record == job.previous:  # not written by this run: the job died before it started
+        record = None
+    if record and record["status"] == "completed":
+        return Outcome(job, "completed", logs=logs, job_return=job_return)
+    if record and record["status"] == "failed" and record.get("error"):
+        return Outcome(job, "failed", _first_line(record["error"]), logs)
+    reason = died or error or "the job ended without a result"
+    _record_failure(job, reason)
+    return Outcome(job, "failed", reason, logs)
+
+
+def _record_failure(job: PlannedJob, reason: str) -> None:
+    """Mark the job's result.json failed with `reason`, keeping whatever the job recorded before it died."""
+    record = _read_record(job) or {"overrides": job.overrides}
+    result = RunResult(**{key: value for key, value in record.items() if key in RECORD_FIELDS})
+    result.status, result.error = "failed", reason
+    job.job_dir.mkdir(parents=True, exist_ok=True)
+    write_result(job.job_dir, result)
+
+
+def _read_record(job: PlannedJob) -> Optional[dict]:
+    try:
+        return load_result(job.job_dir / RESULT_FILE)
+    except ValueError:
+        return None
+
+
+def _why(error: Exception) -> str:
+    """The exception line of a failed job's traceback, else the first line of the error."""
+    text = str(error)
+    parts = text.split(TRACE_RULE)
+    if len(parts) >= 3:
+        return _first_line(parts[1].strip().splitlines()[-1])
+    return _first_line(text)
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), text)

@@ -1,0 +1,69 @@
+"""The sweep's progress, printed as each job finishes, and its summary: what completed, what was skipped, what
+failed and why, with log paths. Failed jobs make the multirun exit non-zero, after every other job has run."""
+
+import logging
+import time
+from pathlib import Path
+
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.errors import CompactHydraException
+
+from ._outcome import Outcome
+from ._plan import PlannedJob
+
+log = logging.getLogger(__name__)
+
+
+class SweepFailed(CompactHydraException):
+    """Raised by Hydra's sweeper when it reads a failed job's return value: the multirun exits with status 1."""
+
+
+class Progress:
+    def __init__(self, jobs: list[PlannedJob], sweep_dir: Path):
+        self.jobs = jobs
+        self.sweep_dir = sweep_dir
+        self.outcomes: dict[int, Outcome] = {}
+        self.started = time.perf_counter()
+
+    def count(self, status: str) -> int:
+        return sum(o.status == status for o in self.outcomes.values())
+
+    def finished(self, outcome: Outcome, running: int) -> None:
+        """Record a job's outcome; `running`: how many jobs still run (the rest not yet started are queued)."""
+        self.outcomes[outcome.job.num] = outcome
+        if outcome.status == "skipped":
+            return
+        done, failed = self.count("completed") + self.count("skipped"), self.count("failed")
+        queued = len(self.jobs) - len(self.outcomes) - running
+        what = f"FAILED {outcome.job.label}: {outcome.reason}" if outcome.status == "failed" else outcome.job.label
+        log.info(
+            f"[{len(self.outcomes)}/{len(self.jobs)}] {what} | "
+            f"done {done}, failed {failed}, running {running}, queued {queued}"
+        )
+
+    def summarise(self) -> None:
+        failed = [o for o in self.outcomes.values() if o.status == "failed"]
+        log.info(
+            f"Sweep {self.sweep_dir}: {len(self.jobs)} jobs in {time.perf_counter() - self.started:.1f} s: "
+            f"{self.count('completed')} completed, {self.count('skipped')} skipped (completed before), "
+            f"{len(failed)} failed"
+        )
+        for outcome in failed:
+            log.info(f"  FAILED {outcome.job.label}: {outcome.reason}")
+            log.info(f"    logs: {', '.join(str(p) for p in outcome.logs)}")
+
+    def job_returns(self) -> list[JobReturn]:
+        """One JobReturn per job, in sweep order; a failed job's return value is the sweep's SweepFailed error."""
+        failed = self.count("failed")
+        error = SweepFailed(f"{failed} of {len(self.jobs)} jobs failed; the summary above says which and why")
+        returns = []
+        for job in self.jobs:
+            outcome = self.outcomes[job.num]
+            if outcome.status == "failed":
+                returns.append(JobReturn(overrides=job.overrides, status=JobStatus.FAILED, _return_value=error))
+            elif outcome.job_return is not None:
+                returns.append(outcome.job_return)
+            else:  # skipped, or completed without handing back a return value: the record holds it
+                value = (job.previous or {}).get("test_metric") if outcome.status == "skipped" else None
+                returns.append(JobReturn(overrides=job.overrides, status=JobStatus.COMPLETED, _return_value=value))
+        return returns

@@ -1,0 +1,74 @@
+"""What runs inside each submitit job: one Hydra job in its own directory, resumable when requeued."""
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import submitit
+from hydra.core.utils import JobReturn, JobRuntime, JobStatus, run_job, setup_globals
+from hydra.types import HydraContext
+from omegaconf import DictConfig, open_dict, read_write
+
+from frozen_sweep.results import write_json_atomic
+
+ATTEMPTS_FILE = "attempts.json"  # one entry per time the job ran: where, with which GPU, when, how it ended
+
+
+class JobTask(submitit.helpers.Checkpointable):
+    """A Checkpointable, so that on preemption or time-out submitit calls `checkpoint()`, which resubmits this same
+    task: the requeued job then resumes from checkpoint_last.pt in its directory (frozen_sweep.job.run_job)."""
+
+    def __init__(self, task_function: Callable[[DictConfig], Any], hydra_context: HydraContext, config: DictConfig):
+        self.task_function = task_function
+        self.hydra_context = hydra_context
+        self.config = config
+
+    def __call__(self) -> JobReturn:
+        setup_globals()
+        job_id = submitit.JobEnvironment().job_id
+        with read_write(self.config.hydra.job), open_dict(self.config.hydra.job):
+            self.config.hydra.job.id = job_id
+        JobRuntime.instance().set("name", self.config.hydra.job.name)
+        job_dir = Path(self.config.hydra.runtime.output_dir)
+        job_dir.mkdir(parents=True, exist_ok=True)
+        _start_attempt(job_dir, job_id)
+        ret = None
+        try:
+            ret = run_job(
+                task_function=self.task_function,
+                config=self.config,
+                job_dir_key="hydra.runtime.output_dir",  # set by the launcher: the job's directory, resolved
+                job_subdir_key=None,
+                hydra_context=self.hydra_context,
+            )
+        finally:  # a job stopped to be requeued exits from inside run_job
+            _end_attempt(job_dir, ret.status.name.lower() if ret else "interrupted")
+        if ret.status == JobStatus.FAILED:
+            raise ret._return_value  # so that submitit and SLURM see the failure too, not a job that completed
+        return ret
+
+
+def _read_attempts(job_dir: Path) -> list[dict]:
+    path = Path(job_dir) / ATTEMPTS_FILE
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def _start_attempt(job_dir: Path, job_id: str) -> None:
+    attempt = {
+        "job_id": job_id,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "started": time.time(),
+    }
+    write_json_atomic(job_dir / ATTEMPTS_FILE, _read_attempts(job_dir) + [attempt])
+
+
+def _end_attempt(job_dir: Path, status: str) -> None:
+    attempts = _read_attempts(job_dir)
+    attempts[-1].update(ended=time.time(), status=status)
+    write_json_atomic(job_dir / ATTEMPTS_FILE, attempts)

@@ -1,0 +1,107 @@
+"""`hydra/launcher=local_gpus`: a sweep on this machine, at most one job per GPU at a time, each pinned to its GPU
+with CUDA_VISIBLE_DEVICES, the rest queued; without a GPU, `max_parallel` jobs with the CPU cores split between them.
+
+Jobs are submitit.LocalExecutor jobs: `visible_gpus` is set before each submit, which AutoExecutor (and so Hydra's
+submitit_local) does not allow.
+"""
+
+import contextlib
+import logging
+import os
+import time
+from collections import deque
+from typing import Iterator, Optional, Sequence
+
+from omegaconf import OmegaConf
+
+from ._base import SweepLauncher
+from ._outcome import settle
+from ._plan import PlannedJob
+from ._progress import Progress
+
+log = logging.getLogger(__name__)
+
+KILLED = "the job's process died without a result (killed: kill -9, out of memory, …)"
+NO_TIME_LIMIT_MIN = 60 * 24 * 365  # local jobs have none, but submitit's LocalExecutor needs one (2 min by default)
+
+
+class LocalGpusLauncher(SweepLauncher):
+    def __init__(
+        self,
+        *,
+        submitit_folder: str,
+        gpus: Optional[Sequence[int]],
+        max_parallel: int,
+        poll_interval_s: float,
+    ):
+        if max_parallel < 1:
+            raise ValueError(f"hydra.launcher.max_parallel={max_parallel}: must be >= 1")
+        self.submitit_folder = submitit_folder
+        self.gpus = visible_gpus(OmegaConf.to_container(gpus) if OmegaConf.is_config(gpus) else gpus)
+        # a slot per GPU, or max_parallel CPU slots (None: no GPU)
+        self.slots: list[Optional[int]] = list(self.gpus) or [None] * max_parallel
+        self.poll_interval_s = poll_interval_s
+
+    def threads_per_job(self) -> int:
+        return max(1, len(os.sched_getaffinity(0)) // len(self.slots))
+
+    def run(self, jobs: list[PlannedJob], progress: Progress) -> None:
+        import submitit
+
+        threads = str(self.threads_per_job())
+        where = f"GPUs {self.gpus}, one job each" if self.gpus else f"CPU, {len(self.slots)} jobs at a time"
+        log.info(f"local_gpus: {where}; threads per job: {threads}")
+        executor = submitit.LocalExecutor(folder=self.submitit_folder, max_num_timeout=0)
+        free = list(self.slots)
+        queue = deque(jobs)
+        running = []  # (slot, planned job, submitit job)
+        while queue or running:
+            while queue and free:
+                slot, job = free.pop(0), queue.popleft()
+                executor.update_parameters(
+                    timeout_min=NO_TIME_LIMIT_MIN,
+                    gpus_per_node=0 if slot is None else 1,
+                    visible_gpus=() if slot is None else [slot],
+                )
+                with environment(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads):  # read by the job at start
+                    running.append((slot, job, executor.submit(self.task(job))))
+            time.sleep(self.poll_interval_s)
+            for entry in [entry for entry in running if entry[2].done()]:
+                running.remove(entry)
+                free.append(entry[0])
+                progress.finished(settle(entry[1], entry[2], died=KILLED), running=len(running))
+
+
+def visible_gpus(configured: Optional[Sequence[int]]) -> list[int]:
+    """The GPU ids jobs are pinned to: the configured ones, else every GPU this process sees (by the ids that
+    CUDA_VISIBLE_DEVICES gives, when it is set)."""
+    if configured is not None:
+        return list(configured)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        import torch
+
+        return list(range(torch.cuda.device_count()))
+    ids = []
+    for entry in filter(None, (e.strip() for e in visible.split(","))):
+        if entry.startswith(("GPU-", "MIG-")):
+            raise ValueError(f"CUDA_VISIBLE_DEVICES={visible} names GPUs by UUID: set hydra.launcher.gpus=[0,1,…]")
+        if not entry.isdigit():
+            break  # CUDA ignores an invalid id and every id after it
+        ids.append(int(entry))
+    return ids
+
+
+@contextlib.contextmanager
+def environment(**variables: str) -> Iterator[None]:
+    """Set environment variables for the processes started inside the block (submitit copies os.environ)."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

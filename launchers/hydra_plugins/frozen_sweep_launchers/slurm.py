@@ -1,0 +1,121 @@
+"""`hydra/launcher=slurm`: a sweep as one SLURM job array, submitted through submitit's SlurmExecutor.
+
+Each job runs a Checkpointable task (_task.py): on preemption or time-out submitit requeues it (at most
+`max_num_timeout` time-outs) and the job resumes from its own checkpoint. The launcher asks sacct for the jobs'
+states, so a job that dies without a result (scancel, time-out, out of memory, node loss) is recorded as failed as
+soon as its processes are gone, while the others keep running.
+"""
+
+import logging
+import subprocess
+import time
+from typing import Any, Optional, Sequence
+
+from omegaconf import OmegaConf
+
+from ._base import SweepLauncher
+from ._outcome import settle
+from ._plan import PlannedJob
+from ._progress import Progress
+
+log = logging.getLogger(__name__)
+
+RESULT_CHECK_S = 0.5  # result files are cheap to look for; sacct is asked every poll_interval_s
+STATE_MEANINGS = {
+    "CANCELLED": "scancel, or preempted without requeue",
+    "TIMEOUT": "time limit reached with no requeue left",
+    "OUT_OF_MEMORY": "out of memory",
+    "NODE_FAIL": "node failure",
+    "BOOT_FAIL": "node failed to boot",
+}
+
+
+class SlurmLauncher(SweepLauncher):
+    def __init__(
+        self,
+        *,
+        submitit_folder: str,
+        partition: Optional[str],
+        gpus_per_node: Optional[int],
+        cpus_per_task: int,
+        mem_gb: Optional[float],
+        timeout_min: int,
+        max_num_timeout: int,
+        signal_delay_s: int,
+        array_parallelism: int,
+        job_name: str,
+        setup: Sequence[str],
+        additional_parameters: dict[str, Any],
+        poll_interval_s: float,
+    ):
+        self.submitit_folder = submitit_folder
+        self.cpus_per_task = cpus_per_task
+        self.max_num_timeout = max_num_timeout
+        self.poll_interval_s = poll_interval_s
+        threads = f"export OMP_NUM_THREADS={cpus_per_task} MKL_NUM_THREADS={cpus_per_task}"
+        sbatch = {
+            "job_name": job_name,
+            "partition": partition,
+            "gpus_per_node": gpus_per_node,
+            "cpus_per_task": cpus_per_task,
+            "mem": None if mem_gb is None else f"{int(mem_gb * 1024)}M",
+            "time": timeout_min,
+            "signal_delay_s": signal_delay_s,
+            "array_parallelism": array_parallelism,
+            "setup": [threads, *_plain(setup)],
+            "additional_parameters": _plain(additional_parameters),
+        }
+        self.sbatch = {key: value for key, value in sbatch.items() if value is not None}
+
+    def threads_per_job(self) -> int:
+        return self.cpus_per_task
+
+    def run(self, jobs: list[PlannedJob], progress: Progress) -> None:
+        import submitit
+
+        executor = submitit.SlurmExecutor(folder=self.submitit_folder, max_num_timeout=self.max_num_timeout)
+        executor.update_parameters(**self.sbatch)
+        with executor.batch():
+            submitted = [executor.submit(self.task(job)) for job in jobs]
+        options = ", ".join(f"{key}={value}" for key, value in self.sbatch.items() if value not in ([], {}))
+        log.info(f"slurm: submitted {len(jobs)} jobs as job {submitted[0].job_id.split('_')[0]} ({options})")
+        waiting = list(zip(jobs, submitted))
+        watcher = submitted[0].watcher  # shared by all jobs: one sacct call per poll
+        asked = float("-inf")
+        while waiting:
+            time.sleep(RESULT_CHECK_S)
+            returned = [entry for entry in waiting if entry[1].paths.result_pickle.exists()]
+            if returned or time.monotonic() - asked >= self.poll_interval_s:
+                watcher.update()  # fresh states for the progress line, and news of jobs that died without a result
+                asked = time.monotonic()
+            died = [
+                (job, sjob)
+                for job, sjob in waiting
+                if (job, sjob) not in returned
+                and watcher.is_done(sjob.job_id, mode="cache")
+                and not _listed(sjob.job_id)
+            ]
+            for job, sjob in returned + died:
+                waiting.remove((job, sjob))
+                running = sum(watcher.get_state(other.job_id, mode="cache") == "RUNNING" for _, other in waiting)
+                state = watcher.get_state(sjob.job_id, mode="cache")
+                progress.finished(settle(job, sjob, died=_died(state)), running=running)
+
+
+def _listed(job_id: str) -> bool:
+    """Whether squeue still lists the job: a cancelled job stays COMPLETING until its processes are gone, and
+    until then they may still write its result record."""
+    squeue = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True)
+    return squeue.returncode == 0 and bool(squeue.stdout.strip())
+
+
+def _died(state: str) -> Optional[str]:
+    """Why a job that SLURM says has ended may have left no result; None for one that ended on its own."""
+    if state.startswith("COMPLETED"):
+        return None
+    meaning = next((words for prefix, words in STATE_MEANINGS.items() if state.startswith(prefix)), None)
+    return f"SLURM ended the job without a result: {state}" + (f" ({meaning})" if meaning else "")
+
+
+def _plain(value: Any) -> Any:
+    return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value

@@ -1,0 +1,168 @@
+"""The local_gpus launcher end to end: real sweeps of micro jobs through `python -m frozen_sweep -m`."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+import yaml
+from hydra_plugins.frozen_sweep_launchers.local_gpus import visible_gpus
+
+from tests.conftest import ROOT
+
+LOCAL = "hydra/launcher=local_gpus"
+
+
+def sweep_command(sweep_dir: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "frozen_sweep", "-m", f"hydra.sweep.dir={sweep_dir}", *args]
+
+
+def run_sweep(sweep_dir: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    """Run a sweep to its end; stdout and stderr in one stream, as a user sees them."""
+    return subprocess.run(
+        sweep_command(sweep_dir, *args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        timeout=timeout,
+    )  # fmt: skip
+
+
+def start_sweep(sweep_dir: Path, *args: str, output: Path) -> subprocess.Popen:
+    """Start a sweep in a process group of its own (its jobs included), so that it can be killed as a whole."""
+    with open(output, "w") as out:
+        return subprocess.Popen(
+            sweep_command(sweep_dir, *args), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def wait_for(condition, what: str, timeout: float = 120):
+    deadline = time.time() + timeout
+    while not (value := condition()):
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+    return value
+
+
+def job_dirs(sweep_dir: Path, *overrides: str) -> list[Path]:
+    """Directories of the started jobs whose overrides include all of `overrides` (from .hydra/overrides.yaml:
+    directory names can be cut short)."""
+    found = sweep_dir.glob("*/.hydra/overrides.yaml")
+    return [f.parent.parent for f in found if set(overrides) <= set(yaml.safe_load(f.read_text()) or [])]
+
+
+def job_dir(sweep_dir: Path, *overrides: str) -> Path:
+    (found,) = job_dirs(sweep_dir, *overrides)
+    return found
+
+
+def read_json(path: Path):
+    return json.loads(path.read_text())
+
+
+def record(sweep_dir: Path, *overrides: str) -> dict:
+    return read_json(job_dir(sweep_dir, *overrides) / "result.json")
+
+
+def attempts(sweep_dir: Path, *overrides: str) -> list[dict]:
+    return read_json(job_dir(sweep_dir, *overrides) / "attempts.json")
+
+
+def test_failed_and_killed_jobs_are_recorded_and_the_others_complete(tmp_path, micro_overrides, toy_corpus):
+    missing = tmp_path / "missing"
+    good, bad = f"task.path={toy_corpus}", f"task.path={missing}"
+    overrides = [o for o in micro_overrides if not o.startswith("task.path=")]
+    sweep, output = tmp_path / "sweep", tmp_path / "out.txt"
+    proc = start_sweep(
+        sweep, *overrides, LOCAL, "hydra.launcher.max_parallel=2", f"task.path={toy_corpus},{missing}",
+        "freeze=none,emb", output=output,
+    )  # fmt: skip
+    # the first two jobs run side by side: kill -9 the second one's process while it works, as the OOM killer would
+    (victim,) = wait_for(lambda: job_dirs(sweep, good, "freeze=emb"), "the second job to start")
+    os.kill(read_json(victim / "attempts.json")[-1]["pid"], signal.SIGKILL)
+    proc.wait(timeout=300)
+    out = output.read_text()
+
+    assert proc.returncode != 0, out
+    assert "4 jobs in" in out and "1 completed, 0 skipped (completed before), 3 failed" in out, out
+    completed = record(sweep, good, "freeze=none")
+    assert completed["status"] == "completed" and completed["test_metric"] is not None
+    killed = read_json(victim / "result.json")
+    assert killed["status"] == "failed" and "died without a result" in killed["error"]
+    for freeze in ("none", "emb"):
+        raised = record(sweep, bad, f"freeze={freeze}")
+        assert raised["status"] == "failed" and raised["error"].startswith(f"FileNotFoundError: {missing}")
+    assert f"FAILED {bad} freeze=none: FileNotFoundError: {missing}" in out
+    assert f"FAILED {good} freeze=emb: the job's process died without a result" in out
+    assert "logs: " in out and "done 1, failed 3, running 0, queued 0" in out
+
+
+def test_each_job_gets_a_gpu_of_its_own(tmp_path, micro_overrides):
+    sweep = tmp_path / "sweep"
+    proc = run_sweep(sweep, *micro_overrides, LOCAL, "hydra.launcher.gpus=[0,1]", "seed=1,2,3")
+    assert proc.returncode == 0, proc.stdout
+    runs = [attempts(sweep, f"seed={seed}")[0] for seed in (1, 2, 3)]
+    assert all(run["cuda_visible_devices"] in ("0", "1") for run in runs)
+    assert all(run["omp_num_threads"] == str(max(1, len(os.sched_getaffinity(0)) // 2)) for run in runs)
+
+    def overlap(a, b):
+        return a["started"] < b["ended"] and b["started"] < a["ended"]
+
+    pairs = list(combinations(runs, 2))
+    assert not any(overlap(a, b) for a, b in pairs if a["cuda_visible_devices"] == b["cuda_visible_devices"])
+    assert any(overlap(a, b) for a, b in pairs), "the two GPUs were never used at the same time"
+    assert "[3/3] seed=" in proc.stdout and "queued 1" in proc.stdout  # the third job waited for a free GPU
+
+
+def test_a_bad_config_stops_the_sweep_before_any_job_starts(tmp_path, micro_overrides):
+    sweep = tmp_path / "sweep"
+    proc = run_sweep(sweep, *micro_overrides, LOCAL, "model.heads=2,5")
+    assert proc.returncode != 0
+    assert "model.heads=5 must divide model.d_model=32" in proc.stdout and "No job was started" in proc.stdout
+    assert not list(sweep.glob("*/result.json"))
+
+
+def test_an_interrupted_sweep_resumes_to_the_results_of_an_uninterrupted_one(tmp_path, micro_overrides):
+    args = [
+        *micro_overrides, LOCAL, "hydra.launcher.max_parallel=1", "trainer.threads=1", "trainer.max_epochs=8",
+        "trainer.valid_bleu_sentences=0", "freeze=none,emb,ffn",
+    ]  # fmt: skip
+    straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
+    reference = start_sweep(straight, *args, output=tmp_path / "straight.txt")
+    first = start_sweep(interrupted, *args, output=tmp_path / "first.txt")
+    # jobs run one at a time: once the second has a checkpoint, the first is done and the third not started
+    wait_for(lambda: list(interrupted.glob("*freeze=emb*/checkpoint_last.pt")), "the second job's checkpoint")
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    assert [record(interrupted, f"freeze={f}")["status"] for f in ("none", "emb")] == ["completed", "running"]
+
+    again = run_sweep(interrupted, *args)
+    assert again.returncode == 0, again.stdout
+    assert "3 jobs: 2 to run (1 resuming from a checkpoint), 1 already completed" in again.stdout
+    assert [len(attempts(interrupted, f"freeze={f}")) for f in ("none", "emb", "ffn")] == [1, 2, 1]
+    assert "resumed from" in (job_dir(interrupted, "freeze=emb") / "__main__.log").read_text()
+
+    assert reference.wait(timeout=300) == 0, (tmp_path / "straight.txt").read_text()
+    for freeze in ("none", "emb", "ffn"):
+        a, b = record(straight, f"freeze={freeze}"), record(interrupted, f"freeze={freeze}")
+        assert without_wall_times(a["history"]) == without_wall_times(b["history"]), freeze
+        assert (a["test_metric"], a["best_epoch"], a["steps"]) == (b["test_metric"], b["best_epoch"], b["steps"])
+
+
+def without_wall_times(history: list[dict]) -> list[dict]:
+    return [{k: v for k, v in entry.items() if k != "wall_time_s"} for entry in history]
+
+
+@pytest.mark.parametrize("visible, expected", [("2,3", [2, 3]), ("", []), ("1,-1,0", [1])])
+def test_gpus_default_to_the_ids_cuda_visible_devices_names(monkeypatch, visible, expected):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert visible_gpus(None) == expected
+    assert visible_gpus([5]) == [5]  # configured ids win
+
+
+def test_gpus_named_by_uuid_must_be_configured(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8f3a")
+    with pytest.raises(ValueError, match="hydra.launcher.gpus"):
+        visible_gpus(None)

@@ -1,0 +1,81 @@
+"""The slurm launcher against a real single-node cluster (tests/slurm_cluster.py): a sweep of micro jobs in which
+one job is cancelled with scancel, one is requeued with `scontrol requeue` and one is preempted (the USR2 signal
+submitit handles by checkpointing and requeueing), all mid-training; then the same sweep run again."""
+
+import re
+import subprocess
+import time
+from pathlib import Path
+
+from tests.slurm_cluster import slurm_cluster  # noqa: F401  (the session's cluster, a fixture)
+from tests.test_launch_local import attempts, job_dir, job_dirs, read_json, record, run_sweep, start_sweep, wait_for
+
+SLURM = ["hydra/launcher=slurm", "hydra.launcher.cpus_per_task=1", "hydra.launcher.poll_interval_s=1"]
+
+
+def slurm_job_id(sweep_dir: Path, freeze: str) -> str:
+    """The SLURM id of a job once it has started, and its directory once it has a checkpoint to resume from."""
+    (started,) = wait_for(lambda: job_dirs(sweep_dir, f"freeze={freeze}"), f"freeze={freeze} to start")
+    return read_json(started / "attempts.json")[0]["job_id"]
+
+
+def wait_for_checkpoint(sweep_dir: Path, freeze: str) -> None:
+    wait_for(lambda: (job_dir(sweep_dir, f"freeze={freeze}") / "checkpoint_last.pt").exists(), "a checkpoint")
+
+
+def release_when_requeued(job_id: str) -> None:
+    """SLURM holds a requeued job for ~2 minutes (its BeginTime); start it as soon as it is pending again."""
+    squeue = ["squeue", "-h", "-j", job_id, "-o", "%T"]
+    wait_for(lambda: subprocess.run(squeue, capture_output=True, text=True).stdout.strip() == "PENDING", "requeue")
+    subprocess.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], check=True)
+
+
+def resumed_at_step(sweep_dir: Path, freeze: str) -> int:
+    log = (job_dir(sweep_dir, f"freeze={freeze}") / "__main__.log").read_text()
+    found = re.search(r"resumed from \S+ at step (\d+)", log)
+    return int(found[1]) if found else 0
+
+
+def test_a_slurm_sweep_survives_scancel_resumes_requeued_jobs_and_skips_completed_ones_when_run_again(
+    slurm_cluster,  # noqa: F811
+    tmp_path,
+    micro_overrides,
+):
+    args = [*micro_overrides, *SLURM, "trainer.max_epochs=40", "trainer.valid_bleu_sentences=0"]
+    args.append("freeze=none,emb,ffn,att")
+    sweep, output = tmp_path / "sweep", tmp_path / "out.txt"
+    proc = start_sweep(sweep, *args, output=output)
+
+    # the node has 2 CPUs: none and emb start, and each job stopped lets the next one start
+    subprocess.run(["scancel", slurm_job_id(sweep, "emb")], check=True)
+    requeued = slurm_job_id(sweep, "ffn")
+    wait_for_checkpoint(sweep, "ffn")
+    subprocess.run(["scontrol", "requeue", requeued], check=True)
+    preempted = slurm_job_id(sweep, "att")
+    wait_for_checkpoint(sweep, "att")
+    subprocess.run(["scancel", "--signal=USR2", preempted], check=True)
+    release_when_requeued(requeued)
+    release_when_requeued(preempted)
+
+    assert proc.wait(timeout=300) != 0
+    out = output.read_text()
+    assert "4 jobs in" in out and "3 completed, 0 skipped (completed before), 1 failed" in out, out
+    assert "FAILED freeze=emb: SLURM ended the job without a result: CANCELLED" in out
+    cancelled = record(sweep, "freeze=emb")
+    assert cancelled["status"] == "failed" and "CANCELLED" in cancelled["error"]
+    steps = record(sweep, "freeze=none")["steps"]
+    # each ran twice, the second time from its checkpoint, to the same end; SLURM killed the requeued one's first
+    # run (no status), the preempted one exited to be requeued
+    assert [a.get("status") for a in attempts(sweep, "freeze=ffn")] == [None, "completed"]
+    assert [a.get("status") for a in attempts(sweep, "freeze=att")] == ["interrupted", "completed"]
+    for freeze in ("ffn", "att"):
+        assert resumed_at_step(sweep, freeze) > 0 and record(sweep, f"freeze={freeze}")["steps"] == steps
+
+    started = time.time()
+    again = run_sweep(sweep, *args)
+    assert again.returncode == 0, again.stdout
+    assert re.search(r"4 jobs: 1 to run \(. resuming from a checkpoint\), 3 already completed", again.stdout)
+    assert "1 completed, 3 skipped (completed before), 0 failed" in again.stdout
+    assert [len(attempts(sweep, f"freeze={f}")) for f in ("none", "ffn", "att")] == [1, 2, 2]  # not submitted
+    assert record(sweep, "freeze=emb")["status"] == "completed"
+    assert attempts(sweep, "freeze=emb")[-1]["started"] > started
