@@ -169,12 +169,13 @@ class Config:
 
 
 def register_configs() -> None:
+    """The schemas live in their own group, so that `freeze=glob(*)` sweeps exactly the YAML options."""
     cs = ConfigStore.instance()
     cs.store(name="config_schema", node=Config)
-    cs.store(group="task", name="task_schema", node=TaskConfig)
-    cs.store(group="model", name="model_schema", node=ModelConfig)
-    cs.store(group="freeze", name="freeze_schema", node=FreezeConfig)
-    cs.store(group="trainer", name="trainer_schema", node=TrainerConfig)
+    cs.store(group="schema", name="task", node=TaskConfig)
+    cs.store(group="schema", name="model", node=ModelConfig)
+    cs.store(group="schema", name="freeze", node=FreezeConfig)
+    cs.store(group="schema", name="trainer", node=TrainerConfig)
 
 
 def validate(cfg) -> None:

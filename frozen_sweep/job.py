@@ -1,5 +1,6 @@
 """One job: data → model → freeze → train (resuming) → test → result.json. Launcher-independent."""
 
+import ctypes
 import logging
 import math
 import subprocess
@@ -109,7 +110,23 @@ def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
     return result
 
 
+def keep_freed_memory() -> None:
+    """Stop glibc from handing big freed tensors back to the OS after every step.
+
+    By default each (B, T, V) logits tensor is mmap'ed and unmapped again: ~28k page faults per demo step. Serving
+    everything from the heap and never trimming it makes CPU steps ~15% faster (benchmarked side by side).
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc: nothing to tune
+        return
+    M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+    libc.mallopt(M_MMAP_MAX, 0)
+    libc.mallopt(M_TRIM_THRESHOLD, 2**31 - 1)
+
+
 def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
+    keep_freed_memory()
     if cfg.trainer.threads:
         torch.set_num_threads(cfg.trainer.threads)
     torch.manual_seed(cfg.seed)

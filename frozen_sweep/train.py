@@ -149,7 +149,8 @@ class Trainer:
     def fit(self) -> TrainState:
         """Train until early stopping or a budget ends the run; returns the final state."""
         s, every = self.state, self.tr.validate_every_steps
-        bar = tqdm(desc="train", unit="step", initial=s.step, disable=not self.tr.progress, dynamic_ncols=True)
+        # disable=None: tqdm draws only on a terminal, so logs (SLURM, `make demo > log`) stay readable
+        bar = tqdm(desc="train", unit="step", initial=s.step, disable=None if self.tr.progress else True)
         loss_sum, loss_tokens = 0.0, 0
         while not s.stopped_reason:
             batches = self._batches(self.data.train, shuffle=True, epoch=s.epoch)
