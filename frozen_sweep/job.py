@@ -7,6 +7,7 @@ import subprocess
 import time
 import traceback
 from pathlib import Path
+from typing import Optional
 
 import torch
 from omegaconf import OmegaConf
@@ -68,19 +69,27 @@ def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path
     return {"metric": scores["bleu"], "chrf": scores["chrf"], "signature": scores["signature"]}
 
 
+def completed_result(run_dir: Path) -> Optional[RunResult]:
+    """The directory's result record if it says completed (fields this version does not know are ignored)."""
+    try:
+        record = load_result(run_dir / RESULT_FILE)
+    except ValueError:  # missing or unreadable: the job runs (again)
+        return None
+    if record["status"] != "completed":
+        return None
+    known = RunResult.__dataclass_fields__
+    return RunResult(**{k: v for k, v in record.items() if k in known})
+
+
 def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
     """Run one job in `run_dir`, resuming from its checkpoint; write result.json whatever happens."""
     validate(cfg)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    previous = run_dir / RESULT_FILE
-    if previous.exists() and not cfg.force:
-        try:
-            if load_result(previous)["status"] == "completed":
-                log.info("%s already holds a completed result; skipping (force=true reruns)", run_dir)
-                return RunResult(**load_result(previous))
-        except (ValueError, TypeError):
-            log.warning("%s: unreadable result record; running again", previous)
+    completed = None if cfg.force else completed_result(run_dir)
+    if completed:
+        log.info("%s already holds a completed result; skipping (force=true reruns)", run_dir)
+        return completed
     if cfg.force:
         for stale in run_dir.glob("checkpoint_*.pt"):
             stale.unlink()
