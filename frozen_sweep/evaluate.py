@@ -130,6 +130,11 @@ def bleu_chrf(hypotheses: list[str], references: list[str]) -> dict:
     }
 
 
+def perplexity(nll: float) -> float:
+    """exp of a per-token NLL, capped so that an untrained model's loss does not overflow."""
+    return math.exp(min(nll, 50.0))
+
+
 @torch.no_grad()
 def token_nll(model: Transformer, batches: Iterable, device) -> float:
     """Mean negative log-likelihood per target token (eos included, padding excluded, no label smoothing)."""

@@ -2,7 +2,6 @@
 
 import ctypes
 import logging
-import math
 import subprocess
 import time
 import traceback
@@ -17,9 +16,9 @@ from frozen_sweep import freeze
 from frozen_sweep.checkpoint import BEST, load_checkpoint
 from frozen_sweep.config import Device, TaskKind, validate
 from frozen_sweep.data import TaskData, load_task
-from frozen_sweep.data.batching import batch_indices, collate
+from frozen_sweep.data.batching import make_batches
 from frozen_sweep.data.vocab import PAD
-from frozen_sweep.evaluate import bleu_chrf, token_nll, translate
+from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
 from frozen_sweep.model import Transformer
 from frozen_sweep.results import RESULT_FILE, RunResult, load_result, write_result
 from frozen_sweep.train import Trainer
@@ -60,9 +59,8 @@ def build_model(cfg, data: TaskData) -> Transformer:
 def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path) -> dict:
     """Test metrics with the weights of the best validation; hypotheses are saved beside the result."""
     if cfg.task.kind == TaskKind.lm:
-        groups = batch_indices(None, [len(t) for t in data.test.tgt], cfg.trainer.max_tokens, shuffle=False)
-        nll = token_nll(model, (collate(None, data.test.tgt, g) for g in groups), device)
-        return {"metric": math.exp(min(nll, 50.0))}
+        batches = make_batches(None, data.test.tgt, cfg.trainer.max_tokens, shuffle=False)
+        return {"metric": perplexity(token_nll(model, batches, device))}
     hyps = translate(model, data.test.src, data.vocab, device, cfg.eval)
     (run_dir / "test.hyp.txt").write_text("".join(h + "\n" for h in hyps))
     scores = bleu_chrf(hyps, data.test.tgt_text)

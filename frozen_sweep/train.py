@@ -20,9 +20,9 @@ from tqdm import tqdm
 from frozen_sweep.checkpoint import BEST, LAST, load_checkpoint, save_checkpoint
 from frozen_sweep.config import StopMetric, TaskKind
 from frozen_sweep.data import TaskData
-from frozen_sweep.data.batching import batch_indices, collate
+from frozen_sweep.data.batching import make_batches
 from frozen_sweep.data.vocab import PAD
-from frozen_sweep.evaluate import bleu_chrf, token_nll, translate
+from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
 from frozen_sweep.freeze import trainable_parameters
 
 log = logging.getLogger(__name__)
@@ -78,9 +78,7 @@ class Trainer:
     # ---- data -------------------------------------------------------------------------------------------------------
 
     def _batches(self, split, shuffle: bool, epoch: int) -> list:
-        src_lens = None if split.src is None else [len(s) for s in split.src]
-        groups = batch_indices(src_lens, [len(t) for t in split.tgt], self.tr.max_tokens, shuffle, self.cfg.seed, epoch)
-        return [collate(split.src, split.tgt, group) for group in groups]
+        return make_batches(split.src, split.tgt, self.tr.max_tokens, shuffle, self.cfg.seed, epoch)
 
     # ---- resume -----------------------------------------------------------------------------------------------------
 
@@ -187,15 +185,16 @@ class Trainer:
         valid_bleu = None
         if not self.is_lm and (tr.stop_metric == StopMetric.bleu or tr.valid_bleu_sentences != 0):
             valid_bleu = self.valid_bleu()
+        valid_ppl = perplexity(valid_loss)
         entry = {
             "epoch": round(epoch, 4),
             "step": s.step,
             "wall_time_s": None,  # filled below, once validation time is counted
             "train_loss": train_loss,
             "valid_loss": valid_loss,
-            "valid_ppl": math.exp(min(valid_loss, 50.0)),
+            "valid_ppl": valid_ppl,
             "valid_bleu": valid_bleu,
-            "valid_metric": math.exp(min(valid_loss, 50.0)) if self.is_lm else valid_bleu,
+            "valid_metric": valid_ppl if self.is_lm else valid_bleu,
         }
         score = valid_bleu if tr.stop_metric == StopMetric.bleu else -valid_loss
         best = s.best_index is None or score > self._score(s.history[s.best_index])

@@ -63,6 +63,15 @@ def batch_indices(
     return batches
 
 
+def make_batches(
+    src: list[list[int]] | None, tgt: list[list[int]], max_tokens: int, shuffle: bool, seed: int = 0, epoch: int = 0
+) -> list[Batch]:
+    """Token-id lists (no bos/eos; src None for LM) → the Batches of `batch_indices`, in its order."""
+    src_lens = None if src is None else [len(s) for s in src]
+    groups = batch_indices(src_lens, [len(t) for t in tgt], max_tokens, shuffle, seed, epoch)
+    return [collate(src, tgt, group) for group in groups]
+
+
 def pad_sequences(rows: list[list[int]]) -> torch.Tensor:
     """(len(rows), longest) int64 tensor of the rows, right-padded with PAD."""
     out = torch.full((len(rows), max(map(len, rows))), PAD, dtype=torch.long)
