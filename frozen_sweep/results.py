@@ -31,6 +31,7 @@ class RunResult:
     status: str = "running"
     error: Optional[str] = None
     updated_at: Optional[str] = None  # UTC time of the last write: a "running" record that stays old is likely dead
+    study: str = "freeze"  # freeze | reservoir | relearn: which of the collector's tables the run belongs in
     task: Optional[str] = None
     model: Optional[str] = None
     freeze: dict = field(default_factory=dict)  # component → "trainable" | "frozen:<init>"

@@ -1,0 +1,5 @@
+import sys
+
+from frozen_sweep.collect.cli import main
+
+sys.exit(main())

@@ -1,0 +1,66 @@
+"""Figures: validation curves per table (against epoch and wall-clock time); one file per table."""
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+METRIC_LABELS = {"bleu": "BLEU", "ppl": "PPL"}
+
+
+def pyplot():
+    """matplotlib without a display; imported on first use so that the tables do not pay for it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def curves(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every validation of every run, long format: path, label, epoch, wall_time_s, valid_metric, valid_loss..."""
+    points = runs[["path", "label", "history"]].explode("history", ignore_index=True).dropna(subset=["history"])
+    return points.drop(columns="history").join(pd.DataFrame(points.history.tolist(), index=points.index))
+
+
+def plotted_metric(points: pd.DataFrame, metric_name: str) -> tuple[str, str]:
+    """The validation metric when every point has one (BLEU may be off), else the validation loss: (column, label)."""
+    if "valid_metric" in points and points.valid_metric.notna().all():
+        return "valid_metric", f"validation {METRIC_LABELS.get(metric_name, metric_name)}"
+    return "valid_loss", "validation loss"
+
+
+def plot_convergence(table, path: Path) -> None:
+    """Validation score against epoch and against wall-clock time, one colour per row label (a line per run)."""
+    plt = pyplot()
+    points = curves(table.runs)
+    y, ylabel = plotted_metric(points, table.metric_name)
+    fig, (by_epoch, by_time) = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for i, (label, label_points) in enumerate(points.groupby("label", sort=False)):
+        for j, (_, run) in enumerate(label_points.groupby("path", sort=False)):
+            style = dict(color=f"C{i % 10}", marker=".", linewidth=1.2, label=None if j else label)
+            by_epoch.plot(run.epoch, run[y], **style)
+            by_time.plot(run.wall_time_s / 60, run[y], **style)
+    by_epoch.set(xlabel="epoch", ylabel=ylabel)
+    by_time.set(xlabel="wall-clock time (min)")
+    if y == "valid_metric" and table.metric_name == "ppl":
+        by_epoch.set_yscale("log")
+    for ax in (by_epoch, by_time):
+        ax.grid(alpha=0.3)
+    by_time.legend(title="row", fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
+    fig.suptitle(table.title)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def plot_tables(tables: list, path: Path) -> list[Path]:
+    """One figure per table, drawn by the table's study; with several tables, FILE.png becomes
+    FILE-<i>-<title>.png."""
+    written = []
+    for i, table in enumerate(tables, 1):
+        slug = re.sub(r"[^\w.=-]+", "_", table.title.replace(" · ", "-"))
+        out = path if len(tables) == 1 else path.with_name(f"{path.stem}-{i}-{slug}{path.suffix}")
+        (table.plot or plot_convergence)(table, out)
+        written.append(out)
+    return written

@@ -1,0 +1,109 @@
+"""Result records → a DataFrame with one row per run (completed or not), which every table is built from."""
+
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+
+from frozen_sweep.paper import ROWS
+from frozen_sweep.results import RESULT_FILE, load_result
+
+# Overrides that change where or how a job runs, not what it computes: conf/config.yaml's exclude_keys, and the cache.
+NEUTRAL_KEYS = {"name", "force", "trainer.progress", "trainer.threads", "trainer.device", "task.cache_dir"}
+COMPONENTS = ("emb", "att", "ffn", "other")
+RECORD_KEYS = (
+    "seed", "metric_name", "test_metric", "best_metric", "best_epoch", "epochs_to_convergence", "stopped_reason",
+    "trainable_ratio", "params_trainable", "params_total", "steps", "wall_time_s",
+)  # fmt: skip
+CSV_COLUMNS = ["path", "status", "reason", "study", "task", "model", "row", "label", *COMPONENTS, *RECORD_KEYS,
+               "overrides"]  # fmt: skip
+
+
+def find_results(paths: list[str]) -> list[Path]:
+    """Every result.json under the paths (a path may be a result.json itself), each once."""
+    found = set()
+    for path in map(Path, paths):
+        found.update([path] if path.is_file() else path.rglob(RESULT_FILE))
+    return sorted(found)
+
+
+def setting_of(overrides: list[str], ignored: frozenset = frozenset()) -> tuple[str, ...]:
+    """What makes a run more than a seed of its freeze pattern: its overrides less freeze, seed and NEUTRAL_KEYS
+    (and any key in `ignored`, or under it: a study's own sweep axes).
+
+    The task= and model= choices go too: the record's task and model names already key the table.
+    """
+    groups = {"freeze"} | ignored  # the key and everything under it
+    ignored = NEUTRAL_KEYS | {"seed", "task", "model"} | groups
+    keys = (o.lstrip("+~").partition("=")[0] for o in overrides)
+    return tuple(sorted(o for o, key in zip(overrides, keys) if key not in ignored and key.split(".")[0] not in groups))
+
+
+def distinguishing(settings: list[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
+    """Setting → the overrides that tell it apart from the other settings of the same task × model."""
+    parsed = {s: dict(o.partition("=")[::2] for o in s) for s in settings}
+    keys = sorted({k for overrides in parsed.values() for k in overrides})
+    differing = [k for k in keys if len({overrides.get(k) for overrides in parsed.values()}) > 1]
+    return {s: " ".join(f"{k}={overrides.get(k, '(default)')}" for k in differing) for s, overrides in parsed.items()}
+
+
+def pattern_label(freeze: dict) -> str:
+    """A label for a pattern the paper has no row for, e.g. "att (orthogonal)+other frozen"."""
+    groups = {"frozen": [], "trainable": []}
+    for component, state in freeze.items():
+        kind, _, init = state.partition(":")
+        if state != "trainable":
+            groups[kind].append(component if init in ("", "random") else f"{component} ({init})")
+    return "; ".join(f"{'+'.join(names)} {kind}" for kind, names in groups.items() if names) or "all trainable"
+
+
+def why_not_completed(record: dict) -> Optional[str]:
+    """The first line of a failed run's error; for a running one, a reminder that it may be dead; None if completed."""
+    if record["status"] == "failed":
+        return (str(record.get("error") or "").strip() or "no error recorded").splitlines()[0]
+    if record["status"] == "running":
+        return "no final result: still running, or killed before it could record a failure"
+    return None
+
+
+def run_row(path: Path) -> dict:
+    """One run as a flat row (plus the whole record, for the studies' own columns); a record that cannot be read
+    becomes status "corrupt" with the reason."""
+    try:
+        record = load_result(path)
+        freeze = record.get("freeze") or {}
+        overrides = [str(o) for o in record.get("overrides") or []]
+        return {
+            "path": str(path),
+            "status": record["status"],
+            "reason": why_not_completed(record),
+            "study": record.get("study") or "freeze",
+            "task": record.get("task"),
+            "model": record.get("model"),
+            "row": record.get("row"),
+            "label": record.get("row") or pattern_label(freeze),
+            **{c: freeze.get(c, "trainable") for c in COMPONENTS},
+            **{key: record.get(key) for key in RECORD_KEYS},
+            "overrides": " ".join(overrides),
+            "setting": setting_of(overrides),
+            "history": record.get("history") or [],
+            "record": record,
+        }
+    except ValueError as e:
+        reason = str(e).removeprefix(f"{path}: ")
+    except (AttributeError, TypeError, LookupError) as e:  # JSON, but not shaped like a record
+        reason = f"malformed record ({type(e).__name__}: {e})"
+    return {"path": str(path), "status": "corrupt", "reason": reason}
+
+
+def load_runs(paths: list[str]) -> pd.DataFrame:
+    """All runs under the paths, one row each, in table order (task, model, paper row, seed)."""
+    columns = [*CSV_COLUMNS, "setting", "history", "record"]
+    runs = pd.DataFrame([run_row(p) for p in find_results(paths)], columns=columns)
+    runs = runs.astype({k: "Int64" for k in ("seed", "params_trainable", "params_total", "steps")})
+    runs["order"] = runs.label.map({row: i for i, row in enumerate(ROWS)}).fillna(len(ROWS))
+    return runs.sort_values(["task", "model", "order", "label", "seed", "path"], ignore_index=True)
+
+
+def completed(runs: pd.DataFrame, study: str) -> pd.DataFrame:
+    return runs[(runs.status == "completed") & (runs.study == study)]
