@@ -37,7 +37,8 @@ class TrainState:
     batch_in_epoch: int = 0  # batches of the current epoch already trained on
     train_time_s: float = 0.0
     step_time_s: float = 0.0  # time inside training steps only, for throughput
-    train_tokens: int = 0
+    train_tokens: int = 0  # target tokens trained on (all epochs, resumes included)
+    train_sentences: int = 0  # training examples trained on
     history: list = field(default_factory=list)
     best_index: Optional[int] = None  # index into history of the best validation
     bad_validations: int = 0
@@ -113,6 +114,7 @@ class Trainer:
     # ---- training ---------------------------------------------------------------------------------------------------
 
     def _train_step(self, batch) -> tuple[float, int]:
+        """One update; returns the summed (label-smoothed) loss and the number of target tokens."""
         self.model.train()
         src = batch.src.to(self.device) if batch.src is not None else None
         target = batch.tgt_out.to(self.device)
@@ -163,6 +165,7 @@ class Trainer:
                 s.train_time_s += elapsed
                 s.step_time_s += elapsed
                 s.train_tokens += n_tokens
+                s.train_sentences += len(batch.tgt_in)
                 loss_sum, loss_tokens = loss_sum + loss, loss_tokens + n_tokens
                 bar.update()
                 bar.set_postfix(loss=f"{loss / n_tokens:.3f}", tok_s=f"{s.train_tokens / s.step_time_s:,.0f}")
@@ -190,6 +193,8 @@ class Trainer:
             "epoch": round(epoch, 4),
             "step": s.step,
             "wall_time_s": None,  # filled below, once validation time is counted
+            "train_sentences": s.train_sentences,
+            "train_tokens": s.train_tokens,
             "train_loss": train_loss,
             "valid_loss": valid_loss,
             "valid_ppl": valid_ppl,
