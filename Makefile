@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup data run table bench-collect clean-outputs slurm-up slurm-down
+.PHONY: demo test setup data run table bench bench-collect clean-outputs slurm-up slurm-down
 
 # The paper's nine freeze rows on the embedded corpus (≈20 min on 2 CPU cores), then their table and curves.
 # The leading `-` collects the table even when a job failed: failures are listed under it.
@@ -24,6 +24,17 @@ table:  # every result under outputs/
 
 bench-collect: setup
 	$(PY) benchmarks/collect_records.py
+
+# Every benchmark (README "Performance"): figures and ratios measured side by side, targets met / not met.
+# ≈6 min on an idle 2-core CPU; THREADS=1 for one thread. The MarianMT reference needs the `bench` extra.
+THREADS ?= 2
+BENCHMARKS := train_throughput freeze_speedup decode checkpoint_size batching sweep_overhead
+bench: setup data $(VENV)/.bench-installed
+	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py --threads $(THREADS) || exit 1; echo; done
+
+$(VENV)/.bench-installed: $(STAMP)
+	$(PY) -m pip install -q -e '.[test,bench]'
+	touch $@
 
 test: setup
 	$(PY) -m pytest -q

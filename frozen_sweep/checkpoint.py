@@ -37,13 +37,17 @@ def save_checkpoint(path: Path, model: nn.Module, seed: int, **extra: Any) -> No
         raise
 
 
-def load_checkpoint(path: Path, model: nn.Module, freeze_cfg) -> dict:
-    """Regenerate the frozen parameters from the stored seed, verify them, load the trainable ones.
+def load_checkpoint(path: Path, model: nn.Module, freeze_cfg=None) -> dict:
+    """Verify the model's frozen parameters against the saved run's, then load the trainable ones.
 
+    With `freeze_cfg`, the frozen parameters are first regenerated from the stored seed. Without, they must already
+    be in place: a model freshly built for the job (its frozen parameters are regenerated as it is built), or a
+    relearn model, whose frozen parameters are a base run's trained weights (frozen_sweep.relearn.prepare).
     Returns the checkpoint's other entries (optimiser state etc.).
     """
     state = torch.load(path, map_location="cpu", weights_only=False)
-    init_and_freeze(model, freeze_cfg, state["seed"])
+    if freeze_cfg is not None:
+        init_and_freeze(model, freeze_cfg, state["seed"])
     expected, actual = state["frozen_sha256"], frozen_fingerprint(model)
     if expected.keys() != actual.keys():
         raise CheckpointError(

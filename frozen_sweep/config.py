@@ -11,6 +11,8 @@ from typing import Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from frozen_sweep.base_run import BaseRunError, load_base_run
+
 
 class ConfigError(ValueError):
     """A config value that cannot work; the message names the key and what is allowed."""
@@ -108,6 +110,72 @@ class FreezeConfig:
     other: ComponentSpec = field(default_factory=ComponentSpec)
 
 
+# ---- reservoir layers ----------------------------------------------------------------------------------------------
+
+
+class ReservoirType(Enum):
+    transformer = "transformer"  # a full layer of the stack it sits in, all of it frozen
+    ffn = "ffn"  # x + FFN(LN(x)): no attention
+    bigru = "bigru"  # x + BiGRU(LN(x)), hidden d/2 per direction (encoder only: it reads the future)
+    conv = "conv"  # x + ReLU(Conv1d(LN(x))) over time, same padding (encoder only: it reads the future)
+
+
+class Placement(Enum):
+    interleave = "interleave"  # alternating and centred: 7 layers, 3 reservoirs = LRLRLRL; 2 = LLRLRLL
+    bottom = "bottom"  # the first `count` layers
+    top = "top"  # the last `count` layers
+    pattern = "pattern"  # `pattern`, one letter per layer
+
+
+class StackName(Enum):
+    encoder = "encoder"
+    decoder = "decoder"  # a language model's only stack
+
+
+@dataclass
+class ReservoirConfig:
+    """Frozen random layers among the trainable ones (Shen et al. 2021). `count` of the stack's layers (the model's
+    encoder_layers or decoder_layers, reservoirs included) become reservoirs of `type`, placed by `placement`."""
+
+    name: str = "none"
+    type: ReservoirType = ReservoirType.transformer
+    count: int = 0
+    placement: Placement = Placement.interleave
+    pattern: Optional[str] = None  # placement=pattern: L trainable, R reservoir, e.g. LRLRLRL
+    stack: StackName = StackName.encoder
+    init: Init = Init.orthogonal  # weight matrices; biases and norms get PyTorch's defaults
+    backskip: bool = False  # skip the reservoirs' backward pass: their Jacobian is taken as the identity
+    conv_kernel: int = 3  # type=conv: odd kernel width
+
+
+def reservoir_pattern(layers: int, r: ReservoirConfig) -> str:
+    """The stack's layers as a string, L trainable and R reservoir; ConfigError when the placement cannot work."""
+    placement, count = Placement(r.placement), r.count
+    if placement == Placement.pattern:
+        pattern = r.pattern or ""
+        if len(pattern) != layers or set(pattern) - {"L", "R"}:
+            raise ConfigError(
+                f"reservoir.pattern={r.pattern}: must be {layers} letters (the {r.stack.value} has {layers} layers), "
+                "each L (trainable) or R (reservoir)"
+            )
+        return pattern
+    if not 0 <= count <= layers:
+        raise ConfigError(f"reservoir.count={count}: must be in [0, {layers}] (the {r.stack.value}'s layers)")
+    if placement == Placement.bottom:
+        return "R" * count + "L" * (layers - count)
+    if placement == Placement.top:
+        return "L" * (layers - count) + "R" * count
+    alternating = "LR" * count
+    block = alternating[1:]  # R L R ... R: count reservoirs, one trainable layer between neighbours
+    if len(block) > layers:
+        raise ConfigError(
+            f"reservoir.count={count} reservoirs cannot alternate with trainable layers in {layers} layers "
+            f"(interleave needs at most {(layers + 1) // 2}); use reservoir.placement=bottom|top|pattern"
+        )
+    left = (layers - len(block)) // 2
+    return "L" * left + block + "L" * (layers - left - len(block))
+
+
 # ---- training and evaluation ---------------------------------------------------------------------------------------
 
 
@@ -137,6 +205,7 @@ class TrainerConfig:
     max_epochs: int = 100
     max_steps: Optional[int] = None
     max_time_s: Optional[float] = None  # training wall-clock budget; the run stops at the next validation after it
+    aucc_cutoff_s: Optional[float] = None  # AUCC's T̂ (frozen_sweep.efficiency); null: the run's own training time
     validate_every_steps: Optional[int] = None  # null: validate at the end of every epoch
     patience: int = 5  # validations without improvement before early stopping
     stop_metric: StopMetric = StopMetric.loss
@@ -156,12 +225,44 @@ class EvalConfig:
     batch_sentences: int = 128
 
 
+# ---- layer reset and relearn ---------------------------------------------------------------------------------------
+
+
+class ResetParts(Enum):
+    all = "all"  # the whole layer: self-attention, cross-attention, FFN and their layer norms
+    att = "att"  # self-attention
+    ffn = "ffn"
+    cross_att = "cross_att"  # cross-attention (decoder layers of an encoder–decoder model)
+    norms = "norms"  # the layer norms
+
+
+@dataclass
+class RelearnConfig:
+    name: str = "none"  # none: an ordinary job; layer: reset one layer of a finished run and train it alone
+    base_checkpoint: Optional[str] = None  # the finished run's directory (result.json, config.yaml, checkpoint_best.pt)
+    reset_layer: Optional[str] = None  # "encoder.<i>" or "decoder.<i>", 0-based
+    reset_parts: ResetParts = ResetParts.all
+    reset_init: Init = Init.random
+    train_neighbours: bool = False  # also train (without resetting) the layers just below and above, same stack
+    thresholds: List[float] = field(default_factory=lambda: [0.01, 0.05])  # "recovered within x" of pre-reset
+
+
+def parse_reset_layer(spec) -> tuple[str, int]:
+    """"decoder.1" → ("decoder", 1); ConfigError for anything else."""
+    stack, _, index = str(spec).partition(".")
+    if stack not in StackName.__members__ or not index.isdigit():
+        raise ConfigError(f"relearn.reset_layer={spec}: must be encoder.<i> or decoder.<i> (0-based)")
+    return stack, int(index)
+
+
 @dataclass
 class Config:
     task: TaskConfig = MISSING
     model: ModelConfig = MISSING
     freeze: FreezeConfig = MISSING
     trainer: TrainerConfig = MISSING
+    reservoir: ReservoirConfig = MISSING
+    relearn: RelearnConfig = MISSING
     eval: EvalConfig = field(default_factory=EvalConfig)
     name: str = "default"  # the sweep's folder under outputs/
     seed: int = 1
@@ -176,6 +277,8 @@ def register_configs() -> None:
     cs.store(group="schema", name="model", node=ModelConfig)
     cs.store(group="schema", name="freeze", node=FreezeConfig)
     cs.store(group="schema", name="trainer", node=TrainerConfig)
+    cs.store(group="schema", name="relearn", node=RelearnConfig)
+    cs.store(group="schema", name="reservoir", node=ReservoirConfig)
 
 
 def validate(cfg) -> None:
@@ -229,6 +332,7 @@ def validate(cfg) -> None:
         raise ConfigError("trainer.stop_metric=bleu needs a translation task; allowed for task.kind=lm: loss")
     if tr.stop_metric == StopMetric.bleu and tr.valid_bleu_sentences == 0:
         raise ConfigError("trainer.stop_metric=bleu needs validation BLEU: trainer.valid_bleu_sentences must not be 0")
+    validate_reservoir(cfg)
     if t.corpus == CorpusKind.text_files and not t.path:
         raise ConfigError(
             "task.path is not set: task=text_files reads {path}/{train,valid,test}.{lang}; "
@@ -238,3 +342,54 @@ def validate(cfg) -> None:
         for lang in [t.src_lang, t.tgt_lang]:
             if lang is not None and lang not in t.modules:
                 raise ConfigError(f"task.modules has no SWORD module for language '{lang}'; has: {sorted(t.modules)}")
+    validate_relearn(cfg.relearn)
+
+
+def validate_relearn(r) -> None:
+    """A relearn job needs a completed base run, and a layer and parts that its model has."""
+    if r.name == "none":
+        if r.base_checkpoint is not None or r.reset_layer is not None:
+            raise ConfigError("relearn.base_checkpoint/reset_layer are set but relearn=none: add relearn=layer")
+        return
+    if not r.base_checkpoint or r.reset_layer is None:
+        raise ConfigError(
+            f"relearn={r.name} needs relearn.base_checkpoint=<a completed run's directory> and "
+            "relearn.reset_layer=encoder.<i>|decoder.<i>"
+        )
+    try:
+        base = load_base_run(r.base_checkpoint)
+    except BaseRunError as e:
+        raise ConfigError(f"relearn.base_checkpoint={r.base_checkpoint}: {e}") from e
+    stack, index = parse_reset_layer(r.reset_layer)
+    model = base.config.model
+    layers = {"encoder": model.encoder_layers, "decoder": model.decoder_layers}[stack]
+    if not index < layers:
+        allowed = f"{stack}.0 … {stack}.{layers - 1}" if layers else f"none: it has no {stack}"
+        raise ConfigError(
+            f"relearn.reset_layer={r.reset_layer}: the base model ({model.name}, {model.encoder_layers} encoder + "
+            f"{model.decoder_layers} decoder layers) allows {allowed}"
+        )
+    if ResetParts(r.reset_parts) == ResetParts.cross_att and (stack != "decoder" or not model.encoder_layers):
+        raise ConfigError(
+            f"relearn.reset_parts=cross_att: only decoder layers of an encoder–decoder model have cross-attention "
+            f"(reset_layer={r.reset_layer}); allowed: all, att, ffn, norms"
+        )
+    if not all(0 < x < 1 for x in r.thresholds):
+        raise ConfigError(f"relearn.thresholds={list(r.thresholds)}: must be fractions in (0, 1), e.g. [0.01, 0.05]")
+
+
+def validate_reservoir(cfg) -> None:
+    r, m = cfg.reservoir, cfg.model
+    stack = StackName(r.stack)
+    if m.encoder_layers == 0 and stack == StackName.encoder and (r.count or r.placement == Placement.pattern):
+        raise ConfigError(f"reservoir.stack=encoder: model={m.name} is a language model; allowed: decoder")
+    pattern = reservoir_pattern(m.encoder_layers if stack == StackName.encoder else m.decoder_layers, r)
+    if "R" in pattern and stack == StackName.decoder and r.type in (ReservoirType.bigru, ReservoirType.conv):
+        raise ConfigError(
+            f"reservoir.type={r.type.value} reads future positions, so it cannot sit in a decoder; "
+            "allowed in the decoder: transformer, ffn"
+        )
+    if r.conv_kernel < 1 or r.conv_kernel % 2 == 0:
+        raise ConfigError(f"reservoir.conv_kernel={r.conv_kernel}: must be odd and >= 1")
+    if cfg.trainer.aucc_cutoff_s is not None and cfg.trainer.aucc_cutoff_s <= 0:
+        raise ConfigError(f"trainer.aucc_cutoff_s={cfg.trainer.aucc_cutoff_s}: must be > 0 (or null)")

@@ -29,13 +29,15 @@ def beam_search(
     max_len_a: float = 1.2,
     max_len_b: int = 10,
     len_penalty: float = 1.0,
+    cache: bool = True,
 ) -> list[list[int]]:
     """Best hypothesis per sentence (ids without bos/eos). Beam 1 is greedy search.
 
     A hypothesis' score is its summed log-probability (eos included) divided by length ** len_penalty. At every step
     the 2·beam best continuations are ranked; those ending in eos within the top `beam` are finished, the best `beam`
     others stay live. A sentence is done when it has `beam` finished hypotheses or reaches
-    max_len_a · source length + max_len_b tokens; done sentences leave the batch.
+    max_len_a · source length + max_len_b tokens; done sentences leave the batch. `cache=False` runs the decoder
+    over the whole prefix at every step instead of reusing keys and values (the same search, slower: benchmarks).
     """
     model.eval()
     B, K = src.shape[0], beam
@@ -46,7 +48,7 @@ def beam_search(
     memory, mask = model.encode(src)
     memory = memory.repeat_interleave(K, 0)  # (B*K, S, D)
     mask = mask.repeat_interleave(K, 0)  # (B*K, 1, 1, S)
-    caches = model.new_caches()
+    caches = model.new_caches() if cache else None
     tokens = torch.full((B * K, 1), bos, dtype=torch.long, device=src.device)  # (B*K, t+1)
     scores = torch.zeros(B, K, device=src.device)  # summed log-probs of the live hypotheses
     scores[:, 1:] = -math.inf  # all beams start identical: keep one
@@ -55,7 +57,10 @@ def beam_search(
 
     for t in range(int(max_len.max())):
         n = sentence.shape[0]
-        logits = model.decode(tokens[:, -1:], memory, mask, caches, start=t)[:, -1]  # (n*K, V)
+        if cache:
+            logits = model.decode(tokens[:, -1:], memory, mask, caches, start=t)[:, -1]  # (n*K, V)
+        else:
+            logits = model.decode(tokens, memory, mask)[:, -1]
         logp = F.log_softmax(logits.float(), dim=-1)
         logp[:, [bos, model.pad_id]] = -math.inf
         at_limit = (t + 1 >= max_len[sentence]).repeat_interleave(K)  # (n*K,) must end now
@@ -76,7 +81,8 @@ def beam_search(
         rows = (torch.arange(n, device=src.device) * K).unsqueeze(1) + from_beam.gather(1, pick)  # (n, K)
         tokens = torch.cat([tokens[rows.view(-1)], token.gather(1, pick).view(-1, 1)], dim=1)
         scores = live_scores
-        _select_rows(caches, rows.view(-1), keys=("self_k", "self_v"))  # cross k/v: the same for a sentence's beams
+        if cache:  # cross k/v: the same for a sentence's beams
+            _select_rows(caches, rows.view(-1), keys=("self_k", "self_v"))
 
         done = torch.tensor([len(finished[int(s)]) >= K for s in sentence], device=src.device)
         done |= t + 1 >= max_len[sentence]
@@ -87,17 +93,25 @@ def beam_search(
             keep_rows = (keep.unsqueeze(1) * K + torch.arange(K, device=src.device)).view(-1)
             sentence, scores, tokens = sentence[keep], scores[keep], tokens[keep_rows]
             memory, mask = memory[keep_rows], mask[keep_rows]
-            _select_rows(caches, keep_rows)
+            if cache:
+                _select_rows(caches, keep_rows)
 
     return [max(hyps)[1] if hyps else [] for hyps in finished]
 
 
 def translate(
-    model: Transformer, sources: list[list[int]], vocab, device, eval_cfg, beam: Optional[int] = None
+    model: Transformer,
+    sources: list[list[int]],
+    vocab,
+    device,
+    eval_cfg,
+    beam: Optional[int] = None,
+    cache: bool = True,
 ) -> list[str]:
     """Decode token-id sources (no eos) into detokenised strings, batching sentences of similar length.
 
-    Search settings come from `eval_cfg` (the config's `eval` section); `beam` overrides its beam size.
+    Search settings come from `eval_cfg` (the config's `eval` section); `beam` overrides its beam size; `cache=False`
+    decodes without the key/value cache (benchmarks).
     """
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
     max_src = model.src_embed.positions.shape[0] - 1
@@ -114,6 +128,7 @@ def translate(
             max_len_a=eval_cfg.max_len_a,
             max_len_b=eval_cfg.max_len_b,
             len_penalty=eval_cfg.len_penalty,
+            cache=cache,
         )
         for i, hyp in zip(idx, hyps):
             out[i] = vocab.decode(hyp)

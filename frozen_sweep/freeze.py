@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from frozen_sweep.config import Init
 from frozen_sweep.model import COMPONENTS, component_of_parameters
+from frozen_sweep.model.reservoir import Reservoir
 from frozen_sweep.model.transformer import OutputProjection
 
 # Paper row label ← frozen components and their init (other components trainable). DESIGN.md section 2.
@@ -43,7 +44,7 @@ def parameter_seed(seed: int, name: str) -> int:
     return int.from_bytes(digest[:8], "little") & (2**63 - 1)
 
 
-def _owners(model: nn.Module) -> dict[str, nn.Module]:
+def parameter_owners(model: nn.Module) -> dict[str, nn.Module]:
     """Parameter name → the module that holds it directly (the first holder of a tied weight)."""
     owners = {}
     for module_name, module in model.named_modules():
@@ -72,19 +73,47 @@ def init_parameter(param: Tensor, owner: nn.Module, init: Init, generator: torch
         nn.init.xavier_uniform_(param, generator=generator)
 
 
+@torch.no_grad()
+def init_reservoir_parameter(param: Tensor, owner: nn.Module, init: Init, generator: torch.Generator) -> None:
+    """Weight matrices with `init`; biases and norms as PyTorch initialises them (norms (1, 0), biases
+    U(±1/sqrt(fan_in)), fan_in = a GRU's hidden size)."""
+    if param.dim() > 1:
+        init_parameter(param, owner, init, generator)
+    elif isinstance(owner, nn.LayerNorm):
+        param.fill_(1.0 if param is owner.weight else 0.0)
+    else:
+        fan_in = owner.hidden_size if isinstance(owner, nn.RNNBase) else owner.weight[0].numel()
+        nn.init.uniform_(param, -(fan_in**-0.5), fan_in**-0.5, generator=generator)
+
+
+def _reservoir_inits(model: nn.Module) -> dict[str, Init]:
+    """Parameter name → its reservoir's init, for the parameters of reservoir layers."""
+    return {
+        f"{module_name}.{name}": module.init
+        for module_name, module in model.named_modules()
+        if isinstance(module, Reservoir)
+        for name, _ in module.named_parameters()
+    }
+
+
 def init_and_freeze(model: nn.Module, freeze_cfg, seed: int) -> None:
-    """Initialise all parameters from (seed, name) with their component's init; freeze the frozen components."""
+    """Initialise all parameters from (seed, name) with their component's init; freeze the frozen components.
+    Reservoir layers are always frozen, with their own init."""
     components = component_of_parameters(model)
-    owners = _owners(model)
+    owners = parameter_owners(model)
+    reservoir_inits = _reservoir_inits(model)
     for name, param in model.named_parameters():
         spec = freeze_cfg[components[name]]
         device = param.device
         generator = torch.Generator().manual_seed(parameter_seed(seed, name))
         cpu = param.detach().cpu() if device.type != "cpu" else param
-        init_parameter(cpu, owners[name], spec.init, generator)  # always drawn on CPU: the same bits everywhere
+        if name in reservoir_inits:  # always drawn on CPU: the same bits everywhere
+            init_reservoir_parameter(cpu, owners[name], reservoir_inits[name], generator)
+        else:
+            init_parameter(cpu, owners[name], spec.init, generator)
         if cpu is not param:
             param.data.copy_(cpu)
-        param.requires_grad_(not spec.frozen)
+        param.requires_grad_(not spec.frozen and name not in reservoir_inits)
 
 
 def tensor_sha256(t: Tensor) -> str:

@@ -12,7 +12,7 @@ import torch
 from omegaconf import OmegaConf
 
 import frozen_sweep
-from frozen_sweep import freeze
+from frozen_sweep import efficiency, freeze, relearn
 from frozen_sweep.checkpoint import BEST, load_checkpoint
 from frozen_sweep.config import Device, TaskKind, validate
 from frozen_sweep.data import TaskData, load_task
@@ -20,6 +20,7 @@ from frozen_sweep.data.batching import make_batches
 from frozen_sweep.data.vocab import PAD
 from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
 from frozen_sweep.model import Transformer
+from frozen_sweep.model.reservoir import Reservoir
 from frozen_sweep.results import RESULT_FILE, RunResult, load_result, write_result
 from frozen_sweep.train import Trainer
 
@@ -51,9 +52,35 @@ def pick_device(cfg) -> torch.device:
 
 def build_model(cfg, data: TaskData) -> Transformer:
     """The model with every parameter initialised from (seed, name) and the freeze pattern applied."""
-    model = Transformer(cfg.model, len(data.vocab), PAD)
+    model = Transformer(cfg.model, len(data.vocab), PAD, cfg.reservoir)
     freeze.init_and_freeze(model, cfg.freeze, cfg.seed)
     return model
+
+
+def make_model(cfg, data: TaskData) -> Transformer:
+    """A fresh model for this job: built from the seed, or in relearn mode the base run's with its layer reset."""
+    return relearn.prepare(cfg, data) if relearn.active(cfg) else build_model(cfg, data)
+
+
+def in_reservoir_study(cfg, overrides: list[str]) -> bool:
+    """A run with reservoir layers, or a baseline swept beside them (`reservoir=none,...` names the group)."""
+    return cfg.reservoir.name != "none" or any(o.lstrip("+~").startswith("reservoir") for o in overrides)
+
+
+def describe_reservoirs(cfg, model: Transformer) -> dict:
+    """What the collector's reservoir table shows: type, stack pattern, layer counts, frozen reservoir parameters."""
+    stack = getattr(model, cfg.reservoir.stack.value)
+    pattern = stack.pattern
+    return {
+        "type": cfg.reservoir.type.value,
+        "stack": cfg.reservoir.stack.value,
+        "pattern": pattern,
+        "reservoir_layers": pattern.count("R"),
+        "updatable_layers": pattern.count("L"),
+        "backskip": cfg.reservoir.backskip,
+        "init": cfg.reservoir.init.value,
+        "params": sum(p.numel() for layer in stack.layers if isinstance(layer, Reservoir) for p in layer.parameters()),
+    }
 
 
 def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path) -> dict:
@@ -82,6 +109,8 @@ def completed_result(run_dir: Path) -> Optional[RunResult]:
 def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
     """Run one job in `run_dir`, resuming from its checkpoint; write result.json whatever happens."""
     validate(cfg)
+    if relearn.active(cfg):
+        cfg = relearn.adopt_base(cfg, overrides)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     completed = None if cfg.force else completed_result(run_dir)
@@ -93,6 +122,7 @@ def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
             stale.unlink()
 
     result = RunResult(
+        study="reservoir" if in_reservoir_study(cfg, overrides) else "freeze",
         task=cfg.task.name,
         model=cfg.model.name,
         freeze=freeze.describe(cfg.freeze),
@@ -142,9 +172,11 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
 
     data = load_task(cfg.task)
     result.data = data.stats
-    model = build_model(cfg, data)
+    model = make_model(cfg, data)
     for key, value in freeze.parameter_counts(model).items():
         setattr(result, key, value)
+    if result.study == "reservoir":
+        result.reservoir = describe_reservoirs(cfg, model)
     log.info(
         "%s | %s | freeze %s (row %s) | %d parameters, %.1f%% trainable | %s",
         cfg.task.name,
@@ -162,6 +194,8 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
         write_result(run_dir, result)
 
     trainer = Trainer(cfg, data, model.to(device), device, run_dir, on_validation=report_progress)
+    if relearn.active(cfg):
+        relearn.start(cfg, data, trainer, result)  # before resuming: the trainer's model is the freshly reset one
     trainer.resume_if_possible()
     started = time.perf_counter()
     state = trainer.fit()
@@ -176,10 +210,16 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
     result.steps = state.step
     result.wall_time_s = round(state.train_time_s, 3)
     result.train_tokens_per_s = state.train_tokens / max(state.step_time_s, 1e-9)
+    result.aucc_cutoff_s = cfg.trainer.aucc_cutoff_s or result.wall_time_s
+    untrained = len(data.vocab) if cfg.task.kind == TaskKind.lm else 0.0  # perplexity of a uniform guess; 0 BLEU
+    if all(h["valid_metric"] is not None for h in state.history):  # null when validation BLEU is off
+        result.aucc = efficiency.aucc(state.history, result.aucc_cutoff_s, initial=untrained)
+    if relearn.active(cfg):
+        relearn.finish(result)
     write_result(run_dir, result)
 
-    model = build_model(cfg, data)
-    load_checkpoint(run_dir / BEST, model, cfg.freeze)
+    model = make_model(cfg, data)
+    load_checkpoint(run_dir / BEST, model)  # a fresh model: its frozen parameters are in place, and verified
     test = evaluate_test(cfg, data, model.to(device), device, run_dir)
     result.test_metric = test["metric"]
     result.test_chrf = test.get("chrf")

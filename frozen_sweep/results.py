@@ -13,6 +13,8 @@ Definitions the collector relies on:
   (max_epochs, max_steps, max_time_s) ended it first: the run had not converged.
 - `best_metric`: valid_metric at the best validation; `test_metric`: BLEU (beam search, sacrebleu) or perplexity on
   the test set.
+- `relearn` (study=relearn): the base run, the reset layer and parts, validations before the reset, right after it
+  and at the end, examples to recover at each threshold, `recovered` (definitions in frozen_sweep/relearn.py).
 """
 
 import json
@@ -53,6 +55,10 @@ class RunResult:
     steps: Optional[int] = None
     wall_time_s: Optional[float] = None  # training (with validation) wall-clock time, summed over resumes
     train_tokens_per_s: Optional[float] = None  # target tokens per second of training steps
+    reservoir: dict = field(default_factory=dict)  # study=reservoir: type, stack, pattern, layer counts, backskip
+    relearn: dict = field(default_factory=dict)  # study=relearn: base run, reset layer, pre/post/final, recovery
+    aucc: Optional[float] = None  # area under the validation-metric curve over wall-clock time / T̂ (efficiency.py)
+    aucc_cutoff_s: Optional[float] = None  # T̂
     sacrebleu_signature: Optional[str] = None
     history: list = field(default_factory=list)
     data: dict = field(default_factory=dict)  # corpus sizes, dropped counts, vocabulary

@@ -15,6 +15,7 @@ from typing import Optional
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 from tqdm import tqdm
 
 from frozen_sweep.checkpoint import BEST, LAST, load_checkpoint, save_checkpoint
@@ -87,7 +88,7 @@ class Trainer:
         path = self.run_dir / LAST
         if not path.exists():
             return False
-        extra = load_checkpoint(path, self.model, self.cfg.freeze)
+        extra = load_checkpoint(path, self.model)  # a model built for this job: its frozen parameters are in place
         self.optimizer.load_state_dict(extra["optimizer"])
         self.scheduler.load_state_dict(extra["scheduler"])
         self.state = TrainState(**extra["train_state"])
@@ -184,11 +185,6 @@ class Trainer:
         """Validate, update early stopping (sets `stopped_reason`), checkpoint, report."""
         started = time.perf_counter()
         s, tr = self.state, self.tr
-        valid_loss = token_nll(self.model, self.valid_batches, self.device)
-        valid_bleu = None
-        if not self.is_lm and (tr.stop_metric == StopMetric.bleu or tr.valid_bleu_sentences != 0):
-            valid_bleu = self.valid_bleu()
-        valid_ppl = perplexity(valid_loss)
         entry = {
             "epoch": round(epoch, 4),
             "step": s.step,
@@ -196,13 +192,9 @@ class Trainer:
             "train_sentences": s.train_sentences,
             "train_tokens": s.train_tokens,
             "train_loss": train_loss,
-            "valid_loss": valid_loss,
-            "valid_ppl": valid_ppl,
-            "valid_bleu": valid_bleu,
-            "valid_metric": valid_ppl if self.is_lm else valid_bleu,
+            **self.validation_scores(),
         }
-        score = valid_bleu if tr.stop_metric == StopMetric.bleu else -valid_loss
-        best = s.best_index is None or score > self._score(s.history[s.best_index])
+        best = s.best_index is None or self._score(entry) > self._score(s.history[s.best_index])
         s.history.append(entry)
         if best:
             s.best_index, s.bad_validations = len(s.history) - 1, 0
@@ -219,9 +211,9 @@ class Trainer:
             epoch,
             s.step,
             train_loss,
-            valid_loss,
+            entry["valid_loss"],
             entry["valid_ppl"],
-            "" if valid_bleu is None else f" bleu {valid_bleu:.2f}",
+            "" if entry["valid_bleu"] is None else f" bleu {entry['valid_bleu']:.2f}",
             " *" if best else "",
         )
         self._save(best)
@@ -231,11 +223,27 @@ class Trainer:
     def _score(self, entry: dict) -> float:
         return entry["valid_bleu"] if self.tr.stop_metric == StopMetric.bleu else -entry["valid_loss"]
 
-    def valid_bleu(self) -> float:
+    def validation_scores(self, model: Optional[nn.Module] = None) -> dict:
+        """valid_loss, valid_ppl, valid_bleu (None for LM or when disabled), valid_metric of `model` (default: the
+        model being trained)."""
+        model = self.model if model is None else model
+        valid_loss = token_nll(model, self.valid_batches, self.device)
+        valid_bleu = None
+        if not self.is_lm and (self.tr.stop_metric == StopMetric.bleu or self.tr.valid_bleu_sentences != 0):
+            valid_bleu = self.valid_bleu(model)
+        valid_ppl = perplexity(valid_loss)
+        return {
+            "valid_loss": valid_loss,
+            "valid_ppl": valid_ppl,
+            "valid_bleu": valid_bleu,
+            "valid_metric": valid_ppl if self.is_lm else valid_bleu,
+        }
+
+    def valid_bleu(self, model: nn.Module) -> float:
         """Greedy-decoded BLEU on the validation set (or its first `trainer.valid_bleu_sentences`)."""
         n = self.tr.valid_bleu_sentences
         valid = self.data.valid
         sources = valid.src if n is None else valid.src[:n]
         refs = valid.tgt_text if n is None else valid.tgt_text[:n]
-        hyps = translate(self.model, sources, self.data.vocab, self.device, self.cfg.eval, beam=1)
+        hyps = translate(model, sources, self.data.vocab, self.device, self.cfg.eval, beam=1)
         return bleu_chrf(hyps, refs)["bleu"]

@@ -1,6 +1,7 @@
 """The collector on hand-made records: layout, averaging, what is left out, formats, plots, CLI; experiment configs."""
 
 import io
+import itertools
 import json
 import shutil
 import subprocess
@@ -227,17 +228,30 @@ FREEZE_NAME = {
 }  # fmt: skip
 
 
+def sweep(experiment: str) -> dict[str, list[str]]:
+    """The experiment's own sweep: key → values."""
+    params = OmegaConf.load(CONF / "experiment" / f"{experiment}.yaml").get("hydra", {}).get("sweeper", {})
+    return {key: str(values).split(",") for key, values in params.get("params", {}).items()}
+
+
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_experiment_configs_compose(experiment):
-    """Each composes and validates, names its output folder, and sweeps the rows of its paper table."""
+    """Each composes and validates at every point of its sweep, and names its output folder."""
     from frozen_sweep.config import validate
 
+    needs_data = ["task.path=/data"] if experiment in paper.REFERENCES else []
+    axes = sweep(experiment)
+    for point in itertools.product(*([f"{key}={value}" for value in values] for key, values in axes.items())):
+        cfg = compose_config(f"experiment={experiment}", *needs_data, *point)
+        validate(cfg)
+        assert cfg.name == experiment
+
+
+@pytest.mark.parametrize("experiment", [e for e in EXPERIMENTS if "freeze" in sweep(e)])
+def test_freeze_experiments_sweep_the_rows_of_their_paper_table(experiment):
     reference = paper.REFERENCES.get(experiment)
-    cfg = compose_config(f"experiment={experiment}", *(["task.path=/data"] if reference else []))
-    validate(cfg)
-    assert cfg.name == experiment
-    swept = OmegaConf.load(CONF / "experiment" / f"{experiment}.yaml").hydra.sweeper.params.freeze.split(",")
-    assert swept == [FREEZE_NAME[row] for row in (reference.rows if reference else paper.ROWS)]
+    assert sweep(experiment)["freeze"] == [FREEZE_NAME[row] for row in (reference.rows if reference else paper.ROWS)]
     if reference:
+        cfg = compose_config(f"experiment={experiment}", "task.path=/data")
         assert cfg.model.name == experiment.replace("paper_", "") or reference.metric_name == "ppl"
         assert cfg.trainer.max_time_s is None and cfg.trainer.stop_metric.value == "loss"

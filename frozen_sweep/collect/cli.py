@@ -9,7 +9,9 @@ import pandas as pd
 
 from frozen_sweep.collect.freeze_tables import freeze_tables
 from frozen_sweep.collect.plots import plot_tables
+from frozen_sweep.collect.relearn_tables import relearn_tables
 from frozen_sweep.collect.render import Table, csv, latex, markdown, problems
+from frozen_sweep.collect.reservoir_tables import reservoir_tables
 from frozen_sweep.collect.runs import load_runs
 from frozen_sweep.paper import REFERENCES, Reference
 from frozen_sweep.results import RESULT_FILE
@@ -17,7 +19,7 @@ from frozen_sweep.results import RESULT_FILE
 
 def build_tables(runs: pd.DataFrame, reference: Optional[Reference] = None) -> list[Table]:
     """The tables of every study found among the runs (freeze patterns first)."""
-    return freeze_tables(runs, reference)
+    return freeze_tables(runs, reference) + reservoir_tables(runs) + relearn_tables(runs)
 
 
 def main(argv: Optional[list[str]] = None) -> int:

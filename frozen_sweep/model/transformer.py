@@ -6,8 +6,9 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from frozen_sweep.config import NormPosition, TieEmbeddings
+from frozen_sweep.config import NormPosition, StackName, TieEmbeddings, reservoir_pattern
 from frozen_sweep.model.layers import DecoderLayer, EncoderLayer, LayerCache, sinusoidal_positions
+from frozen_sweep.model.reservoir import Reservoir, make_reservoir, run_reservoir
 
 
 class Embeddings(nn.Module):
@@ -28,19 +29,28 @@ class Embeddings(nn.Module):
 
 
 class Stack(nn.Module):
-    """A stack of layers; pre-norm stacks end with a layer norm of their own."""
+    """A stack of layers, some of them possibly reservoirs; pre-norm stacks end with a layer norm of their own."""
 
-    def __init__(self, layers: list[nn.Module], cfg):
+    def __init__(self, layers: list[nn.Module], cfg, backskip: bool = False):
         super().__init__()
         self.layers = nn.ModuleList(layers)
         self.final_norm = nn.LayerNorm(cfg.d_model) if cfg.norm == NormPosition.pre else None
+        self.backskip = backskip
 
     def forward(self, x: Tensor, *args, caches: Optional[list[LayerCache]] = None, **kwargs) -> Tensor:
         for i, layer in enumerate(self.layers):
             if caches is not None:
                 kwargs["cache"] = caches[i]
-            x = layer(x, *args, **kwargs)
+            if isinstance(layer, Reservoir):
+                x = run_reservoir(layer, x, self.backskip, *args, **kwargs)
+            else:
+                x = layer(x, *args, **kwargs)
         return self.final_norm(x) if self.final_norm is not None else x
+
+    @property
+    def pattern(self) -> str:
+        """L for a trainable layer, R for a reservoir, bottom to top."""
+        return "".join("R" if isinstance(layer, Reservoir) else "L" for layer in self.layers)
 
 
 class OutputProjection(nn.Module):
@@ -55,16 +65,27 @@ class OutputProjection(nn.Module):
 
 
 class Transformer(nn.Module):
-    """Encoder–decoder when `cfg.encoder_layers > 0`, decoder-only language model otherwise."""
+    """Encoder–decoder when `cfg.encoder_layers > 0`, decoder-only language model otherwise; `reservoir` (a
+    ReservoirConfig) turns some layers of one stack into frozen random reservoirs."""
 
-    def __init__(self, cfg, vocab_size: int, pad_id: int):
+    def __init__(self, cfg, vocab_size: int, pad_id: int, reservoir=None):
         super().__init__()
         self.pad_id = pad_id
         self.is_lm = cfg.encoder_layers == 0
         make_embeddings = lambda: Embeddings(vocab_size, cfg.d_model, pad_id, cfg.max_positions, cfg.dropout)  # noqa: E731
 
+        def make_stack(name: StackName, layers: int, make_layer) -> Stack:
+            on_this_stack = reservoir is not None and StackName(reservoir.stack) == name
+            pattern = reservoir_pattern(layers, reservoir) if on_this_stack else "L" * layers
+            decoder = name == StackName.decoder
+            return Stack(
+                [make_reservoir(reservoir, cfg, decoder, not self.is_lm) if kind == "R" else make_layer() for kind in pattern],
+                cfg,
+                backskip=on_this_stack and reservoir.backskip,
+            )
+
         self.tgt_embed = make_embeddings()
-        self.decoder = Stack([DecoderLayer(cfg, cross_attention=not self.is_lm) for _ in range(cfg.decoder_layers)], cfg)
+        self.decoder = make_stack(StackName.decoder, cfg.decoder_layers, lambda: DecoderLayer(cfg, not self.is_lm))
         self.output = OutputProjection(cfg.d_model, vocab_size)
         if cfg.tie_embeddings != TieEmbeddings.none:
             self.output.weight = self.tgt_embed.tokens.weight
@@ -72,7 +93,7 @@ class Transformer(nn.Module):
             self.src_embed = make_embeddings()
             if cfg.tie_embeddings == TieEmbeddings.all:
                 self.src_embed.tokens.weight = self.tgt_embed.tokens.weight
-            self.encoder = Stack([EncoderLayer(cfg) for _ in range(cfg.encoder_layers)], cfg)
+            self.encoder = make_stack(StackName.encoder, cfg.encoder_layers, lambda: EncoderLayer(cfg))
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """src (B, S) → memory (B, S, D) and its mask (B, 1, 1, S), True at real tokens."""

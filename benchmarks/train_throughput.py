@@ -1,0 +1,174 @@
+"""Training throughput: target tokens/s of one training step against nn.Transformer and MarianMT, and FLOP/s.
+
+    python benchmarks/train_throughput.py [--models tiny base] [--sentences 64 --length 32] [--repeats 5]
+
+For each model (conf/model/*.yaml), at the same fixed batch (sentences × length tokens on each side, collated by the
+project's code), times side by side, interleaved, median over rounds:
+- ours: `frozen_sweep.train.Trainer._train_step` on `frozen_sweep.job.build_model` (forward, label-smoothed loss,
+  backward, Adam, schedule), as a job runs it on this CPU;
+- nn.Transformer: `torch.nn.Transformer` of identical dimensions (post-norm, ReLU, same dropout, one tied
+  embedding/output matrix, sinusoidal positions), the same loss, Adam and schedule;
+- MarianMT: Hugging Face `transformers`' MarianMTModel of identical dimensions (skipped when transformers is not
+  installed: `pip install -e '.[bench]'`), the same loss, Adam and schedule;
+- ours bf16 (information, not a target): the same step with the trainer's bf16 autocast, which jobs use on CUDA
+  only;
+- the machine's matmul peak: fp32 n×n matmuls, n = 1024, in the same rounds.
+Achieved FLOP/s counts the matrix products of a step (benchmarks/common.py: step_flops). Targets: ours ≥ 1.3× the
+nn.Transformer's tokens/s and ≥ 1.5× MarianMT's; for `base`, ≥ 50% of the measured matmul peak.
+"""
+
+import argparse
+import math
+import tempfile
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import common
+from frozen_sweep.data.vocab import BOS, EOS, PAD
+from frozen_sweep.model.layers import sinusoidal_positions
+from frozen_sweep.train import inverse_sqrt_schedule
+
+
+class TorchTransformer(nn.Module):
+    """torch.nn.Transformer with the project's dimensions, tied embeddings and sinusoidal positions."""
+
+    def __init__(self, m, vocab: int):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, m.d_model, padding_idx=PAD)
+        self.scale = math.sqrt(m.d_model)
+        self.register_buffer("positions", sinusoidal_positions(m.max_positions, m.d_model), persistent=False)
+        self.dropout = nn.Dropout(m.dropout)
+        self.transformer = nn.Transformer(
+            m.d_model, m.heads, m.encoder_layers, m.decoder_layers, m.ffn_dim, m.dropout,
+            batch_first=True, norm_first=m.norm.value == "pre",
+        )  # fmt: skip
+
+    def embed_ids(self, ids):
+        return self.dropout(self.embed(ids) * self.scale + self.positions[: ids.shape[1]])
+
+    def forward(self, src, tgt_in):
+        T = tgt_in.shape[1]
+        causal = torch.ones(T, T, dtype=torch.bool).triu(1)  # True = masked
+        pad = src == PAD
+        out = self.transformer(
+            self.embed_ids(src), self.embed_ids(tgt_in), tgt_mask=causal, src_key_padding_mask=pad,
+            memory_key_padding_mask=pad, tgt_is_causal=True,
+        )  # fmt: skip
+        return out @ self.embed.weight.t()
+
+
+def marian(m, vocab: int):
+    from transformers import MarianConfig, MarianMTModel
+
+    config = MarianConfig(
+        vocab_size=vocab, d_model=m.d_model, encoder_layers=m.encoder_layers, decoder_layers=m.decoder_layers,
+        encoder_attention_heads=m.heads, decoder_attention_heads=m.heads, encoder_ffn_dim=m.ffn_dim,
+        decoder_ffn_dim=m.ffn_dim, dropout=m.dropout, attention_dropout=m.attention_dropout,
+        activation_dropout=m.activation_dropout, activation_function=m.activation.value,
+        max_position_embeddings=m.max_positions, pad_token_id=PAD, eos_token_id=EOS, decoder_start_token_id=BOS,
+        scale_embedding=True, share_encoder_decoder_embeddings=True, tie_word_embeddings=True,
+    )  # fmt: skip
+    model = MarianMTModel(config)
+
+    def forward(src, tgt_in):
+        return model(input_ids=src, attention_mask=src != PAD, decoder_input_ids=tgt_in).logits
+
+    return model, forward
+
+
+def reference_step(model: nn.Module, forward, tr):
+    """The same step as Trainer._train_step, for a model that is not ours."""
+    optimizer = torch.optim.Adam(
+        [p for p in model.parameters() if p.requires_grad], lr=tr.lr, betas=tuple(tr.betas), eps=tr.adam_eps,
+        weight_decay=tr.weight_decay,
+    )  # fmt: skip
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, inverse_sqrt_schedule(tr.warmup_steps, 1e-7, tr.lr))
+
+    def step(batch):
+        model.train()
+        logits = forward(batch.src, batch.tgt_in)
+        loss = F.cross_entropy(
+            logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD,
+            label_smoothing=tr.label_smoothing, reduction="sum",
+        )  # fmt: skip
+        optimizer.zero_grad(set_to_none=True)
+        (loss / batch.n_tokens).backward()
+        optimizer.step()
+        scheduler.step()
+        return loss.item(), batch.n_tokens
+
+    return step
+
+
+def n_params(model: nn.Module) -> int:
+    return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+
+
+def main() -> None:
+    p = common.parser(__doc__)
+    p.add_argument("--models", nargs="+", default=["tiny", "base"])
+    p.add_argument("--sentences", type=int, default=64)
+    p.add_argument("--length", type=int, default=32, help="tokens per side of every sentence (incl. bos/eos)")
+    p.add_argument("--vocab", type=int, default=None, help="default: the task's vocab_size (4000)")
+    p.add_argument("--no-marian", action="store_true")
+    p.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True,
+                   help="also time ours with the trainer's bf16 autocast on CPU (information, not a target)")
+    args = p.parse_args()
+    if args.quick:
+        args.models, args.sentences, args.length, args.repeats = ["micro"], 4, 8, 1
+    repeats = args.repeats or 5
+    common.setup(args)
+    transformers = None if args.no_marian else common.optional_import("transformers")
+    print(f"MarianMT: {'transformers ' + transformers.__version__ if transformers else 'skipped (not installed)'}")
+
+    failures = []
+    for name in args.models:
+        cfg = common.compose_config(f"model={name}")
+        m, vocab = cfg.model, args.vocab or cfg.task.vocab_size
+        batch = common.synthetic_batch(args.sentences, args.length, vocab)
+        flops = common.step_flops(m, vocab, args.sentences, args.length, args.length).total
+        with tempfile.TemporaryDirectory() as tmp:
+            ours = common.build(cfg, vocab)
+            _, ours_step = common.train_step(cfg, ours, Path(tmp), vocab)
+            torch_model = TorchTransformer(m, vocab)
+            models = {"ours": ours, "nn.Transformer": torch_model}
+            steps = {"ours": ours_step, "nn.Transformer": reference_step(torch_model, torch_model, cfg.trainer)}
+            if args.bf16:  # the trainer's own bf16 autocast, which a job enables on CUDA only
+                models["ours bf16"] = common.build(cfg, vocab)
+                trainer, steps["ours bf16"] = common.train_step(cfg, models["ours bf16"], Path(tmp), vocab)
+                trainer.autocast = True
+            if transformers:
+                models["MarianMT"], forward = marian(m, vocab)
+                steps["MarianMT"] = reference_step(models["MarianMT"], forward, cfg.trainer)
+            peak = common.matmul_flops_per_s(256 if args.quick else 1024)
+            contenders = {k: (lambda s=s: s(batch)) for k, s in steps.items()}
+            contenders["matmul"] = peak
+            print(f"\nmodel={name}: {m.encoder_layers}+{m.decoder_layers} layers, d {m.d_model}, FFN {m.ffn_dim}, "
+                  f"{m.heads} heads, vocab {vocab}; batch {args.sentences}×{args.length} "
+                  f"({batch.n_tokens} target tokens), {flops / 1e9:.1f} GFLOP/step; {repeats} rounds, medians")
+            times = common.interleaved(contenders, repeats, warmup=1)
+        peak_rate = peak.flops / times.pop("matmul")
+        print(f"matmul peak (fp32 1024², same rounds): {common.fmt_rate(peak_rate, 'FLOP/s')}")
+        rows = []
+        for k, t in times.items():
+            rate = flops / t
+            rows.append([k, f"{n_params(models[k]) / 1e6:.1f}M", f"{t * 1e3:.0f} ms", f"{batch.n_tokens / t:,.0f}",
+                         f"{times['ours'] and t / times['ours']:.2f}", common.fmt_rate(rate, "FLOP/s"),
+                         f"{rate / peak_rate:.0%}"])  # fmt: skip
+        common.table(["model", "params", "step", "tokens/s", "ours ×", "achieved", "of peak"], rows)
+        checks = [common.verdict(f"{name}: ours / nn.Transformer tokens/s", times["nn.Transformer"] / times["ours"],
+                                 1.3)]  # fmt: skip
+        if "MarianMT" in times:
+            checks.append(common.verdict(f"{name}: ours / MarianMT tokens/s", times["MarianMT"] / times["ours"], 1.5))
+        if name == "base":
+            checks.append(common.verdict("base: achieved / matmul peak", flops / times["ours"] / peak_rate * 100,
+                                         50, unit="%"))  # fmt: skip
+        failures += [name for ok in checks if not ok]
+    print(f"\n{'all targets met' if not failures else 'targets not met: ' + ', '.join(sorted(set(failures)))}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""Every benchmark script runs end to end on tiny sizes (`--quick`), so the scripts do not rot. Nothing is timed:
+the figures of a --quick run are meaningless. MarianMT is skipped when `transformers` is not installed."""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ["train_throughput", "freeze_speedup", "decode", "checkpoint_size", "batching", "sweep_overhead"]
+
+
+def run(script: str, *args: str, timeout: int = 300) -> str:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / f"{script}.py"), "--quick", "--threads", "1", *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    assert done.returncode == 0, f"{script} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
+@pytest.mark.parametrize("script", [s for s in SCRIPTS if s not in ("train_throughput", "sweep_overhead")])
+def test_benchmark_runs(script):
+    out = run(script)
+    assert "TARGET" in out, out  # every script states its target and whether it is met
+
+
+def test_train_throughput_compares_with_references():
+    out = run("train_throughput")
+    assert "TARGET" in out and "nn.Transformer" in out
+    if importlib.util.find_spec("transformers") is None:
+        assert "MarianMT: skipped" in out
+    else:
+        assert "ours / MarianMT" in out
+
+
+def test_sweep_overhead_runs():  # launches real sweeps (basic and local_gpus) of two micro jobs
+    out = run("sweep_overhead", "--slurm", "no", timeout=600)
+    assert "local_gpus" in out and "collector" in out
+
+
+def test_flop_count_follows_autograd():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import common
+
+    m = common.compose_config("model=micro").model
+    flops = {f: common.step_flops(m, 100, 4, 8, 8, common.frozen_components(common.compose_config(f"freeze={f}").freeze))
+             for f in ("none", "emb", "ffn", "emb_att")}  # fmt: skip
+    none = flops["none"]
+    assert none.backward == 2 * none.forward  # everything trainable: input and weight gradients everywhere
+    assert all(f.forward == none.forward for f in flops.values())
+    assert flops["ffn"].total < none.total and flops["emb_att"].total < flops["emb"].total < none.total

@@ -1,0 +1,206 @@
+"""Reservoir layers: placement, frozen orthogonal parameters, gradient flow and backskipping, AUCC, a run end to end."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from frozen_sweep import collect
+from frozen_sweep.config import ConfigError, reservoir_pattern, validate
+from frozen_sweep.data import load_task
+from frozen_sweep.efficiency import aucc, time_to_target
+from frozen_sweep.job import build_model
+from frozen_sweep.model.reservoir import Reservoir
+from frozen_sweep.results import RunResult, write_result
+from frozen_sweep.train import Trainer
+from tests.conftest import compose_config
+from tests.test_job import run_cli
+
+
+def pattern(layers, *overrides):
+    return reservoir_pattern(layers, compose_config("reservoir=transformer", *overrides).reservoir)
+
+
+@pytest.mark.parametrize(
+    "layers, overrides, expected",
+    [
+        (7, ["reservoir.count=3"], "LRLRLRL"),
+        (7, ["reservoir.count=2"], "LLRLRLL"),
+        (6, ["reservoir.count=2"], "LRLRLL"),
+        (4, ["reservoir.count=1"], "LRLL"),  # odd space left over: the extra L goes on top
+        (5, ["reservoir.count=0"], "LLLLL"),
+        (6, ["reservoir.count=2", "reservoir.placement=bottom"], "RRLLLL"),
+        (6, ["reservoir.count=2", "reservoir.placement=top"], "LLLLRR"),
+        (5, ["reservoir.placement=pattern", "reservoir.pattern=RLLRL"], "RLLRL"),
+    ],
+)
+def test_placement_rules(layers, overrides, expected):
+    assert pattern(layers, *overrides) == expected
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["model.encoder_layers=4", "reservoir.count=3"], "cannot alternate"),
+        (["model.encoder_layers=4", "reservoir.count=5", "reservoir.placement=bottom"], "must be in [0, 4]"),
+        (["reservoir.placement=pattern", "reservoir.pattern=LRX"], "each L (trainable) or R"),
+        (["reservoir=bigru", "reservoir.stack=decoder", "model.decoder_layers=3"], "cannot sit in a decoder"),
+        (["reservoir.conv_kernel=4"], "must be odd"),
+        (["task=lm_bible_en", "model=lm_micro", "model.encoder_layers=0"], "allowed: decoder"),
+    ],
+)
+def test_bad_placements_name_the_key(overrides, message):
+    cfg = compose_config("model=micro", "model.encoder_layers=3", "reservoir=transformer", "reservoir.count=1",
+                         *overrides)  # fmt: skip
+    with pytest.raises(ConfigError, match="reservoir") as error:
+        validate(cfg)
+    assert message in str(error.value)
+
+
+@pytest.fixture
+def reservoir_trainer(tmp_path, micro_overrides):
+    def make(*overrides):
+        cfg = compose_config(*micro_overrides, "model.encoder_layers=3", "reservoir=ffn", "reservoir.count=1",
+                             *overrides)  # fmt: skip
+        data = load_task(cfg.task)
+        return Trainer(cfg, data, build_model(cfg, data), torch.device("cpu"), tmp_path)
+
+    return make
+
+
+@pytest.mark.parametrize("kind", ["transformer", "ffn", "bigru", "conv"])
+def test_reservoirs_are_frozen_orthogonal_and_never_change(reservoir_trainer, kind):
+    trainer = reservoir_trainer(f"reservoir.type={kind}", "trainer.max_epochs=1")
+    model = trainer.model
+    assert model.encoder.pattern == "LRL" and isinstance(model.encoder.layers[1], Reservoir)
+    reservoir = dict(model.encoder.layers[1].named_parameters())
+    before = {name: p.detach().clone() for name, p in reservoir.items()}
+    assert not any(p.requires_grad for p in reservoir.values())
+    for name, p in reservoir.items():
+        if p.dim() == 2 and p.shape[0] == p.shape[1]:  # square weight matrices are orthogonal
+            assert torch.allclose(p @ p.T, torch.eye(len(p)), atol=1e-5), name
+    trainer.fit()
+    assert all(torch.equal(before[name], p) for name, p in reservoir.items())
+    assert not torch.equal(trainer.model.encoder.layers[0].ffn.fc1.weight, build_model(trainer.cfg, trainer.data)
+                           .encoder.layers[0].ffn.fc1.weight)  # fmt: skip  # the trainable layers did train
+
+
+def gradients_around_reservoir(trainer):
+    """Gradient at the reservoir's output and input, and the trainable layer below's weight gradient."""
+    model, batch = trainer.model.train(), trainer.valid_batches[0]
+    seen = {}
+
+    def record_gradient(key):  # a forward pre-hook: keep the gradient that arrives at the layer's input
+        def hook(module, args):
+            args[0].register_hook(lambda grad: seen.setdefault(key, grad))
+
+        return hook
+
+    model.encoder.layers[1].register_forward_pre_hook(record_gradient("in"))  # the reservoir's input
+    model.encoder.layers[2].register_forward_pre_hook(record_gradient("out"))  # the reservoir's output
+    torch.manual_seed(0)
+    model(batch.src, batch.tgt_in).sum().backward()
+    return seen, model.encoder.layers[0].self_attn.q_proj.weight.grad
+
+
+def test_gradients_flow_through_reservoirs_or_skip_them(reservoir_trainer):
+    exact, below = gradients_around_reservoir(reservoir_trainer("model.dropout=0"))
+    assert below is not None and below.abs().sum() > 0  # the layer beneath learns through the reservoir
+    assert not torch.allclose(exact["in"], exact["out"])  # the reservoir's Jacobian is not the identity
+
+    skipped, below_skipped = gradients_around_reservoir(reservoir_trainer("model.dropout=0", "reservoir.backskip=true"))
+    assert torch.equal(skipped["in"], skipped["out"])  # backskipping: the gradient passes unchanged
+    assert below_skipped is not None and not torch.allclose(below, below_skipped)
+    assert torch.equal(exact["out"], skipped["out"])  # everything above the reservoir is unaffected
+
+
+def test_reservoirs_with_nothing_trainable_below_record_no_graph(reservoir_trainer):
+    trainer = reservoir_trainer("freeze=emb", "reservoir.placement=bottom")
+    assert trainer.model.encoder.pattern == "RLL"
+    batch = trainer.valid_batches[0]
+    outputs = []
+    trainer.model.encoder.layers[0].register_forward_hook(lambda m, args, out: outputs.append(out))
+    trainer.model.train()(batch.src, batch.tgt_in).sum().backward()
+    assert outputs[0].grad_fn is None  # no backward pass will ever run through it
+    assert trainer.model.encoder.layers[1].ffn.fc1.weight.grad is not None
+
+
+def history(*points):
+    return [{"wall_time_s": t, "valid_metric": m} for t, m in points]
+
+
+def test_aucc_on_hand_made_curves():
+    constant = history((10, 5.0), (20, 5.0))
+    assert aucc(constant, cutoff_s=20, initial=5.0) == pytest.approx(5.0)
+    step = history((10, 0.0), (10, 10.0), (30, 10.0))  # nothing for 10 s, then 10
+    assert aucc(step, cutoff_s=20, initial=0.0) == pytest.approx(5.0)
+    ramp = history((10, 10.0))  # 0 → 10 over 10 s, then the run ended
+    assert aucc(ramp, cutoff_s=5, initial=0.0) == pytest.approx(2.5)  # cut inside the curve
+    assert aucc(ramp, cutoff_s=20, initial=0.0) == pytest.approx((50 + 100) / 20)  # ended before T̂: holds 10
+    with pytest.raises(ValueError, match="cut-off"):
+        aucc(ramp, cutoff_s=0, initial=0.0)
+
+
+def test_time_to_target():
+    points = history((10, 3.0), (20, 8.0), (30, 9.0))
+    assert time_to_target(points, 8.0, higher_is_better=True) == 20
+    assert time_to_target(points, 9.5, higher_is_better=True) is None
+    assert time_to_target(history((10, 90.0), (20, 40.0)), 50.0, higher_is_better=False) == 20
+
+
+def test_micro_reservoir_run_end_to_end(tmp_path, micro_overrides):
+    run_dir = tmp_path / "run"
+    proc = run_cli(*micro_overrides, "model.encoder_layers=3", "reservoir=conv", "reservoir.count=1",
+                   "reservoir.backskip=true", "trainer.aucc_cutoff_s=1000", f"hydra.run.dir={run_dir}")  # fmt: skip
+    assert proc.returncode == 0, proc.stdout
+    r = json.loads((run_dir / "result.json").read_text())
+    assert r["study"] == "reservoir" and r["status"] == "completed"
+    assert r["reservoir"] | {"params": 0} == {
+        "type": "conv", "stack": "encoder", "pattern": "LRL", "reservoir_layers": 1, "updatable_layers": 2,
+        "backskip": True, "init": "orthogonal", "params": 0,
+    }  # fmt: skip
+    assert r["reservoir"]["params"] == r["params_total"] - r["params_trainable"] > 0
+    assert r["aucc_cutoff_s"] == 1000 and 0 <= r["aucc"] <= max(h["valid_metric"] for h in r["history"])
+    checkpoint = torch.load(run_dir / "checkpoint_best.pt", weights_only=False)
+    assert not any(".layers.1." in name for name in checkpoint["trainable"] if name.startswith("encoder"))
+    assert math.isfinite(r["test_metric"])
+
+
+def write_reservoir_run(root, name, pattern, kind, best, reach_s, seed=1, backskip=False):
+    """A completed reservoir-study record whose validation BLEU climbs linearly to `best` at `reach_s` seconds."""
+    history = [{"epoch": i, "step": 10 * i, "wall_time_s": reach_s * i / 4, "valid_loss": 5 - i,
+                "valid_metric": best * i / 4} for i in (1, 2, 3, 4)]  # fmt: skip
+    record = RunResult(
+        status="completed", study="reservoir", task="bible_es_en", model="demo", seed=seed, metric_name="bleu",
+        test_metric=best - 1, best_metric=best, best_epoch=4, trainable_ratio=1 - pattern.count("R") / 10,
+        reservoir={"type": kind, "stack": "encoder", "pattern": pattern, "reservoir_layers": pattern.count("R"),
+                   "updatable_layers": pattern.count("L"), "backskip": backskip},
+        aucc=aucc(history, 100, initial=0.0), aucc_cutoff_s=100, history=history,
+        overrides=[f"reservoir={kind}", f"model.encoder_layers={len(pattern)}", f"seed={seed}", "name=reservoir_mt"],
+    )  # fmt: skip
+    (root / name).mkdir(parents=True)
+    write_result(root / name, record)
+
+
+def test_reservoir_table_and_aucc_plot(tmp_path):
+    root = tmp_path / "reservoir_mt"
+    write_reservoir_run(root, "base", "LLLL", "none", best=20, reach_s=80)
+    write_reservoir_run(root, "base2", "LLLL", "none", best=22, reach_s=80, seed=2)
+    write_reservoir_run(root, "transformer", "LRLR", "transformer", best=21, reach_s=40)
+    write_reservoir_run(root, "ffn", "LRLR", "ffn", best=16, reach_s=40, backskip=True)  # never reaches 90% of 22
+    write_reservoir_run(root, "deep", "LRLRLL", "ffn", best=30, reach_s=40)  # no all-trainable run of depth 6
+    runs = collect.load_runs([str(root)])
+    (table,) = collect.build_tables(runs)
+    rows = table.rows.droplevel(0, axis=1).set_index("Pattern")[["BLEU", "AUCC", "Time to 90%"]]
+    # AUCC over T̂ = 100 s of a line from 0 to `best` at `reach_s`, then flat: best · (1 - reach_s / 200)
+    assert rows.to_dict("index") == {
+        "LLLL": {"BLEU": "20.0 ± 1.4", "AUCC": "12.6", "Time to 90%": "1.3 min"},
+        "LRLR": {"BLEU": "20.0", "AUCC": "16.8", "Time to 90%": "0.7 min"},
+        "LRLR (backskip)": {"BLEU": "15.0", "AUCC": "12.8", "Time to 90%": "–"},
+        "LRLRLL": {"BLEU": "29.0", "AUCC": "24.0", "Time to 90%": "–"},
+    }
+    text = collect.markdown([table], runs)
+    assert "T̂ = 100 s" in text and "| Updatable | Reservoir | Type |" in text
+    collect.plot_tables([table], tmp_path / "aucc.png")
+    assert (tmp_path / "aucc.png").stat().st_size > 10_000
