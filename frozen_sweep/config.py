@@ -213,6 +213,7 @@ class TrainerConfig:
     device: Device = Device.auto
     threads: Optional[int] = None  # CPU threads; null keeps torch's default
     amp: bool = True  # bf16 autocast on CUDA
+    compile: bool = False  # torch.compile the training forward (dynamic shapes): pays off on CUDA for long runs
     progress: bool = True  # progress bar
 
 

@@ -20,7 +20,9 @@ import numpy as np
 
 def curve(history: list[dict], initial: float, key: str = "valid_metric") -> tuple[np.ndarray, np.ndarray]:
     """(times, values) of the convergence curve, starting at (0, initial); entries without the key are skipped."""
-    points = [(h["wall_time_s"], h[key]) for h in history if h.get(key) is not None and h.get("wall_time_s") is not None]
+    points = [
+        (h["wall_time_s"], h[key]) for h in history if h.get(key) is not None and h.get("wall_time_s") is not None
+    ]
     times, values = zip(*([(0.0, initial)] + points))
     return np.asarray(times, dtype=float), np.asarray(values, dtype=float)
 
@@ -37,7 +39,9 @@ def aucc(history: list[dict], cutoff_s: float, initial: float, key: str = "valid
     return float(np.sum((t[1:] - t[:-1]) * (v[1:] + v[:-1]) / 2) / cutoff_s)
 
 
-def time_to_target(history: list[dict], target: float, higher_is_better: bool, key: str = "valid_metric") -> Optional[float]:
+def time_to_target(
+    history: list[dict], target: float, higher_is_better: bool, key: str = "valid_metric"
+) -> Optional[float]:
     """Wall-clock seconds of the first validation that reaches `target`, or None."""
     for h in history:
         value = h.get(key)

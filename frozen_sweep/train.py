@@ -73,6 +73,8 @@ class Trainer:
             self.optimizer, inverse_sqrt_schedule(self.tr.warmup_steps, self.tr.warmup_init_lr, self.tr.lr)
         )
         self.autocast = device.type == "cuda" and self.tr.amp
+        # the training forward; compiled once for all batch shapes (validation and decoding stay eager)
+        self.forward = torch.compile(model, dynamic=True) if self.tr.compile else model
         self.state = TrainState()
         self.on_validation = on_validation  # called with the state after every validation (progress reporting)
         self.valid_batches = self._batches(data.valid, shuffle=False, epoch=0)
@@ -120,7 +122,7 @@ class Trainer:
         src = batch.src.to(self.device) if batch.src is not None else None
         target = batch.tgt_out.to(self.device)
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-            logits = self.model(src, batch.tgt_in.to(self.device))  # (B, T, V)
+            logits = self.forward(src, batch.tgt_in.to(self.device))  # (B, T, V)
         loss = F.cross_entropy(
             logits.float().flatten(0, 1),
             target.flatten(),

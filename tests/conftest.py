@@ -5,8 +5,10 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
 from frozen_sweep.config import register_configs
+from frozen_sweep.results import RunResult, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
@@ -54,6 +56,16 @@ def compose_config(*overrides: str):
     """The real config tree, composed as `python -m frozen_sweep` would."""
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose("config", overrides=list(overrides))
+
+
+def fake_run_dir(directory: Path, *overrides: str) -> Path:
+    """A directory that looks like a completed run of `overrides` (config.yaml, result.json, an empty
+    checkpoint_best.pt): enough for the config checks of a relearn job, not to load its model."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.yaml").write_text(OmegaConf.to_yaml(compose_config(*overrides)))
+    write_result(directory, RunResult(status="completed"))
+    (directory / "checkpoint_best.pt").touch()
+    return directory
 
 
 @pytest.fixture

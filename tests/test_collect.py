@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 
 from frozen_sweep import collect, paper
 from frozen_sweep.results import RunResult, write_result
-from tests.conftest import CONF, ROOT, compose_config
+from tests.conftest import CONF, ROOT, compose_config, fake_run_dir
 
 FROZEN = {  # paper row → frozen components and their init
     "(0)": {},
@@ -228,29 +228,32 @@ FREEZE_NAME = {
 }  # fmt: skip
 
 
-def sweep(experiment: str) -> dict[str, list[str]]:
+def experiment_sweep(experiment: str) -> dict[str, list[str]]:
     """The experiment's own sweep: key → values."""
     params = OmegaConf.load(CONF / "experiment" / f"{experiment}.yaml").get("hydra", {}).get("sweeper", {})
     return {key: str(values).split(",") for key, values in params.get("params", {}).items()}
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
-def test_experiment_configs_compose(experiment):
+def test_experiment_configs_compose(experiment, tmp_path):
     """Each composes and validates at every point of its sweep, and names its output folder."""
     from frozen_sweep.config import validate
 
     needs_data = ["task.path=/data"] if experiment in paper.REFERENCES else []
-    axes = sweep(experiment)
+    if experiment.startswith("relearn"):  # a demo-model base run (the default job's)
+        needs_data = [f"relearn.base_checkpoint={fake_run_dir(tmp_path / 'base')}"]
+    axes = experiment_sweep(experiment)
     for point in itertools.product(*([f"{key}={value}" for value in values] for key, values in axes.items())):
         cfg = compose_config(f"experiment={experiment}", *needs_data, *point)
         validate(cfg)
         assert cfg.name == experiment
 
 
-@pytest.mark.parametrize("experiment", [e for e in EXPERIMENTS if "freeze" in sweep(e)])
+@pytest.mark.parametrize("experiment", [e for e in EXPERIMENTS if "freeze" in experiment_sweep(e)])
 def test_freeze_experiments_sweep_the_rows_of_their_paper_table(experiment):
     reference = paper.REFERENCES.get(experiment)
-    assert sweep(experiment)["freeze"] == [FREEZE_NAME[row] for row in (reference.rows if reference else paper.ROWS)]
+    rows = reference.rows if reference else paper.ROWS
+    assert experiment_sweep(experiment)["freeze"] == [FREEZE_NAME[row] for row in rows]
     if reference:
         cfg = compose_config(f"experiment={experiment}", "task.path=/data")
         assert cfg.model.name == experiment.replace("paper_", "") or reference.metric_name == "ppl"

@@ -11,7 +11,7 @@ V, PAD, BOS, EOS = 50, 0, 2, 3
 def make(*overrides, seed=0):
     cfg = compose_config("model=micro", *overrides)
     torch.manual_seed(seed)
-    model = Transformer(cfg.model, V, PAD)
+    model = Transformer(cfg.model, V, PAD, cfg.reservoir)
     for p in model.parameters():  # default inits give tiny logits; spread them so decoding is non-trivial
         torch.nn.init.normal_(p, std=0.3)
     return model.eval()
@@ -30,8 +30,18 @@ def test_shapes_and_causality(norm):
     assert not torch.allclose(model(src, changed)[:, 3:], logits[:, 3:])
 
 
-def test_source_padding_is_ignored():
-    model = make()
+RESERVOIRS = {  # one reservoir of each type, in each stack it may sit in
+    "none": [],
+    **{f"encoder-{kind}": ["model.encoder_layers=3", f"reservoir={kind}", "reservoir.count=1"]
+       for kind in ("transformer", "ffn", "bigru", "conv")},
+    **{f"decoder-{kind}": ["model.decoder_layers=3", f"reservoir={kind}", "reservoir.count=1", "reservoir.stack=decoder"]
+       for kind in ("transformer", "ffn")},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("reservoir", RESERVOIRS)
+def test_source_padding_is_ignored(reservoir):
+    model = make(*RESERVOIRS[reservoir])
     src = torch.randint(4, V, (1, 6))
     padded = torch.cat([src, torch.full((1, 3), PAD)], dim=1)
     tgt = torch.randint(4, V, (1, 4))
@@ -47,8 +57,9 @@ def test_embeddings_tied_three_ways_by_default():
     assert len([c for c in component_of_parameters(untied).values() if c == "emb"]) == 3
 
 
-def test_cached_decoding_matches_full_forward():
-    model = make()
+@pytest.mark.parametrize("reservoir", RESERVOIRS)
+def test_cached_decoding_matches_full_forward(reservoir):
+    model = make(*RESERVOIRS[reservoir])
     src = torch.randint(4, V, (2, 6))
     tgt = torch.randint(4, V, (2, 5))
     full = model(src, tgt)

@@ -49,3 +49,15 @@ def test_validation_every_n_steps_and_step_budget(tmp_path, micro_overrides):
     assert state.stopped_reason == "max_steps"
     assert 0 < state.history[0]["epoch"] < state.history[-1]["epoch"]
     assert all(e["valid_bleu"] is not None and e["valid_metric"] == e["valid_bleu"] for e in state.history)
+
+
+def test_compiled_training_matches_eager(tmp_path, micro_overrides):
+    """trainer.compile=true (torch.compile, dynamic shapes; meant for CUDA) trains the same model as eager mode."""
+    valid_loss = {}
+    for compiled in (False, True):
+        (tmp_path / str(compiled)).mkdir()
+        trainer = make_trainer(tmp_path / str(compiled), micro_overrides, f"trainer.compile={compiled}",
+                               "model.dropout=0", "trainer.max_steps=3", "trainer.validate_every_steps=3",
+                               "trainer.valid_bleu_sentences=0")  # fmt: skip
+        valid_loss[compiled] = trainer.fit().history[-1]["valid_loss"]
+    assert valid_loss[True] == pytest.approx(valid_loss[False], rel=1e-4)

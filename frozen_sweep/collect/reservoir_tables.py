@@ -23,9 +23,7 @@ def reservoir_columns(runs: pd.DataFrame) -> pd.DataFrame:
     """The record fields the reservoir table needs, one row per run."""
     records = runs.record
     reservoir = pd.DataFrame([r.get("reservoir") or {} for r in records], index=runs.index)
-    best_time = [
-        next((h["wall_time_s"] for h in r["history"] if h["epoch"] == r["best_epoch"]), None) for r in records
-    ]
+    best_time = [next((h["wall_time_s"] for h in r["history"] if h["epoch"] == r["best_epoch"]), None) for r in records]
     return runs.assign(
         type=reservoir.get("type"),
         pattern=reservoir.get("pattern"),
@@ -88,7 +86,11 @@ def display(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def footnotes(runs: pd.DataFrame, metric: str) -> list[str]:
     cutoffs = sorted(set(runs.aucc_cutoff_s.dropna().round(1)))
-    cutoff = f"T̂ = {cutoffs[0]:g} s" if len(cutoffs) == 1 else f"T̂ differs between runs ({', '.join(map(str, cutoffs))} s): AUCCs do not compare"
+    cutoff = (
+        f"T̂ = {cutoffs[0]:g} s"
+        if len(cutoffs) == 1
+        else f"T̂ differs between runs ({', '.join(map(str, cutoffs))} s): AUCCs do not compare"
+    )
     direction = "lower" if metric == "PPL" else "higher"
     return [
         f"AUCC: validation {metric} averaged over the first T̂ seconds of training ({direction} is better); {cutoff}.",

@@ -79,7 +79,10 @@ class Transformer(nn.Module):
             pattern = reservoir_pattern(layers, reservoir) if on_this_stack else "L" * layers
             decoder = name == StackName.decoder
             return Stack(
-                [make_reservoir(reservoir, cfg, decoder, not self.is_lm) if kind == "R" else make_layer() for kind in pattern],
+                [
+                    make_reservoir(reservoir, cfg, decoder, not self.is_lm) if kind == "R" else make_layer()
+                    for kind in pattern
+                ],
                 cfg,
                 backskip=on_this_stack and reservoir.backskip,
             )
