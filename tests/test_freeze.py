@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import torch
 
@@ -132,3 +134,26 @@ def test_checkpoint_refuses_a_different_freeze_pattern(tmp_path):
     other = compose_config("model=micro", "freeze=att")
     with pytest.raises(CheckpointError, match="freeze pattern"):
         load_checkpoint(tmp_path / "c.pt", Transformer(other.model, 40, 0), other.freeze)
+
+
+def test_frozen_weights_keep_no_activations_for_weight_gradients():
+    """A frozen FFN below trainable layers still passes gradients down, but autograd saves no activation for its
+    weight gradients (fc1's input) — only its weights and the ReLU output the input gradient needs."""
+    from frozen_sweep.model.layers import FeedForward
+
+    cfg = compose_config("model=micro").model
+    ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, dropout=0.0)
+    x = torch.randn(5, 7, cfg.d_model, requires_grad=True)
+    saved = {}
+    for frozen in (False, True):
+        for p in ffn.parameters():
+            p.requires_grad_(not frozen)
+            p.grad = None
+        shapes = []
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: shapes.append(tuple(t.shape)) or t, lambda t: t):
+            ffn(x).sum().backward()
+        weights = {tuple(p.shape) for p in ffn.parameters()}
+        saved[frozen] = sorted(math.prod(s) for s in shapes if s not in weights)  # activations' sizes
+        assert x.grad is not None and all((p.grad is None) == frozen for p in ffn.parameters())
+    tokens = 5 * 7
+    assert tokens * cfg.d_model in saved[False] and saved[True] == [tokens * cfg.ffn_dim]  # fc1's input is gone
