@@ -52,9 +52,13 @@ def add_time_to_target(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def summarise(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per reservoir setting, all-trainable first within each depth: test metric mean, std, n, efficiency."""
     keys = ["updatable_layers", "reservoir_layers", "type", "pattern", "backskip"]
-    runs = runs.assign(type=runs.type.where(runs.reservoir_layers > 0, "–"))
-    summary = runs.groupby(keys, sort=True, dropna=False).agg(
+    runs = runs.assign(
+        type=runs.type.where(runs.reservoir_layers > 0, "–"), depth=runs.updatable_layers + runs.reservoir_layers
+    )
+    runs = runs.sort_values(["depth", "reservoir_layers", "type", "pattern", "backskip"])
+    summary = runs.groupby(keys, sort=False, dropna=False).agg(
         metric=("test_metric", "mean"),
         std=("test_metric", "std"),
         n=("test_metric", "count"),
