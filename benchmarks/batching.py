@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import common
+
 from frozen_sweep.data import load_task
 from frozen_sweep.data.batching import make_batches, pad_fraction
 
@@ -41,7 +42,9 @@ def main() -> None:
         cfg = common.compose_config(*overrides)
         started = time.perf_counter()
         data = load_task(cfg.task)
-        print(f"task {cfg.task.name}: {len(data.train)} training pairs, loaded in {time.perf_counter() - started:.1f} s")
+        print(
+            f"task {cfg.task.name}: {len(data.train)} training pairs, loaded in {time.perf_counter() - started:.1f} s"
+        )
         rows, worst = [], 0.0
         for max_tokens in args.max_tokens:
             fractions, seconds, counts = [], [], []
@@ -53,8 +56,9 @@ def main() -> None:
                 counts.append(len(batches))
             fraction = statistics.mean(fractions)
             worst = max(worst, max(fractions))
-            rows.append([max_tokens, f"{statistics.mean(counts):.0f}", f"{len(data.train) / statistics.mean(counts):.1f}",
-                         f"{fraction:.2%}", f"{max(fractions):.2%}", f"{statistics.median(seconds):.2f} s"])  # fmt: skip
+            per_batch = len(data.train) / statistics.mean(counts)
+            rows.append([max_tokens, f"{statistics.mean(counts):.0f}", f"{per_batch:.1f}", f"{fraction:.2%}",
+                         f"{max(fractions):.2%}", f"{statistics.median(seconds):.2f} s"])  # fmt: skip
         common.table(["max_tokens", "batches", "sentences/batch", "pad fraction", "worst epoch", "build epoch"], rows)
     common.verdict("pad fraction of a training epoch (worst)", worst * 100, 10, unit="%", at_most=True)
 

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 import common
+
 from frozen_sweep.checkpoint import BEST, LAST
 from frozen_sweep.freeze import paper_row, parameter_counts
 

@@ -11,14 +11,14 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Optional
 
 import torch
 from hydra import compose, initialize_config_dir
 
-from frozen_sweep.config import NormPosition, register_configs
+from frozen_sweep.config import NormPosition, ReservoirType, StackName, register_configs, reservoir_pattern
 from frozen_sweep.data import Split, TaskData
 from frozen_sweep.data.batching import Batch, collate
 from frozen_sweep.job import build_model, keep_freed_memory
@@ -47,9 +47,11 @@ def setup(args) -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"torch {torch.__version__}, {args.threads} threads, {os.cpu_count()} CPUs, load average {load} at start"
-          f"{' (shared machine: expect noise)' if os.getloadavg()[0] > 0.5 else ''}"
-          f"{'; --quick: figures meaningless' if args.quick else ''}")
+    print(
+        f"torch {torch.__version__}, {args.threads} threads, {os.cpu_count()} CPUs, load average {load} at start"
+        f"{' (shared machine: expect noise)' if os.getloadavg()[0] > 0.5 else ''}"
+        f"{'; --quick: figures meaningless' if args.quick else ''}"
+    )
 
 
 def compose_config(*overrides: str):
@@ -162,7 +164,9 @@ class Flops:
         return self.forward + self.backward
 
 
-def step_flops(m, vocab: int, sentences: int, src_len: int, tgt_len: int, frozen: frozenset = frozenset()) -> Flops:
+def step_flops(
+    m, vocab: int, sentences: int, src_len: int, tgt_len: int, frozen: frozenset = frozenset(), reservoir=None
+) -> Flops:
     """Matmul FLOPs of one training step of the model `m` (cfg.model), following autograd's rules.
 
     Forward: 2·N·in·out per Linear; attention scores and weighted values 2·B·Tq·Tk·d each (causal ones counted in
@@ -204,12 +208,39 @@ def step_flops(m, vocab: int, sentences: int, src_len: int, tgt_len: int, frozen
     def stack_end(x_grad: bool) -> bool:
         return x_grad or (not post and trains("other"))  # a pre-norm stack ends with a norm
 
+    def encoder_layer(x: bool) -> bool:
+        x = sublayer(x, lambda h: attention(src_len, h, src_len, h))
+        return sublayer(x, lambda h: ffn(B * src_len, h))
+
+    def encoder_reservoir(x: bool) -> bool:
+        """A frozen layer: forward, and input gradients when something below trains — none with backskipping."""
+        nonlocal frozen
+        everything, backward = frozen, c.backward
+        frozen = frozenset({"emb", "att", "ffn", "other"})
+        kind, n = ReservoirType(reservoir.type), B * src_len
+        if kind == ReservoirType.transformer:
+            encoder_layer(x)
+        elif kind == ReservoirType.ffn:
+            ffn(n, x)
+        elif kind == ReservoirType.bigru:  # two directions: input and recurrent projections to 3 gates of d/2
+            for _ in range(2):
+                linear(n, d, 3 * d // 2, x, "other"), linear(n, d // 2, 3 * d // 2, x, "other")
+        else:  # a convolution: a linear map of `kernel` neighbouring positions
+            linear(n, d * reservoir.conv_kernel, d, x, "other")
+        frozen = everything
+        if reservoir.backskip:
+            c.backward = backward
+        return x  # residual: the gradient reaches the layers below exactly when it did before
+
     memory = False
     if m.encoder_layers:
+        on_encoder = reservoir is not None and StackName(reservoir.stack) == StackName.encoder
+        if reservoir is not None and not on_encoder and reservoir.count:
+            raise ValueError("step_flops counts encoder reservoirs only")
+        pattern = reservoir_pattern(m.encoder_layers, reservoir) if on_encoder else "L" * m.encoder_layers
         x = trains("emb")
-        for _ in range(m.encoder_layers):
-            x = sublayer(x, lambda h: attention(src_len, h, src_len, h))
-            x = sublayer(x, lambda h: ffn(B * src_len, h))
+        for kind in pattern:
+            x = encoder_reservoir(x) if kind == "R" else encoder_layer(x)
         memory = stack_end(x)
     y = trains("emb")
     for _ in range(m.decoder_layers):
@@ -232,7 +263,7 @@ def optional_import(name: str):
         return None
 
 
-def fmt_rate(x: Optional[float], unit: str = "") -> str:
+def fmt_rate(x: float | None, unit: str = "") -> str:
     if x is None:
         return "–"
     for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 import common
+
 from frozen_sweep.freeze import paper_row
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import common
 from collect_records import write_records
+
 from frozen_sweep.job import run_job
 
 
@@ -36,7 +37,7 @@ def slurm_up() -> bool:
     if not shutil.which("sinfo"):
         return False
     try:
-        out = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=5).stdout
+        out = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=5, check=False).stdout
     except (OSError, subprocess.SubprocessError):
         return False
     return any(s.strip() in ("idle", "mixed", "allocated") for s in out.splitlines())
@@ -44,7 +45,7 @@ def slurm_up() -> bool:
 
 def timed_command(command: list[str], cwd: Path) -> float:
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
@@ -112,7 +113,7 @@ def main() -> None:
         few, many = 10, args.records
         for n in (few, many):
             write_records(tmp / f"records{n}", n)
-        command = lambda n: [sys.executable, "-m", "frozen_sweep.collect", str(tmp / f"records{n}"),  # noqa: E731
+        command = lambda n: [sys.executable, "-m", "frozen_sweep.collect", str(tmp / f"records{n}"),
                              "--out", str(tmp / f"table{n}.md")]  # fmt: skip
         times = common.interleaved({n: (lambda n=n: timed_command(command(n), tmp)) for n in (few, many)},
                                    repeats=1 if args.quick else 3, warmup=0 if args.quick else 1)  # fmt: skip
@@ -121,7 +122,7 @@ def main() -> None:
               f"{many} records {times[many]:.2f} s → {slope * 1e3:.2f} ms per record, "
               f"fixed {times[few] - few * slope:.2f} s")  # fmt: skip
         for launcher, per_job in overheads.items():
-            print(f"collector per record / {launcher} overhead per job: {slope / per_job:.1%}" if per_job > 0 else "")
+            print(f"collector per record / {launcher} overhead per job: {slope / per_job:.3%}" if per_job > 0 else "")
 
 
 if __name__ == "__main__":

@@ -22,11 +22,11 @@ import math
 import tempfile
 from pathlib import Path
 
+import common
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-import common
 from frozen_sweep.data.vocab import BOS, EOS, PAD
 from frozen_sweep.model.layers import sinusoidal_positions
 from frozen_sweep.train import inverse_sqrt_schedule
@@ -114,8 +114,12 @@ def main() -> None:
     p.add_argument("--length", type=int, default=32, help="tokens per side of every sentence (incl. bos/eos)")
     p.add_argument("--vocab", type=int, default=None, help="default: the task's vocab_size (4000)")
     p.add_argument("--no-marian", action="store_true")
-    p.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True,
-                   help="also time ours with the trainer's bf16 autocast on CPU (information, not a target)")
+    p.add_argument(
+        "--bf16",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time ours with the trainer's bf16 autocast on CPU (information, not a target)",
+    )
     args = p.parse_args()
     if args.quick:
         args.models, args.sentences, args.length, args.repeats = ["micro"], 4, 8, 1
@@ -144,11 +148,13 @@ def main() -> None:
                 models["MarianMT"], forward = marian(m, vocab)
                 steps["MarianMT"] = reference_step(models["MarianMT"], forward, cfg.trainer)
             peak = common.matmul_flops_per_s(256 if args.quick else 1024)
-            contenders = {k: (lambda s=s: s(batch)) for k, s in steps.items()}
+            contenders = {k: (lambda s=s, b=batch: s(b)) for k, s in steps.items()}
             contenders["matmul"] = peak
-            print(f"\nmodel={name}: {m.encoder_layers}+{m.decoder_layers} layers, d {m.d_model}, FFN {m.ffn_dim}, "
-                  f"{m.heads} heads, vocab {vocab}; batch {args.sentences}×{args.length} "
-                  f"({batch.n_tokens} target tokens), {flops / 1e9:.1f} GFLOP/step; {repeats} rounds, medians")
+            print(
+                f"\nmodel={name}: {m.encoder_layers}+{m.decoder_layers} layers, d {m.d_model}, FFN {m.ffn_dim}, "
+                f"{m.heads} heads, vocab {vocab}; batch {args.sentences}×{args.length} "
+                f"({batch.n_tokens} target tokens), {flops / 1e9:.1f} GFLOP/step; {repeats} rounds, medians"
+            )
             times = common.interleaved(contenders, repeats, warmup=1)
         peak_rate = peak.flops / times.pop("matmul")
         print(f"matmul peak (fp32 1024², same rounds): {common.fmt_rate(peak_rate, 'FLOP/s')}")
@@ -158,7 +164,7 @@ def main() -> None:
             rows.append([k, f"{n_params(models[k]) / 1e6:.1f}M", f"{t * 1e3:.0f} ms", f"{batch.n_tokens / t:,.0f}",
                          f"{times['ours'] and t / times['ours']:.2f}", common.fmt_rate(rate, "FLOP/s"),
                          f"{rate / peak_rate:.0%}"])  # fmt: skip
-        common.table(["model", "params", "step", "tokens/s", "ours ×", "achieved", "of peak"], rows)
+        common.table(["model", "params", "step", "tokens/s", "step / ours", "achieved", "of peak"], rows)
         checks = [common.verdict(f"{name}: ours / nn.Transformer tokens/s", times["nn.Transformer"] / times["ours"],
                                  1.3)]  # fmt: skip
         if "MarianMT" in times:

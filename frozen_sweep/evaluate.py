@@ -59,8 +59,8 @@ def beam_search(
         n = sentence.shape[0]
         if cache:
             logits = model.decode(tokens[:, -1:], memory, mask, caches, start=t)[:, -1]  # (n*K, V)
-        else:
-            logits = model.decode(tokens, memory, mask)[:, -1]
+        else:  # the decoder reruns the whole prefix; only its last position is projected onto the vocabulary
+            logits = model.output(model.decoder(model.tgt_embed(tokens), memory, mask)[:, -1])
         logp = F.log_softmax(logits.float(), dim=-1)
         logp[:, [bos, model.pad_id]] = -math.inf
         at_limit = (t + 1 >= max_len[sentence]).repeat_interleave(K)  # (n*K,) must end now

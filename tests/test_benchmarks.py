@@ -15,7 +15,7 @@ SCRIPTS = ["train_throughput", "freeze_speedup", "decode", "checkpoint_size", "b
 def run(script: str, *args: str, timeout: int = 300) -> str:
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / f"{script}.py"), "--quick", "--threads", "1", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,
     )  # fmt: skip
     assert done.returncode == 0, f"{script} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
     return done.stdout
@@ -46,9 +46,29 @@ def test_flop_count_follows_autograd():
     import common
 
     m = common.compose_config("model=micro").model
-    flops = {f: common.step_flops(m, 100, 4, 8, 8, common.frozen_components(common.compose_config(f"freeze={f}").freeze))
-             for f in ("none", "emb", "ffn", "emb_att")}  # fmt: skip
+    frozen = {
+        f: common.frozen_components(common.compose_config(f"freeze={f}").freeze)
+        for f in ("none", "emb", "ffn", "emb_att")
+    }
+    flops = {f: common.step_flops(m, 100, 4, 8, 8, components) for f, components in frozen.items()}
     none = flops["none"]
     assert none.backward == 2 * none.forward  # everything trainable: input and weight gradients everywhere
     assert all(f.forward == none.forward for f in flops.values())
     assert flops["ffn"].total < none.total and flops["emb_att"].total < flops["emb"].total < none.total
+
+
+def test_uncached_search_is_the_same_search():  # what benchmarks/decode.py compares the cache against
+    import torch
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import common
+
+    from frozen_sweep.evaluate import translate
+
+    cfg = common.compose_config("model=micro")
+    model = common.build(cfg, 50)
+    sources = common.synthetic_sentences(12, 2, 10, 50, seed=0)
+    for beam in (1, 3):
+        cached, uncached = (translate(model, sources, common.StubVocab(50), torch.device("cpu"), cfg.eval, beam,
+                                      cache=c) for c in (True, False))  # fmt: skip
+        assert cached == uncached
