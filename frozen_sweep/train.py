@@ -68,6 +68,7 @@ class Trainer:
             betas=tuple(self.tr.betas),
             eps=self.tr.adam_eps,
             weight_decay=self.tr.weight_decay,
+            fused=True,  # one kernel over all parameters instead of a loop of small ops (1.1-1.3x on a tiny step)
         )
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, inverse_sqrt_schedule(self.tr.warmup_steps, self.tr.warmup_init_lr, self.tr.lr)
