@@ -7,7 +7,7 @@ from typing import Optional
 
 from omegaconf import DictConfig, OmegaConf
 
-from frozen_sweep.results import RESULT_FILE, load_result
+from frozen_sweep.results import RESULT_FILE, best_entry, load_result
 
 CONFIG_FILE = "config.yaml"  # written by frozen_sweep.job into every run directory
 BEST_CHECKPOINT = "checkpoint_best.pt"  # frozen_sweep.checkpoint.BEST, named here to keep torch out of config checks
@@ -47,7 +47,7 @@ def examples_to_best(record: dict) -> dict:
     Records from before history entries counted them: sentences estimated as best_epoch × training-set size
     (`estimated` true; tokens unknown).
     """
-    best = next((e for e in record["history"] if e["epoch"] == record["best_epoch"]), None)
+    best = best_entry(record)
     if best is None:
         raise BaseRunError(f"its history has no validation at best_epoch={record['best_epoch']}")
     if best.get("train_sentences") is not None:

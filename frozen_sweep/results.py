@@ -99,3 +99,8 @@ def load_result(path: Path) -> dict:
     if not isinstance(record, dict) or record.get("status") not in STATUSES:
         raise ValueError(f"{path}: not a result record (status must be one of {', '.join(STATUSES)})")
     return record
+
+
+def best_entry(record: dict) -> Optional[dict]:
+    """The history entry of the record's best validation (the one at `best_epoch`), or None when there is none."""
+    return next((e for e in record.get("history") or [] if e["epoch"] == record.get("best_epoch")), None)

@@ -16,7 +16,7 @@ from typing import Optional
 import pandas as pd
 
 from frozen_sweep.collect.plots import METRIC_LABELS, plot_convergence
-from frozen_sweep.collect.render import Table, fraction, number
+from frozen_sweep.collect.render import Table, fraction, mean_std, number
 from frozen_sweep.collect.runs import completed, distinguishing
 from frozen_sweep.paper import BASELINE, SECTION_OF, Reference
 
@@ -60,13 +60,13 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
 def display(summary: pd.DataFrame, metric: str, reference: Optional[Reference]) -> pd.DataFrame:
     """The summary as the paper prints it, indexed by section; columns are (group, name) pairs so that LaTeX can
     group the reference columns under one heading. With a reference: the paper's cells and both fractions of (0)."""
-    metric_cells, epoch_cells = summary.metric.map(number), summary.epochs.map(epochs)
+    epoch_cells = summary.epochs.map(epochs)
     columns = {
         ("", "Row"): summary.index,
         ("", "EMB"): summary.emb.map(mark),
         ("", "ATT"): summary.att.map(mark),
         ("", "FFN"): summary.ffn.map(mark),
-        ("", metric): metric_cells.mask(summary.n > 1, metric_cells + " ± " + summary["std"].map(number)),
+        ("", metric): mean_std(summary),
         ("", "Epochs"): epoch_cells.mask(summary.lower_bound, "≥" + epoch_cells),
         ("", "Trainable/All"): summary.ratio.map(fraction),
         ("", "n"): summary.n.astype(str),

@@ -30,6 +30,12 @@ def fraction(x: float) -> str:
     return number(x, 2)
 
 
+def mean_std(summary: pd.DataFrame) -> pd.Series:
+    """The `metric` column as "mean ± std" over the `n` runs behind each row (just the mean when n = 1)."""
+    cells = summary.metric.map(number)
+    return cells.mask(summary.n > 1, cells + " ± " + summary["std"].map(number))
+
+
 def problems(runs: pd.DataFrame) -> pd.DataFrame:
     return runs.loc[runs.status != "completed", ["path", "status", "reason"]]
 

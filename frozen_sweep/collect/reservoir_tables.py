@@ -11,9 +11,10 @@
 import pandas as pd
 
 from frozen_sweep.collect.plots import METRIC_LABELS, curves, plotted_metric, pyplot
-from frozen_sweep.collect.render import Table, fraction, number
+from frozen_sweep.collect.render import Table, fraction, mean_std, number
 from frozen_sweep.collect.runs import completed, distinguishing, setting_of
 from frozen_sweep.efficiency import time_to_target
+from frozen_sweep.results import best_entry
 
 TARGET_FRACTION = 0.9
 SWEPT_KEYS = frozenset({"reservoir", "model.encoder_layers", "model.decoder_layers", "trainer.aucc_cutoff_s"})
@@ -23,7 +24,6 @@ def reservoir_columns(runs: pd.DataFrame) -> pd.DataFrame:
     """The record fields the reservoir table needs, one row per run."""
     records = runs.record
     reservoir = pd.DataFrame([r.get("reservoir") or {} for r in records], index=runs.index)
-    best_time = [next((h["wall_time_s"] for h in r["history"] if h["epoch"] == r["best_epoch"]), None) for r in records]
     return runs.assign(
         type=reservoir.get("type"),
         pattern=reservoir.get("pattern"),
@@ -32,7 +32,7 @@ def reservoir_columns(runs: pd.DataFrame) -> pd.DataFrame:
         backskip=reservoir.get("backskip").fillna(False).astype(bool),
         aucc=[r.get("aucc") for r in records],
         aucc_cutoff_s=[r.get("aucc_cutoff_s") for r in records],
-        time_to_best_s=best_time,
+        time_to_best_s=[(best_entry(r) or {}).get("wall_time_s") for r in records],
         setting=[setting_of(r.get("overrides") or [], SWEPT_KEYS) for r in records],
     )
 
@@ -71,14 +71,13 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def display(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
-    metric_cells = summary.metric.map(number)
     minutes = lambda s: "–" if pd.isna(s) else f"{s / 60:.1f} min"  # noqa: E731
     columns = {
         ("", "Updatable"): summary.updatable_layers.astype(str),
         ("", "Reservoir"): summary.reservoir_layers.astype(str),
         ("", "Type"): summary.type,
         ("", "Pattern"): summary.pattern + summary.backskip.map({True: " (backskip)", False: ""}),
-        ("", metric): metric_cells.mask(summary.n > 1, metric_cells + " ± " + summary["std"].map(number)),
+        ("", metric): mean_std(summary),
         ("", "AUCC"): summary.aucc.map(number),
         ("", f"Time to {TARGET_FRACTION:.0%}"): summary.time_to_target_s.map(minutes),
         ("", "Time to best"): summary.time_to_best_s.map(minutes),
