@@ -25,7 +25,7 @@ from frozen_sweep.job import build_model, keep_freed_memory
 from frozen_sweep.train import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
-CONF = ROOT / "conf"
+CONF = ROOT / "frozen_sweep" / "conf"
 FREEZE_PATTERNS = ("none", "emb", "att", "ffn", "att_identity", "ffn_identity", "emb_ffn", "emb_att", "att_ffn")
 register_configs()
 

@@ -2,7 +2,7 @@
 
     python benchmarks/train_throughput.py [--models tiny base] [--sentences 64 --length 32] [--repeats 5]
 
-For each model (conf/model/*.yaml), at the same fixed batch (sentences × length tokens on each side, collated by the
+For each model (frozen_sweep/conf/model/*.yaml), at the same fixed batch (sentences × length tokens on each side, collated by the
 project's code), times side by side, interleaved, median over rounds:
 - ours: `frozen_sweep.train.Trainer._train_step` on `frozen_sweep.job.build_model` (forward, label-smoothed loss,
   backward, Adam, schedule), as a job runs it on this CPU;

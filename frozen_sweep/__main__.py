@@ -12,6 +12,10 @@ from frozen_sweep.job import run_job
 
 log = logging.getLogger("frozen_sweep")
 
+# the configs ship inside the package, so an installed wheel finds them wherever it is run from; a user's own
+# presets, tasks and experiments come in through `--config-dir DIR` (or `hydra.searchpath=[DIR]`)
+CONFIG_PATH = "pkg://frozen_sweep.conf"
+
 
 def job_dirname(override_dirname: str) -> str:
     """A job's directory name from its overrides: deterministic, one path component, not too long."""
@@ -27,7 +31,7 @@ register_configs()
 OmegaConf.register_new_resolver("job_dirname", job_dirname, replace=True)
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="config")
 def main(cfg) -> float:
     hc = HydraConfig.get()
     result = run_job(cfg, hc.runtime.output_dir, hc.overrides.task)

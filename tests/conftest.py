@@ -11,7 +11,7 @@ from frozen_sweep.config import register_configs
 from frozen_sweep.results import RunResult, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
-CONF = ROOT / "conf"
+CONF = ROOT / "frozen_sweep" / "conf"
 
 register_configs()
 
