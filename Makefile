@@ -1,4 +1,4 @@
-# The two commands: `make demo` and `make test`. Both set everything up on a fresh machine with Python 3.11.
+# The two commands: `make demo` and `make test`. Both set everything up on a fresh machine with Python 3.11, no root.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -8,14 +8,14 @@ STAMP := $(VENV)/.installed
 
 # The paper's nine freeze rows on the embedded corpus (≈20 min on 2 CPU cores), then their table and curves.
 # The leading `-` collects the table even when a job failed: failures are listed under it.
-demo: setup data
+demo: setup
 	-$(PY) -m frozen_sweep -m experiment=demo_table
 	$(PY) -m frozen_sweep.collect outputs/demo_table --reference paper_big \
 	    --out outputs/demo_table/table.md --plot outputs/demo_table/curves.png
 	cat outputs/demo_table/table.md
 
 # One job with the default config (≈7.5 min on 2 CPU cores: test BLEU ≈22.7 on the embedded corpus).
-run: setup data
+run: setup
 	$(PY) -m frozen_sweep
 
 FORMAT ?= md
@@ -29,7 +29,7 @@ bench-collect: setup
 # ≈6 min on a quiet 2-core CPU (26 min at load average 4–5); THREADS=1 for one thread. MarianMT needs the `bench` extra.
 THREADS ?= 2
 BENCHMARKS := train_throughput freeze_speedup reservoir_step decode checkpoint_size batching sweep_overhead
-bench: setup data $(VENV)/.bench-installed
+bench: setup $(VENV)/.bench-installed
 	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py --threads $(THREADS) || exit 1; echo; done
 
 $(VENV)/.bench-installed: $(STAMP)
@@ -48,9 +48,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
-# The embedded corpus: the Bible modules from Debian (installed when missing; needs root).
-data:
+# Not needed to run anything: the embedded corpus ships in the package (frozen_sweep/data/verses/). This regenerates
+# it from Debian's SWORD modules (installed when missing, which needs root), e.g. after changing the extraction code.
+data: setup
 	scripts/install_bible.sh
+	$(PY) scripts/ship_verses.py
 
 clean-outputs:
 	rm -rf outputs/*/

@@ -3,6 +3,7 @@
 They build their own zText modules with tests/ztext_writer.py; only the last test reads the installed modules.
 """
 
+import gzip
 import itertools
 import json
 import pickle
@@ -19,6 +20,7 @@ from frozen_sweep.data import batch_indices, collate, load_task, pad_fraction
 from frozen_sweep.data.align import out_of_step_chapters
 from frozen_sweep.data.bible import extract_bible, split_of
 from frozen_sweep.data.kjv_canon import BOOKS, TESTAMENTS
+from frozen_sweep.data.shipped import VERSES_DIR, read_shipped, shipped_path, write_shipped
 from frozen_sweep.data.sword import VerseRef, osis_to_text, read_module
 from frozen_sweep.data.text_files import read_split
 from frozen_sweep.data.vocab import BOS, EOS, PAD, UNK, train_or_load_vocab
@@ -163,7 +165,7 @@ def test_extract_bible_lm(tmp_path, sword_dir):
 
 
 def test_missing_modules_explain_install(tmp_path, sword_dir):
-    with pytest.raises(FileNotFoundError, match="apt-get install --no-install-recommends sword-text-sparv"):
+    with pytest.raises(FileNotFoundError, match="apt-get install --no-install-recommends sword-text-<name>"):
         extract_bible(make_cfg(tmp_path))
     with pytest.raises(FileNotFoundError, match="task.sword_dir="):
         extract_bible(make_cfg(tmp_path, sword_dir, modules={"es": "spaMissing", "en": "engTest"}))
@@ -280,16 +282,45 @@ def test_load_task_text_files_lm(tmp_path):
     assert data.vocab.decode(data.test.tgt[4]) == data.test.tgt_text[4]
 
 
-# ---- the installed modules (skipped where absent) --------------------------------------------------------------------
+# ---- the shipped corpus, and the installed modules it comes from (skipped where absent) -----------------------------
 
 REAL = Path("/usr/share/sword/modules/texts/ztext")
+SHIPPED = sorted(TaskConfig(name="default").modules.values())
 
 
-@pytest.mark.skipif(not (REAL / "spaRV1909eb").is_dir() or not (REAL / "engKJV2006eb").is_dir(), reason="no modules")
-def test_installed_modules(tmp_path):
-    assert read_module(REAL / "engKJV2006eb")[0][1] == "In the beginning God created the heaven and the earth."
-    assert read_module(REAL / "spaRV1909eb")[0][1] == "EN el principio crió Dios los cielos y la tierra."
-    cfg = OmegaConf.structured(TaskConfig(name="bible", sword_dir=str(REAL), cache_dir=str(tmp_path)))
+def test_default_corpus_needs_no_sword_modules(tmp_path):
+    cfg = OmegaConf.structured(TaskConfig(name="bible", sword_dir=str(tmp_path / "absent"), cache_dir=str(tmp_path)))
     stats = json.loads((extract_bible(cfg) / "stats.json").read_text())
     assert stats["sizes"] == {"train": 27964, "valid": 1271, "test": 1086}  # as documented in bible.py
     assert (stats["dropped_empty"], stats["dropped_out_of_step"], stats["dropped_misaligned"]) == (18, 697, 8)
+    assert all(Path(source).parent == VERSES_DIR for source in stats["sources"].values())
+    lm = OmegaConf.merge(cfg, {"kind": "lm", "src_lang": None})
+    assert json.loads((extract_bible(lm) / "stats.json").read_text())["sizes"] == {
+        "train": 28481,
+        "valid": 1328,
+        "test": 1199,
+    }
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "lines"])
+def test_corrupt_shipped_file_is_named(tmp_path, damage):
+    data = shipped_path("engKJV2006eb").read_bytes()
+    path = tmp_path / "engKJV2006eb.txt.gz"
+    if damage == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "flipped":
+        path.write_bytes(data[:5000] + bytes([data[5000] ^ 0xFF]) + data[5001:])
+    else:
+        path.write_bytes(gzip.compress("one line\n".encode()))
+    with pytest.raises(ValueError, match=f"{path}: .*scripts/ship_verses.py"):
+        read_shipped(path)
+
+
+@pytest.mark.parametrize("module", SHIPPED)
+@pytest.mark.skipif(not all((REAL / m).is_dir() for m in SHIPPED), reason=f"SWORD modules {SHIPPED} not in {REAL}")
+def test_shipped_files_equal_the_extractors_output(tmp_path, module):
+    verses = read_module(REAL / module)
+    assert verses[0][1].lower().startswith(("in the beginning god", "en el principio"))
+    assert read_shipped(shipped_path(module)) == verses
+    write_shipped(tmp_path / "regenerated.txt.gz", verses)  # what scripts/ship_verses.py writes: the same bytes
+    assert (tmp_path / "regenerated.txt.gz").read_bytes() == shipped_path(module).read_bytes()

@@ -1,5 +1,8 @@
 """The embedded corpus: Bible verses from two SWORD modules, as plain-text train/valid/test files.
 
+The two modules of the default tasks ship inside the package (data/shipped.py); any other pair is read from SWORD
+zText modules under task.sword_dir.
+
 Split rule (SPLIT_VERSION 1). The Bible repeats itself (parallel passages, formulas, genealogies), so a random
 verse-level split leaks near-copies of test verses into training. Whole chapters are held out instead: number the
 1,189 chapters 0..1188 in canonical order (Gen 1 = 0, Rev 22 = 1188); chapter c goes to test if c % 25 == 12, to
@@ -23,6 +26,7 @@ from pathlib import Path
 from frozen_sweep.config import TaskKind
 from frozen_sweep.data.align import align
 from frozen_sweep.data.kjv_canon import BOOKS
+from frozen_sweep.data.shipped import read_shipped, shipped_path
 from frozen_sweep.data.sword import VerseRef, read_module
 
 log = logging.getLogger(__name__)
@@ -33,8 +37,9 @@ TEST_REMAINDER, VALID_REMAINDER = 12, 24
 SPLITS = ("train", "valid", "test")
 
 INSTALL_HINT = (
-    "install the modules with `apt-get install --no-install-recommends sword-text-sparv sword-text-kjv` "
-    "(as root; `make data` does it), or point task.sword_dir= at a copy of the modules"
+    "the package ships only the embedded corpus's modules (see data/shipped.py); read others from SWORD zText "
+    "modules, e.g. on Debian `apt-get install --no-install-recommends sword-text-<name>` (as root), or copy a "
+    "module's directory anywhere and point task.sword_dir= at its parent"
 )
 
 CHAPTER_INDEX = {
@@ -49,38 +54,46 @@ def split_of(ref: VerseRef) -> str:
     return {TEST_REMAINDER: "test", VALID_REMAINDER: "valid"}.get(remainder, "train")
 
 
-def module_dirs(task_cfg) -> dict[str, Path]:
-    """{language: module directory} for the languages the task uses; a clear error if one is missing."""
+def module_sources(task_cfg) -> dict[str, Path]:
+    """{language: its verses' source} for the languages the task uses: the file shipped in the package for the
+    embedded corpus's modules (the same text on every machine), else the SWORD module directory under
+    task.sword_dir; a clear error if neither exists."""
     langs = [task_cfg.tgt_lang] if TaskKind(task_cfg.kind) == TaskKind.lm else [task_cfg.src_lang, task_cfg.tgt_lang]
     if len(set(langs)) != len(langs):
         raise ValueError(f"task.src_lang and task.tgt_lang are both '{langs[0]}'")
     sword_dir = Path(task_cfg.sword_dir).expanduser()
-    if not sword_dir.is_dir():
-        raise FileNotFoundError(f"task.sword_dir={sword_dir} does not exist: {INSTALL_HINT}")
-    dirs = {}
+    sources = {}
     for lang in langs:
         if lang not in task_cfg.modules:
             raise ValueError(f"task.modules has no SWORD module for language '{lang}'; has: {sorted(task_cfg.modules)}")
-        dirs[lang] = sword_dir / task_cfg.modules[lang]
-        if not (dirs[lang] / "ot.bzv").exists() and not (dirs[lang] / "nt.bzv").exists():
-            raise FileNotFoundError(f"SWORD module {task_cfg.modules[lang]} not found in {sword_dir}: {INSTALL_HINT}")
-    return dirs
+        module = task_cfg.modules[lang]
+        sources[lang] = shipped_path(module) or sword_dir / module
+        if sources[lang].is_file():
+            continue
+        if not sword_dir.is_dir():
+            raise FileNotFoundError(f"task.sword_dir={sword_dir} does not exist (module {module}): {INSTALL_HINT}")
+        if not (sources[lang] / "ot.bzv").exists() and not (sources[lang] / "nt.bzv").exists():
+            raise FileNotFoundError(f"SWORD module {module} not found in {sword_dir}: {INSTALL_HINT}")
+    return sources
 
 
-def cache_key(dirs: dict[str, Path], max_length_ratio: float) -> str:
-    """Short hash of everything the extracted files depend on: module files (size, mtime), languages, settings."""
-    files = {
-        f"{lang}/{f.name}": [f.stat().st_size, f.stat().st_mtime_ns]
-        for lang, d in dirs.items()
-        for f in sorted(d.glob("*.bz[svz]"))
-    }
-    recipe = {"files": files, "langs": list(dirs), "ratio": max_length_ratio, "split_version": SPLIT_VERSION}
+def _fingerprint(lang: str, source: Path) -> dict:
+    """What a source's extracted text depends on: a shipped file's content hash, a module's files' size and mtime."""
+    if source.is_file():
+        return {f"{lang}/{source.name}": hashlib.sha256(source.read_bytes()).hexdigest()}
+    return {f"{lang}/{f.name}": [f.stat().st_size, f.stat().st_mtime_ns] for f in sorted(source.glob("*.bz[svz]"))}
+
+
+def cache_key(sources: dict[str, Path], max_length_ratio: float) -> str:
+    """Short hash of everything the extracted files depend on: sources, languages, settings."""
+    files = {key: value for lang, source in sources.items() for key, value in _fingerprint(lang, source).items()}
+    recipe = {"files": files, "langs": list(sources), "ratio": max_length_ratio, "split_version": SPLIT_VERSION}
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _pairs(dirs: dict[str, Path], max_length_ratio: float) -> tuple[list[tuple], dict]:
+def _pairs(sources: dict[str, Path], max_length_ratio: float) -> tuple[list[tuple], dict]:
     """(ref, text per language...) rows that pass the filters, and what was dropped."""
-    modules = {lang: read_module(d) for lang, d in dirs.items()}
+    modules = {lang: read_shipped(s) if s.is_file() else read_module(s) for lang, s in sources.items()}
     if len(modules) == 1:
         (verses,) = modules.values()
         rows = [(ref, text) for ref, text in verses if text]
@@ -114,17 +127,18 @@ def extract_bible(task_cfg) -> Path:
     The directory name is a hash of its inputs, and it appears only complete (written under a temporary name, then
     renamed), so concurrent jobs can call this safely: a loser of the race discards its copy and uses the winner's.
     """
-    dirs = module_dirs(task_cfg)
+    sources = module_sources(task_cfg)
     root = Path(task_cfg.cache_dir).expanduser() / "bible"
-    final = root / cache_key(dirs, task_cfg.max_length_ratio)
+    final = root / cache_key(sources, task_cfg.max_length_ratio)
     if final.is_dir():
         return final
 
-    rows, stats = _pairs(dirs, task_cfg.max_length_ratio)
+    rows, stats = _pairs(sources, task_cfg.max_length_ratio)
     splits, removed = _split(rows)
-    langs = list(dirs)
+    langs = list(sources)
     stats = {
-        "modules": {lang: d.name for lang, d in dirs.items()},
+        "modules": {lang: task_cfg.modules[lang] for lang in langs},
+        "sources": {lang: str(source) for lang, source in sources.items()},
         **stats,
         "removed_from_train_as_held_out_copies": removed,
         "split_rule": f"chapter index % {HELD_OUT_EVERY}: {TEST_REMAINDER} test, {VALID_REMAINDER} valid",
@@ -146,6 +160,6 @@ def extract_bible(task_cfg) -> Path:
     labels["dropped_misaligned"] += f" (length ratio > {task_cfg.max_length_ratio:g})"
     dropped = ", ".join(f"{stats[key]} {label}" for key, label in labels.items() if key in stats)
     sizes = "/".join(str(n) for n in stats["sizes"].values())
-    names = " -> ".join(d.name for d in dirs.values())
+    names = " -> ".join(stats["modules"].values())
     log.info(f"bible {names}: {stats['verses']} verses, dropped {dropped}; train/valid/test {sizes} in {final}")
     return final
