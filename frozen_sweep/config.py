@@ -190,6 +190,11 @@ class Device(Enum):
     cuda = "cuda"
 
 
+class LoggerName(Enum):
+    jsonl = "jsonl"  # <run dir>/metrics.jsonl, one JSON record a line
+    tensorboard = "tensorboard"  # <run dir>/tensorboard/ event files (tensorboardX)
+
+
 @dataclass
 class TrainerConfig:
     name: str = MISSING
@@ -215,6 +220,8 @@ class TrainerConfig:
     amp: bool = True  # bf16 autocast on CUDA
     compile: bool = False  # torch.compile the training forward (dynamic shapes): pays off on CUDA for long runs
     progress: bool = True  # progress bar
+    loggers: List[LoggerName] = field(default_factory=lambda: [LoggerName.jsonl])  # metrics as they happen
+    log_every_steps: int = 50  # a train record (loss, lr, tokens/s, grad norm) every N steps
 
 
 @dataclass
@@ -297,6 +304,7 @@ def validate(cfg) -> None:
         "trainer.lr": tr.lr,
         "trainer.max_epochs": tr.max_epochs,
         "trainer.patience": tr.patience,
+        "trainer.log_every_steps": tr.log_every_steps,
         "eval.beam": cfg.eval.beam,
         "eval.batch_sentences": cfg.eval.batch_sentences,
     }

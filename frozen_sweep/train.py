@@ -25,6 +25,7 @@ from frozen_sweep.data.batching import make_batches
 from frozen_sweep.data.vocab import PAD
 from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
 from frozen_sweep.freeze import trainable_parameters
+from frozen_sweep.metrics_log import MetricsLog
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,7 @@ class Trainer:
         self.state = TrainState()
         self.on_validation = on_validation  # called with the state after every validation (progress reporting)
         self.valid_batches = self._batches(data.valid, shuffle=False, epoch=0)
+        self.metrics = MetricsLog(self.run_dir, self.tr, self.optimizer)  # metrics.jsonl, TensorBoard
 
     # ---- data -------------------------------------------------------------------------------------------------------
 
@@ -171,6 +173,7 @@ class Trainer:
                 s.train_tokens += n_tokens
                 s.train_sentences += len(batch.tgt_in)
                 loss_sum, loss_tokens = loss_sum + loss, loss_tokens + n_tokens
+                self.metrics.train_step(s, s.epoch + s.batch_in_epoch / len(batches), loss, n_tokens)
                 bar.update()
                 bar.set_postfix(loss=f"{loss / n_tokens:.3f}", tok_s=f"{s.train_tokens / s.step_time_s:,.0f}")
 
@@ -182,6 +185,7 @@ class Trainer:
                     if s.stopped_reason:
                         break
         bar.close()
+        self.metrics.close()
         return s
 
     def _validate(self, epoch: float, train_loss: float, budget: Optional[str]) -> None:
@@ -219,6 +223,7 @@ class Trainer:
             "" if entry["valid_bleu"] is None else f" bleu {entry['valid_bleu']:.2f}",
             " *" if best else "",
         )
+        self.metrics.validation(entry)
         self._save(best)
         if self.on_validation:
             self.on_validation(s)

@@ -1,6 +1,8 @@
-"""Figures: validation curves per table (against epoch and wall-clock time); one file per table."""
+"""Figures: validation curves per table (against epoch and wall-clock time), and the training loss every N steps
+from the runs' metrics.jsonl where they have one; one file per table."""
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +26,19 @@ def curves(runs: pd.DataFrame) -> pd.DataFrame:
     return points.drop(columns="history").join(pd.DataFrame(points.history.tolist(), index=points.index))
 
 
+def train_curves(run_dirs: Iterable[Path]) -> dict[Path, pd.DataFrame]:
+    """{run directory: its train records (step, epoch, wall_time_s, loss, ...)} for the runs that have a metrics.jsonl."""
+    from frozen_sweep.metrics_log import JSONL, read_metrics  # here: it imports torch, which the tables do not need
+
+    found = {}
+    for run_dir in map(Path, run_dirs):
+        if (run_dir / JSONL).is_file():
+            records = [r for r in read_metrics(run_dir / JSONL) if r.get("event") == "train"]
+            if records:
+                found[run_dir] = pd.DataFrame(records)
+    return found
+
+
 def plotted_metric(points: pd.DataFrame, metric_name: str) -> tuple[str, str]:
     """The validation metric when every point has one (BLEU may be off), else the validation loss: (column, label)."""
     if "valid_metric" in points and points.valid_metric.notna().all():
@@ -32,23 +47,32 @@ def plotted_metric(points: pd.DataFrame, metric_name: str) -> tuple[str, str]:
 
 
 def plot_convergence(table, path: Path) -> None:
-    """Validation score against epoch and against wall-clock time, one colour per row label (a line per run)."""
+    """Validation score against epoch and against wall-clock time, one colour per row label (a line per run); a third
+    panel with the training loss against time when the runs logged metrics.jsonl."""
     plt = pyplot()
     points = curves(table.runs)
     y, ylabel = plotted_metric(points, table.metric_name)
-    fig, (by_epoch, by_time) = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    train = train_curves(Path(path).parent for path in table.runs.path)
+    fig, axes = plt.subplots(1, 3 if train else 2, figsize=(16 if train else 11, 4.2))
+    by_epoch, by_time = axes[:2]
+    by_time.sharey(by_epoch)
     for i, (label, label_points) in enumerate(points.groupby("label", sort=False)):
-        for j, (_, run) in enumerate(label_points.groupby("path", sort=False)):
+        for j, (result_path, run) in enumerate(label_points.groupby("path", sort=False)):
             style = dict(color=f"C{i % 10}", marker=".", linewidth=1.2, label=None if j else label)
             by_epoch.plot(run.epoch, run[y], **style)
             by_time.plot(run.wall_time_s / 60, run[y], **style)
+            if Path(result_path).parent in train:
+                steps = train[Path(result_path).parent]
+                axes[2].plot(steps.wall_time_s / 60, steps.loss, color=style["color"], linewidth=0.8)
     by_epoch.set(xlabel="epoch", ylabel=ylabel)
     by_time.set(xlabel="wall-clock time (min)")
+    if train:
+        axes[2].set(xlabel="wall-clock time (min)", ylabel="training loss (metrics.jsonl)")
     if y == "valid_metric" and table.metric_name == "ppl":
         by_epoch.set_yscale("log")
-    for ax in (by_epoch, by_time):
+    for ax in axes:
         ax.grid(alpha=0.3)
-    by_time.legend(title="row", fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
+    axes[-1].legend(*by_time.get_legend_handles_labels(), title="row", fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
     fig.suptitle(table.title)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)

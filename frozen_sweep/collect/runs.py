@@ -8,8 +8,9 @@ import pandas as pd
 from frozen_sweep.paper import ROWS
 from frozen_sweep.results import RESULT_FILE, load_result
 
-# Overrides that change where or how a job runs, not what it computes: frozen_sweep/conf/config.yaml's exclude_keys, and the cache.
-NEUTRAL_KEYS = {"name", "force", "trainer.progress", "trainer.threads", "trainer.device", "task.cache_dir"}
+# Overrides that change where or how a job runs, not what it computes: conf/config.yaml's exclude_keys, and the cache.
+NEUTRAL_KEYS = {"name", "force", "trainer.progress", "trainer.threads", "trainer.device", "task.cache_dir",
+                "trainer.loggers", "trainer.log_every_steps"}  # fmt: skip
 COMPONENTS = ("emb", "att", "ffn", "other")
 RECORD_KEYS = (
     "seed", "metric_name", "test_metric", "best_metric", "best_epoch", "epochs_to_convergence", "stopped_reason",

@@ -37,7 +37,8 @@ def read_shipped(path: Path) -> list[tuple[VerseRef, str]]:
         raise ValueError(f"{path}: corrupt shipped corpus file ({e}); {REGENERATE_HINT}") from None
     lines = text.split("\n")
     if lines[-1] != "" or len(lines) - 1 != len(CANON):
-        raise ValueError(f"{path}: {len(lines) - 1} lines, expected one per KJV verse ({len(CANON)}); {REGENERATE_HINT}")
+        expected = f"expected one per KJV verse ({len(CANON)})"
+        raise ValueError(f"{path}: {len(lines) - 1} lines, {expected}; corrupt shipped corpus file; {REGENERATE_HINT}")
     return list(zip(CANON, lines[:-1]))
 
 
