@@ -1,7 +1,7 @@
 """Metrics as they happen: `metrics.jsonl` (on by default) and TensorBoard event files in the run's directory.
 
 Every `trainer.log_every_steps` steps one `train` record: mean train loss since the last record, learning rate,
-target tokens per second (wall clock, validation excluded), gradient norm (of the last step's gradients, after
+target tokens per second (over the training steps' time, as result.json's train_tokens_per_s), gradient norm (of the last step's gradients, after
 clipping when clipping is on). At each validation one `valid` record: loss, perplexity, BLEU. Every record carries
 `step`, `epoch` and `wall_time_s` (the run's training time, validation included, as in result.json's history).
 
@@ -14,7 +14,6 @@ import json
 import math
 import os
 import tempfile
-import time
 from pathlib import Path
 
 import torch
@@ -67,14 +66,14 @@ class MetricsLog:
             import tensorboardX  # noqa: F401 — fail now, before training, if the package is missing
 
     def _reset(self) -> None:
-        """Start a new window: summed loss, target tokens and training seconds since the last record."""
-        self.loss_sum, self.tokens, self.train_s, self.since = 0.0, 0, 0.0, time.perf_counter()
+        """Start a new window: summed loss, target tokens and seconds in training steps since the last record."""
+        self.loss_sum, self.tokens, self.step_s = 0.0, 0, 0.0
 
     def _open(self, step: int) -> None:
         """Open the loggers where a run's first new step (or validation) is `step`: drop what was logged from it on."""
         if self.opened:
             return
-        self.opened, self.since = True, time.perf_counter()
+        self.opened = True
         self.run_dir.mkdir(parents=True, exist_ok=True)
         if LoggerName.jsonl in self.names:
             path = self.run_dir / JSONL
@@ -98,17 +97,18 @@ class MetricsLog:
                 if key not in ("event", "step", "epoch") and value is not None:
                     self.tensorboard.add_scalar(f"{event}/{key}", value, record["step"])
 
-    def train_step(self, state, epoch: float, loss, n_tokens: int) -> None:
-        """Account one step (`loss`: its summed loss, a tensor or a float); write a record every N steps."""
+    def train_step(self, state, epoch: float, loss, n_tokens: int, step_s: float) -> None:
+        """Account one step (`loss`: its summed loss, a tensor or a float; `step_s`: its duration); write a record
+        every N steps."""
         if not self.names:
             return
         self._open(state.step)
         self.loss_sum = self.loss_sum + (loss.detach() if torch.is_tensor(loss) else loss)
         self.tokens += n_tokens
+        self.step_s += step_s
         if state.step % self.every:
             return
         grads = [p.grad for group in self.optimizer.param_groups for p in group["params"] if p.grad is not None]
-        train_s = self.train_s + time.perf_counter() - self.since
         record = {
             "event": "train",
             "step": state.step,
@@ -116,7 +116,7 @@ class MetricsLog:
             "wall_time_s": round(state.train_time_s, 3),
             "loss": _number(self.loss_sum / self.tokens),  # the one host-device sync, every N steps
             "lr": self.optimizer.param_groups[0]["lr"],
-            "tokens_per_s": round(self.tokens / train_s, 1),
+            "tokens_per_s": round(self.tokens / max(self.step_s, 1e-9), 1),
             "grad_norm": _number(torch.nn.utils.get_total_norm(grads)) if grads else None,
         }
         self._write(record)
@@ -127,13 +127,11 @@ class MetricsLog:
         if not self.names:
             return
         self._open(entry["step"])
-        self.train_s += time.perf_counter() - self.since  # tokens/s counts training time only
         record = {"event": "valid", "step": entry["step"], "epoch": entry["epoch"], "wall_time_s": entry["wall_time_s"]}
         record.update({key: _number(entry[f"valid_{key}"]) for key in ("loss", "ppl", "bleu")})
         self._write(record)
         if self.tensorboard is not None:
             self.tensorboard.flush()
-        self.since = time.perf_counter()
 
     def close(self) -> None:
         for logger in (self.jsonl, self.tensorboard):

@@ -173,7 +173,7 @@ class Trainer:
                 s.train_tokens += n_tokens
                 s.train_sentences += len(batch.tgt_in)
                 loss_sum, loss_tokens = loss_sum + loss, loss_tokens + n_tokens
-                self.metrics.train_step(s, s.epoch + s.batch_in_epoch / len(batches), loss, n_tokens)
+                self.metrics.train_step(s, s.epoch + s.batch_in_epoch / len(batches), loss, n_tokens, elapsed)
                 bar.update()
                 bar.set_postfix(loss=f"{loss / n_tokens:.3f}", tok_s=f"{s.train_tokens / s.step_time_s:,.0f}")
 
