@@ -1,13 +1,14 @@
 """Metrics as they happen: `metrics.jsonl` (on by default) and TensorBoard event files in the run's directory.
 
 Every `trainer.log_every_steps` steps one `train` record: mean train loss since the last record, learning rate,
-target tokens per second (over the training steps' time, as result.json's train_tokens_per_s), gradient norm (of the last step's gradients, after
-clipping when clipping is on). At each validation one `valid` record: loss, perplexity, BLEU. Every record carries
-`step`, `epoch` and `wall_time_s` (the run's training time, validation included, as in result.json's history).
+target tokens per second (over the steps' own time, as result.json's train_tokens_per_s), gradient norm (of the
+last step's gradients, after clipping when clipping is on). At each validation one `valid` record: loss,
+perplexity, BLEU. Every record carries `step`, `epoch` and `wall_time_s` (the run's training time, validation
+included, as in result.json's history).
 
-Values stay on the device between records: a step only adds its loss tensor to a running sum, and the host reads
-it (one sync) at a record. A resumed run appends: the first record it writes at step k drops every earlier record
-at step >= k (what the interrupted run logged after its checkpoint), and TensorBoard is told to purge them too.
+Values stay on the device between records: a step only adds its loss to a running sum, and the host reads it (one
+sync) at a record. A resumed run appends: its first step k drops every record the file holds at step >= k (what
+the interrupted run logged after its checkpoint), and TensorBoard is told to purge them too (`purge_step`).
 """
 
 import json

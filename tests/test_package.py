@@ -18,7 +18,8 @@ from tests.conftest import ROOT, write_corpus
 
 pytestmark = pytest.mark.slow
 
-NOT_SHIPPED = shutil.ignore_patterns(".git", ".venv", "outputs", "build", "dist", "*.egg-info", "__pycache__", ".*cache")
+NOT_SHIPPED = shutil.ignore_patterns(".git", ".venv", "outputs", "build", "dist", "*.egg-info", "__pycache__",
+                                     ".*cache")
 IN_WHEEL = [
     "frozen_sweep/conf/config.yaml",
     "frozen_sweep/conf/__init__.py",
@@ -69,8 +70,9 @@ def install():
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env["FROZEN_SWEEP_CACHE"] = str(base / "cache")
         pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
-        ok(run(*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", base / "dist", base / "src", cwd=base, env=env))
-        (wheel,) = (base / "dist").glob("frozen_sweep-*.whl")
+        wheel_dir = base / "dist"
+        ok(run(*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheel_dir, base / "src", cwd=base, env=env))
+        (wheel,) = wheel_dir.glob("frozen_sweep-*.whl")
         missing = set(IN_WHEEL) - set(zipfile.ZipFile(wheel).namelist())
         assert not missing, f"not in the wheel: {missing}"
         python = make_venv(sys.executable, base / "venv", wheel, env)
@@ -84,7 +86,8 @@ def runnable_by(user: str, env: dict) -> str | None:
     """An interpreter of this Python version that `user` may execute (this one may live under /root), or None."""
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     for candidate in (os.path.realpath(sys.executable), f"/usr/bin/{version}", f"/usr/local/bin/{version}"):
-        if Path(candidate).is_file() and run(candidate, "-c", "pass", cwd=Path("/"), env=env, user=user).returncode == 0:
+        runs = Path(candidate).is_file() and run(candidate, "-c", "pass", cwd=Path("/"), env=env, user=user)
+        if runs and runs.returncode == 0:
             return candidate
     return None
 

@@ -27,7 +27,7 @@ def curves(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def train_curves(run_dirs: Iterable[Path]) -> dict[Path, pd.DataFrame]:
-    """{run directory: its train records (step, epoch, wall_time_s, loss, ...)} for the runs that have a metrics.jsonl."""
+    """{run directory: its train records (step, epoch, wall_time_s, loss, ...)}, for runs with a metrics.jsonl."""
     from frozen_sweep.metrics_log import JSONL, read_metrics  # here: it imports torch, which the tables do not need
 
     found = {}
@@ -72,7 +72,8 @@ def plot_convergence(table, path: Path) -> None:
         by_epoch.set_yscale("log")
     for ax in axes:
         ax.grid(alpha=0.3)
-    axes[-1].legend(*by_time.get_legend_handles_labels(), title="row", fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
+    legend = dict(title="row", fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
+    axes[-1].legend(*by_time.get_legend_handles_labels(), **legend)
     fig.suptitle(table.title)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
