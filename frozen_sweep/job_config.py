@@ -85,6 +85,8 @@ def check_known_keys(node, path: str = "") -> None:
             )
     if isinstance(node, DictConfig):
         for key in node:
+            if path == "" and key == "hydra":  # Hydra's own node: Hydra checks it
+                continue
             child = node._get_node(key)
             if isinstance(child, DictConfig) and not child._is_missing() and not child._is_none():
                 check_known_keys(child, f"{path}{key}.")

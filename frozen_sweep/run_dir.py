@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import socket
 from datetime import datetime, timezone
 from pathlib import Path
@@ -150,3 +151,17 @@ def _read_runner(path: Path) -> dict:
 
 def _how_to_stop(runner: dict) -> str:
     return f"scancel {runner['slurm_job_id']}" if runner.get("slurm_job_id") else f"kill {runner.get('pid')}"
+
+
+def remove_if_unused(directory: Path, expected: set[str]) -> None:
+    """Remove `directory` if it holds nothing but the `expected` names (what Hydra writes before a job starts), and
+    the empty folders above it up to the working directory."""
+    directory = Path(directory).absolute()
+    if not directory.is_dir() or {p.name for p in directory.iterdir()} - expected:
+        return
+    shutil.rmtree(directory)
+    cwd = Path.cwd().absolute()
+    for parent in directory.parents:
+        if cwd not in parent.parents or any(parent.iterdir()):
+            break
+        parent.rmdir()

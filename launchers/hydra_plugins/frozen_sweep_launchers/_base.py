@@ -11,10 +11,10 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext
 from omegaconf import DictConfig
 
-from frozen_sweep.run_dir import describe_runner
+from frozen_sweep.run_dir import describe_runner, remove_if_unused
 
 from ._outcome import skipped
-from ._plan import PlannedJob, plan_jobs
+from ._plan import PlannedJob, SweepConfigError, plan_jobs
 from ._progress import Progress
 
 log = logging.getLogger(__name__)
@@ -50,14 +50,16 @@ class SweepLauncher(Launcher):
         """What became of the started jobs when the launcher was interrupted, and how to reattach or stop them."""
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        jobs = plan_jobs(
-            self.hydra_context,
-            self.config,
-            job_overrides,
-            initial_job_idx,
-            [f"trainer.threads={self.threads_per_job()}"],
-        )
-        progress = Progress(jobs, Path(str(self.config.hydra.sweep.dir)).absolute())
+        sweep_dir = Path(str(self.config.hydra.sweep.dir)).absolute()
+        try:
+            jobs = plan_jobs(
+                self.hydra_context, self.config, job_overrides, initial_job_idx,
+                [f"trainer.threads={self.threads_per_job()}"],
+            )  # fmt: skip
+        except SweepConfigError:
+            remove_if_unused(sweep_dir, {"multirun.yaml"})  # written by Hydra's sweeper: a config error leaves nothing
+            raise
+        progress = Progress(jobs, sweep_dir)
         for job in jobs:
             job.runner = None if job.already_completed else self.live_elsewhere(job)
             if job.already_completed:
