@@ -1,7 +1,7 @@
 """`python -m frozen_sweep [overrides]` runs one job; `-m` sweeps. See README.md."""
 
-import hashlib
 import logging
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -9,6 +9,7 @@ from omegaconf import OmegaConf
 
 from frozen_sweep.config import register_configs
 from frozen_sweep.job import run_job
+from frozen_sweep.run_dir import LOCK_FILE, dirname, remove_if_unused
 
 log = logging.getLogger("frozen_sweep")
 
@@ -17,25 +18,20 @@ log = logging.getLogger("frozen_sweep")
 CONFIG_PATH = "pkg://frozen_sweep.conf"
 
 
-def job_dirname(override_dirname: str) -> str:
-    """A job's directory name from its overrides: deterministic, one path component, not too long."""
-    if not override_dirname:
-        return "default"
-    name = override_dirname.replace("/", "_")
-    if len(name) > 200:
-        name = f"{name[:180]}…{hashlib.sha256(name.encode()).hexdigest()[:12]}"
-    return name
-
-
 register_configs()
-OmegaConf.register_new_resolver("job_dirname", job_dirname, replace=True)
+OmegaConf.register_new_resolver("job_dirname", dirname, replace=True)
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="config")
 def main(cfg) -> float:
     hc = HydraConfig.get()
-    result = run_job(cfg, hc.runtime.output_dir, hc.overrides.task)
-    log.info("%s: test %s %.2f (%s)", hc.runtime.output_dir, result.metric_name, result.test_metric, result.status)
+    run_dir = Path(hc.runtime.output_dir)
+    try:
+        result = run_job(cfg, run_dir, hc.overrides.task)
+    except Exception:
+        remove_if_unused(run_dir, {".hydra", f"{hc.job.name}.log", LOCK_FILE})  # a config error leaves nothing
+        raise
+    log.info("%s: test %s %.2f (%s)", run_dir, result.metric_name, result.test_metric, result.status)
     return result.test_metric
 
 

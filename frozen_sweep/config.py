@@ -207,7 +207,9 @@ class TrainerConfig:
     warmup_init_lr: float = 1e-7
     clip_norm: float = 0.0  # 0 disables gradient clipping
     label_smoothing: float = 0.1
-    max_epochs: int = 100
+    # Budgets: null for none; training stops at the first one reached (or by early stopping). Budgets given on the
+    # command line replace the configured ones (frozen_sweep.job_config.resolve_budgets).
+    max_epochs: Optional[int] = 100
     max_steps: Optional[int] = None
     max_time_s: Optional[float] = None  # training wall-clock budget; the run stops at the next validation after it
     aucc_cutoff_s: Optional[float] = None  # AUCC's T̂ (frozen_sweep.efficiency); null: the run's own training time
@@ -302,12 +304,12 @@ def validate(cfg) -> None:
         "task.max_len": t.max_len,
         "trainer.max_tokens": tr.max_tokens,
         "trainer.lr": tr.lr,
-        "trainer.max_epochs": tr.max_epochs,
         "trainer.patience": tr.patience,
         "trainer.log_every_steps": tr.log_every_steps,
         "eval.beam": cfg.eval.beam,
         "eval.batch_sentences": cfg.eval.batch_sentences,
     }
+    positive.update({f"trainer.{b}": tr[b] for b in ("max_epochs", "max_steps", "max_time_s") if tr[b] is not None})
     for key, value in positive.items():
         if value <= 0:
             raise ConfigError(f"{key}={value}: must be > 0")

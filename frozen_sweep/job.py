@@ -14,14 +14,16 @@ from omegaconf import OmegaConf
 import frozen_sweep
 from frozen_sweep import efficiency, freeze, relearn
 from frozen_sweep.checkpoint import BEST, load_checkpoint
-from frozen_sweep.config import Device, TaskKind, validate
+from frozen_sweep.config import Device, TaskKind
 from frozen_sweep.data import TaskData, load_task
 from frozen_sweep.data.batching import make_batches
 from frozen_sweep.data.vocab import PAD
 from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
+from frozen_sweep.job_config import BUDGETS, fingerprint, job_config
 from frozen_sweep.model import Transformer
 from frozen_sweep.model.reservoir import Reservoir
-from frozen_sweep.results import RESULT_FILE, RunResult, load_result, write_result
+from frozen_sweep.results import RunResult, write_result
+from frozen_sweep.run_dir import exclusive_run, previous_record
 from frozen_sweep.train import Trainer
 
 log = logging.getLogger(__name__)
@@ -94,33 +96,35 @@ def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path
     return {"metric": scores["bleu"], "chrf": scores["chrf"], "signature": scores["signature"]}
 
 
-def completed_result(run_dir: Path) -> Optional[RunResult]:
-    """The directory's result record if it says completed (fields this version does not know are ignored)."""
-    try:
-        record = load_result(run_dir / RESULT_FILE)
-    except ValueError:  # missing or unreadable: the job runs (again)
-        return None
-    if record["status"] != "completed":
+def completed_result(record: Optional[dict]) -> Optional[RunResult]:
+    """The record as a RunResult if it says completed (fields this version does not know are ignored)."""
+    if not record or record["status"] != "completed":
         return None
     known = RunResult.__dataclass_fields__
     return RunResult(**{k: v for k, v in record.items() if k in known})
 
 
 def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
-    """Run one job in `run_dir`, resuming from its checkpoint; write result.json whatever happens."""
-    validate(cfg)
-    if relearn.active(cfg):
-        cfg = relearn.adopt_base(cfg, overrides)
+    """Run one job in `run_dir`, resuming from its checkpoint; write result.json whatever happens.
+
+    Config errors (ConfigError, FingerprintMismatch) and a second runner (JobAlreadyRunning) stop it before it
+    writes anything."""
+    cfg = job_config(cfg, overrides)
+    run_fingerprint = fingerprint(cfg)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    completed = None if cfg.force else completed_result(run_dir)
-    if completed:
-        log.info("%s already holds a completed result; skipping (force=true reruns)", run_dir)
-        return completed
-    if cfg.force:
-        for stale in run_dir.glob("checkpoint_*.pt"):
-            stale.unlink()
+    with exclusive_run(run_dir):
+        completed = completed_result(previous_record(run_dir, run_fingerprint, cfg.force))
+        if completed and not cfg.force:
+            log.info("%s already holds a completed result; skipping (force=true reruns)", run_dir)
+            return completed
+        if cfg.force:
+            for stale in run_dir.glob("checkpoint_*.pt"):
+                stale.unlink()
+        return _run(cfg, run_dir, overrides, run_fingerprint)
 
+
+def _run(cfg, run_dir: Path, overrides: list[str], run_fingerprint: dict) -> RunResult:
     result = RunResult(
         study="reservoir" if in_reservoir_study(cfg, overrides) else "freeze",
         task=cfg.task.name,
@@ -130,7 +134,9 @@ def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
         seed=cfg.seed,
         metric_name="ppl" if cfg.task.kind == TaskKind.lm else "bleu",
         stop_metric=cfg.trainer.stop_metric.value,
+        budgets={budget: cfg.trainer[budget] for budget in BUDGETS},
         overrides=list(overrides),
+        fingerprint=run_fingerprint,
         versions=versions(),
     )
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
@@ -145,6 +151,14 @@ def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
         raise
     write_result(run_dir, result)
     return result
+
+
+def stop_cause(cfg, stopped_reason: str) -> str:
+    """What ended training, with the budget's key and value: "trainer.max_steps=400", "early stopping (patience 5)"."""
+    if stopped_reason == "early_stop":
+        return f"early stopping (trainer.patience={cfg.trainer.patience})"
+    budget = {"max_time": "max_time_s"}.get(stopped_reason, stopped_reason)
+    return f"trainer.{budget}={cfg.trainer[budget]}"
 
 
 def keep_freed_memory() -> None:
@@ -199,7 +213,7 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
     trainer.resume_if_possible()
     started = time.perf_counter()
     state = trainer.fit()
-    log.info("training stopped (%s) after %.0f s", state.stopped_reason, time.perf_counter() - started)
+    log.info("training stopped by %s after %.0f s", stop_cause(cfg, state.stopped_reason), time.perf_counter() - started)
 
     best = state.history[state.best_index]
     result.history = state.history

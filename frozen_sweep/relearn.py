@@ -19,12 +19,11 @@ import logging
 from typing import Optional
 
 import torch
-from omegaconf import OmegaConf
 from torch import nn
 
 from frozen_sweep.base_run import BEST_CHECKPOINT, examples_to_best, load_base_run
 from frozen_sweep.checkpoint import load_checkpoint
-from frozen_sweep.config import ConfigError, Init, ResetParts, parse_reset_layer
+from frozen_sweep.config import Init, ResetParts, parse_reset_layer
 from frozen_sweep.data import TaskData
 from frozen_sweep.freeze import init_parameter, parameter_owners, parameter_seed
 from frozen_sweep.model import Transformer
@@ -40,28 +39,11 @@ PART_PREFIXES = {
     ResetParts.cross_att: ("cross_attn.",),
     ResetParts.norms: ("self_attn_res.norm.", "cross_attn_res.norm.", "ffn_res.norm."),
 }
-ADOPTED = ("task", "model", "freeze", "reservoir")  # taken from the base run; the job may not set them itself
 METRICS = (("loss", "valid_loss"), ("bleu", "valid_bleu"))
 
 
 def active(cfg) -> bool:
     return cfg.relearn.name != "none"
-
-
-def adopt_base(cfg, overrides: list[str]):
-    """The job's config with the base run's task, model, freeze pattern and reservoirs (when its config has them);
-    this machine's task.cache_dir is kept."""
-    own = [o for o in overrides if o.lstrip("+~").split("=")[0].split(".")[0] in ADOPTED]
-    own = [o for o in own if not o.lstrip("+~").startswith("task.cache_dir=")]
-    if own:
-        raise ConfigError(
-            f"{' '.join(own)}: a relearn job takes task, model, freeze and reservoir from its base run "
-            f"(relearn.base_checkpoint={cfg.relearn.base_checkpoint}); drop these overrides"
-        )
-    base = load_base_run(cfg.relearn.base_checkpoint).config
-    adopted = OmegaConf.merge(cfg, {key: base[key] for key in ADOPTED if key in base})
-    adopted.task.cache_dir = cfg.task.cache_dir
-    return adopted
 
 
 def load_base(cfg, data: TaskData) -> Transformer:

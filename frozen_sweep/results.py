@@ -13,6 +13,9 @@ Definitions the collector relies on:
   (max_epochs, max_steps, max_time_s) ended it first: the run had not converged.
 - `best_metric`: valid_metric at the best validation; `test_metric`: BLEU (beam search, sacrebleu) or perplexity on
   the test set.
+- `fingerprint`: sha256 of what determines the result (the resolved config less the keys that do not change it,
+  plus the data files' content hashes), with those inputs: a directory's result is reused or resumed only by a job
+  with the same fingerprint, and the collector flags two completed runs with the same one as duplicates.
 - `relearn` (study=relearn): the base run, the reset layer and parts, validations before the reset, right after it
   and at the end, examples to recover at each threshold, `recovered` (definitions in frozen_sweep/relearn.py).
 """
@@ -52,6 +55,7 @@ class RunResult:
     best_epoch: Optional[float] = None
     epochs_to_convergence: Optional[float] = None
     stopped_reason: Optional[str] = None  # early_stop | max_epochs | max_steps | max_time
+    budgets: dict = field(default_factory=dict)  # trainer.max_epochs, max_steps, max_time_s as the run had them
     steps: Optional[int] = None
     wall_time_s: Optional[float] = None  # training (with validation) wall-clock time, summed over resumes
     train_tokens_per_s: Optional[float] = None  # target tokens per second of training steps
@@ -64,6 +68,7 @@ class RunResult:
     data: dict = field(default_factory=dict)  # corpus sizes, dropped counts, vocabulary
     device: Optional[str] = None
     overrides: list = field(default_factory=list)
+    fingerprint: dict = field(default_factory=dict)  # sha256, config and data that determine the result (job_config)
     versions: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

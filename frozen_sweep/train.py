@@ -144,7 +144,7 @@ class Trainer:
 
     def _budget_exhausted(self) -> Optional[str]:
         s, tr = self.state, self.tr
-        if s.epoch >= tr.max_epochs:
+        if tr.max_epochs is not None and s.epoch >= tr.max_epochs:
             return "max_epochs"
         if tr.max_steps is not None and s.step >= tr.max_steps:
             return "max_steps"

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -75,6 +76,9 @@ def test_killed_job_resumes_to_the_same_result(tmp_path, micro_overrides):
     deadline = time.time() + 120
     while not checkpoint.exists() and time.time() < deadline:
         time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGSTOP)  # it holds its directory, stopped mid-training
+    refused = run_cli(*args, f"hydra.run.dir={resumed}")  # a second runner of the same directory
+    assert refused.returncode != 0 and f"is already being run by pid {proc.pid}" in refused.stdout, refused.stdout
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert result(resumed)["status"] == "running"  # killed mid-training: no chance to record anything
@@ -89,11 +93,13 @@ def test_killed_job_resumes_to_the_same_result(tmp_path, micro_overrides):
     assert (straight / "test.hyp.txt").read_text() == (resumed / "test.hyp.txt").read_text()
 
 
-def test_bad_config_fails_before_training(tmp_path, micro_overrides):
-    proc = run_cli(*micro_overrides, "model.heads=5", f"hydra.run.dir={tmp_path / 'bad'}")
+def test_bad_config_fails_before_training_and_leaves_nothing_on_disk(tmp_path, micro_overrides):
+    proc = run_cli(*micro_overrides, "model.heads=5", f"hydra.run.dir={tmp_path / 'out' / 'bad'}")
     assert proc.returncode != 0
     assert "model.heads=5" in proc.stdout and "model.d_model=32" in proc.stdout
-    assert not (tmp_path / "bad" / "result.json").exists()
+    proc = run_cli(*micro_overrides, "+trainer.lrr=0.1", f"hydra.run.dir={tmp_path / 'out' / 'typo'}")
+    assert proc.returncode != 0 and "trainer.lrr: no such key" in proc.stdout
+    assert not list((tmp_path / "out").iterdir())
 
     proc = run_cli(*micro_overrides, "freeze.ffn.init=diagonal", f"hydra.run.dir={tmp_path / 'bad2'}")
     assert proc.returncode != 0 and "identity" in proc.stdout and "orthogonal" in proc.stdout
@@ -110,3 +116,27 @@ def test_bad_data_is_recorded_as_a_failed_job(tmp_path, micro_overrides, toy_cor
     assert proc.returncode != 0
     r = result(tmp_path / "run")
     assert r["status"] == "failed" and "valid.en" in r["error"]
+
+
+def test_budgets_mean_what_they_say_and_a_changed_corpus_is_not_taken_for_the_finished_run(
+    tmp_path, micro_overrides, toy_corpus
+):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(toy_corpus, corpus)
+    args = [o if not o.startswith("task.path=") else f"task.path={corpus}" for o in micro_overrides]
+    args += ["trainer.max_steps=70", "trainer.valid_bleu_sentences=0", "eval.beam=1", f"hydra.run.dir={tmp_path / 'run'}"]
+    first = run_cli(*args)
+    assert first.returncode == 0, first.stdout
+    r = result(tmp_path / "run")
+    # trainer=quick caps runs at 2 epochs (fewer than 70 steps here); a budget given on the command line replaces it
+    assert (r["steps"], r["stopped_reason"]) == (70, "max_steps") and r["history"][-1]["epoch"] > 2
+    assert r["budgets"] == {"max_epochs": None, "max_steps": 70, "max_time_s": None}
+    assert "training stopped by trainer.max_steps=70" in first.stdout
+
+    (corpus / "test.en").write_text((corpus / "test.en").read_text().replace("dog", "cat"))
+    again = run_cli(*args)
+    assert again.returncode != 0 and "holds a completed run of a different config: data file test.en" in again.stdout
+    assert "force=true" in again.stdout and result(tmp_path / "run") == r  # the old result is left as it was
+    forced = run_cli(*args, "force=true")
+    assert forced.returncode == 0, forced.stdout
+    assert result(tmp_path / "run")["fingerprint"]["data"]["test.en"] != r["fingerprint"]["data"]["test.en"]

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 from hydra_plugins.frozen_sweep_launchers.local_gpus import visible_gpus
+
+from frozen_sweep.run_dir import live_runner
 
 from tests.conftest import ROOT
 
@@ -71,12 +74,14 @@ def attempts(sweep_dir: Path, *overrides: str) -> list[dict]:
 
 
 def test_failed_and_killed_jobs_are_recorded_and_the_others_complete(tmp_path, micro_overrides, toy_corpus):
-    missing = tmp_path / "missing"
-    good, bad = f"task.path={toy_corpus}", f"task.path={missing}"
+    broken = tmp_path / "broken"  # every file there, but valid.en is one line short: the job fails as it loads it
+    shutil.copytree(toy_corpus, broken)
+    (broken / "valid.en").write_text("".join((toy_corpus / "valid.en").read_text().splitlines(True)[:-1]))
+    good, bad = f"task.path={toy_corpus}", f"task.path={broken}"
     overrides = [o for o in micro_overrides if not o.startswith("task.path=")]
     sweep, output = tmp_path / "sweep", tmp_path / "out.txt"
     proc = start_sweep(
-        sweep, *overrides, LOCAL, "hydra.launcher.max_parallel=2", f"task.path={toy_corpus},{missing}",
+        sweep, *overrides, LOCAL, "hydra.launcher.max_parallel=2", f"task.path={toy_corpus},{broken}",
         "freeze=none,emb", output=output,
     )  # fmt: skip
     # the first two jobs run side by side: kill -9 the second one's process while it works, as the OOM killer would
@@ -93,10 +98,19 @@ def test_failed_and_killed_jobs_are_recorded_and_the_others_complete(tmp_path, m
     assert killed["status"] == "failed" and "died without a result" in killed["error"]
     for freeze in ("none", "emb"):
         raised = record(sweep, bad, f"freeze={freeze}")
-        assert raised["status"] == "failed" and raised["error"].startswith(f"FileNotFoundError: {missing}")
-    assert f"FAILED {bad} freeze=none: FileNotFoundError: {missing}" in out
+        assert raised["status"] == "failed" and raised["error"].startswith("ValueError: valid.es has 60 lines")
+    assert f"FAILED {bad} freeze=none: ValueError: valid.es has 60 lines but valid.en has 59" in out
     assert f"FAILED {good} freeze=emb: the job's process died without a result" in out
     assert "logs: " in out and "done 1, failed 3, running 0, queued 0" in out
+
+
+def test_missing_data_stops_the_sweep_before_any_job_starts(tmp_path, micro_overrides, toy_corpus):
+    missing = tmp_path / "missing"
+    overrides = [o for o in micro_overrides if not o.startswith("task.path=")]
+    proc = run_sweep(tmp_path / "sweep", *overrides, LOCAL, f"task.path={toy_corpus},{missing}")
+    assert proc.returncode != 0 and "No job was started" in proc.stdout
+    assert "job #1 (" in proc.stdout and f"task.path={missing}: missing {missing / 'train.es'}" in proc.stdout
+    assert not (tmp_path / "sweep").exists()
 
 
 def test_each_job_gets_a_gpu_of_its_own(tmp_path, micro_overrides):
@@ -121,7 +135,7 @@ def test_a_bad_config_stops_the_sweep_before_any_job_starts(tmp_path, micro_over
     proc = run_sweep(sweep, *micro_overrides, LOCAL, "model.heads=2,5")
     assert proc.returncode != 0
     assert "model.heads=5 must divide model.d_model=32" in proc.stdout and "No job was started" in proc.stdout
-    assert not list(sweep.glob("*/result.json"))
+    assert not sweep.exists()
 
 
 def test_an_interrupted_sweep_resumes_to_the_results_of_an_uninterrupted_one(tmp_path, micro_overrides):
@@ -166,3 +180,30 @@ def test_gpus_named_by_uuid_must_be_configured(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8f3a")
     with pytest.raises(ValueError, match="hydra.launcher.gpus"):
         visible_gpus(None)
+
+
+def test_a_relaunch_adopts_the_jobs_of_a_dead_launcher_instead_of_running_them_twice(tmp_path, micro_overrides):
+    args = [
+        *micro_overrides, LOCAL, "hydra.launcher.max_parallel=2", "trainer.threads=1", "trainer.max_epochs=3",
+        "trainer.valid_bleu_sentences=0", "freeze=none,emb,ffn",
+    ]  # fmt: skip
+    sweep = tmp_path / "sweep"
+    first = start_sweep(sweep, *args, output=tmp_path / "first.txt")
+    running = wait_for(lambda: [r for d in job_dirs(sweep) if (r := live_runner(d))] if len(job_dirs(sweep)) == 2
+                       and all(live_runner(d) for d in job_dirs(sweep)) else None, "two running jobs")  # fmt: skip
+    for runner in running:  # hold the two jobs mid-run while the launcher dies and a new one plans
+        os.kill(runner["pid"], signal.SIGSTOP)
+    os.kill(first.pid, signal.SIGKILL)  # the launcher only: its jobs live on
+    first.wait()
+    second = start_sweep(sweep, *args, output=tmp_path / "second.txt")
+    wait_for(lambda: "still running from an earlier launch" in (tmp_path / "second.txt").read_text(), "the plan")
+    for runner in running:
+        os.kill(runner["pid"], signal.SIGCONT)
+    assert second.wait(timeout=300) == 0, (tmp_path / "second.txt").read_text()
+    out = (tmp_path / "second.txt").read_text()
+    assert "3 jobs: 1 to run (0 resuming from a checkpoint), 0 already completed" in out, out
+    assert "2 still running from an earlier launch (adopted" in out and "3 completed" in out
+    for freeze in ("none", "emb", "ffn"):  # each job ran once, by one runner, to its end
+        assert record(sweep, f"freeze={freeze}")["status"] == "completed"
+        (attempt,) = attempts(sweep, f"freeze={freeze}")
+        assert attempt["status"] == "completed"

@@ -14,6 +14,7 @@ from frozen_sweep.collect import build_tables, load_runs, markdown, plot_tables
 from frozen_sweep.config import ConfigError, validate
 from frozen_sweep.data import load_task
 from frozen_sweep.job import build_model, run_job
+from frozen_sweep.job_config import job_config
 from frozen_sweep.results import RunResult
 from frozen_sweep.train import Trainer
 from tests.conftest import ROOT, compose_config
@@ -41,9 +42,7 @@ def relearn_overrides(base_run, cache_dir, *extra: str) -> list[str]:
 
 def relearn_config(base_run, cache_dir, *extra: str):
     overrides = relearn_overrides(base_run, cache_dir, *extra)
-    cfg = compose_config(*overrides)
-    validate(cfg)
-    return relearn.adopt_base(cfg, overrides)
+    return job_config(compose_config(*overrides), overrides)
 
 
 def weights(model) -> dict:
@@ -56,7 +55,7 @@ def test_the_job_adopts_the_base_runs_task_and_model(base_run, cache_dir):
     assert cfg.task.cache_dir == str(cache_dir)
     with pytest.raises(ConfigError, match="model=tiny: a relearn job takes task, model, freeze and reservoir"):
         overrides = relearn_overrides(base_run, cache_dir, "model=tiny")
-        relearn.adopt_base(compose_config(*overrides), overrides)
+        job_config(compose_config(*overrides), overrides)
 
 
 def test_reset_redraws_exactly_the_layer_reproducibly(base_run, cache_dir):

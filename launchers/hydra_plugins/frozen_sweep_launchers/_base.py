@@ -3,18 +3,25 @@
 import logging
 from abc import abstractmethod
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from hydra.core.utils import JobReturn
+from hydra.errors import CompactHydraException
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext
 from omegaconf import DictConfig
 
+from frozen_sweep.run_dir import describe_runner, remove_if_unused
+
 from ._outcome import skipped
-from ._plan import PlannedJob, plan_jobs
+from ._plan import PlannedJob, SweepConfigError, plan_jobs
 from ._progress import Progress
 
 log = logging.getLogger(__name__)
+
+
+class SweepInterrupted(CompactHydraException):
+    """Ctrl-C on the launcher: the message says what became of the jobs (no traceback)."""
 
 
 class SweepLauncher(Launcher):
@@ -30,29 +37,49 @@ class SweepLauncher(Launcher):
         """CPU threads each job gets: passed as trainer.threads unless the command line sets it."""
 
     @abstractmethod
-    def run(self, jobs: list[PlannedJob], progress: Progress) -> None:
-        """Run the jobs to their end, reporting each outcome to `progress` as it comes."""
+    def run(self, jobs: list[PlannedJob], adopted: list[PlannedJob], progress: Progress) -> None:
+        """Run the jobs to their end, and wait for the adopted ones (started by an earlier launcher, still live),
+        reporting each outcome to `progress` as it comes."""
+
+    def live_elsewhere(self, job: PlannedJob) -> Optional[dict]:
+        """Who runs the job now outside this launcher (its directory's lock holder), or None."""
+        return job.runner
+
+    @abstractmethod
+    def interrupted(self) -> str:
+        """What became of the started jobs when the launcher was interrupted, and how to reattach or stop them."""
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        jobs = plan_jobs(
-            self.hydra_context,
-            self.config,
-            job_overrides,
-            initial_job_idx,
-            [f"trainer.threads={self.threads_per_job()}"],
-        )
-        progress = Progress(jobs, Path(str(self.config.hydra.sweep.dir)).absolute())
-        todo = [job for job in jobs if not job.already_completed]
+        sweep_dir = Path(str(self.config.hydra.sweep.dir)).absolute()
+        try:
+            jobs = plan_jobs(
+                self.hydra_context, self.config, job_overrides, initial_job_idx,
+                [f"trainer.threads={self.threads_per_job()}"],
+            )  # fmt: skip
+        except SweepConfigError:
+            remove_if_unused(sweep_dir, {"multirun.yaml"})  # written by Hydra's sweeper: a config error leaves nothing
+            raise
+        progress = Progress(jobs, sweep_dir)
         for job in jobs:
+            job.runner = None if job.already_completed else self.live_elsewhere(job)
             if job.already_completed:
                 progress.finished(skipped(job), running=0)
+        adopted = [job for job in jobs if job.runner]
+        todo = [job for job in jobs if not job.already_completed and not job.runner]
         resuming = sum(job.resumes for job in todo)
         log.info(
             f"{len(jobs)} jobs: {len(todo)} to run ({resuming} resuming from a checkpoint), "
-            f"{len(jobs) - len(todo)} already completed (skipped; force=true reruns them)"
-        )
-        if todo:
-            self.run(todo, progress)
+            f"{len(jobs) - len(todo) - len(adopted)} already completed (skipped; force=true reruns them)"
+            + (f", {len(adopted)} still running from an earlier launch (adopted: waited for, not run again)"
+               if adopted else "")
+        )  # fmt: skip
+        for job in adopted:
+            log.info(f"  still running: {job.label} ({describe_runner(job.runner)})")
+        try:
+            if todo or adopted:
+                self.run(todo, adopted, progress)
+        except KeyboardInterrupt:
+            raise SweepInterrupted(self.interrupted()) from None
         progress.summarise()
         return progress.job_returns()
 

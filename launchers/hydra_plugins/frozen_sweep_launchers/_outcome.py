@@ -8,6 +8,8 @@ from hydra.core.utils import JobReturn
 
 from frozen_sweep.results import RESULT_FILE, RunResult, load_result, write_result
 
+from frozen_sweep.run_dir import describe_runner, live_runner
+
 from ._plan import PlannedJob
 
 TRACE_RULE = "-" * 22  # submitit frames a failed job's traceback with this line
@@ -35,19 +37,37 @@ def settle(job: PlannedJob, submitit_job: Any, died: Optional[str]) -> Outcome:
     """
     logs = (job.job_dir / f"{job.config.hydra.job.name}.log", Path(submitit_job.paths.stderr))
     job_return, error = None, None
-    if died is None or submitit_job.paths.result_pickle.exists():
+    returned = submitit_job.paths.result_pickle.exists()
+    if died is None or returned:
         try:
             job_return = submitit_job.result()
         except Exception as e:  # the job raised (its record says why), or it left no result at all
             error = _why(e)
+    if returned:  # the job's own process said how it ended: `died` (a guess from outside) does not apply
+        died = None
+    runner = live_runner(job.job_dir)
+    if runner:  # refused: another runner has the directory, and its record is not ours to mark
+        return Outcome(job, "failed", f"not run: the directory is being run by {describe_runner(runner)}", logs)
+    return _from_record(job, died or error or "the job returned without writing a completed result record", logs,
+                        job_return)
+
+
+def settle_adopted(job: PlannedJob) -> Outcome:
+    """The outcome of a job an earlier launcher started, once its runner has let go of the directory."""
+    logs = (job.job_dir / f"{job.config.hydra.job.name}.log",)
+    runner = describe_runner(job.runner or {})
+    return _from_record(job, f"its runner ({runner}) ended without a result record (killed?)", logs, None)
+
+
+def _from_record(job: PlannedJob, reason: str, logs: tuple, job_return: Optional[JobReturn]) -> Outcome:
+    """Completed or failed as the job's record says; without one written by this run, failed for `reason`."""
     record = _read_record(job)
-    if record == job.previous:  # not written by this run: the job died before it started
+    if record == job.previous and not job.runner:  # not written by this run: the job died before it started
         record = None
     if record and record["status"] == "completed":
         return Outcome(job, "completed", logs=logs, job_return=job_return)
     if record and record["status"] == "failed" and record.get("error"):
         return Outcome(job, "failed", _first_line(record["error"]), logs)
-    reason = died or error or "the job ended without a result"
     _record_failure(job, reason)
     return Outcome(job, "failed", reason, logs)
 

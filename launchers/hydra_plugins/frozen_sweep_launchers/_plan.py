@@ -1,5 +1,6 @@
 """Every job of a sweep composed and validated before any starts, with its directory and what it already holds."""
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -7,13 +8,17 @@ from typing import Optional, Sequence
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import CompactHydraException
 from hydra.types import HydraContext
-from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+from omegaconf import DictConfig, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
-from frozen_sweep.config import ConfigError, validate
-from frozen_sweep.results import RESULT_FILE, load_result
+from frozen_sweep.config import ConfigError
+from frozen_sweep.job_config import fingerprint, job_config, override_key
+from frozen_sweep.results import write_json_atomic
+from frozen_sweep.run_dir import live_runner, previous_record
 
 RESUME_CHECKPOINT = "checkpoint_last.pt"  # frozen_sweep.checkpoint.LAST, named here to keep torch out of plugin scans
+ATTEMPTS_FILE = "attempts.json"  # one entry per time the job ran: where, with which GPU, when, how it ended
+SUBMISSION_FILE = "submission.json"  # which SLURM job a launcher submitted for this directory, and when
 
 
 class SweepConfigError(CompactHydraException):
@@ -27,6 +32,7 @@ class PlannedJob:
     config: DictConfig  # the composed job config, hydra node included; hydra.runtime.output_dir is the job's dir
     job_dir: Path
     previous: Optional[dict]  # the result record the directory held before the sweep started
+    runner: Optional[dict] = None  # who runs the job now (an earlier launcher's job, still live), else None
     label: str = ""  # what sets this job apart in the sweep, for progress lines
 
     @property
@@ -45,34 +51,33 @@ def plan_jobs(
     initial_job_idx: int,
     launcher_overrides: Sequence[str] = (),
 ) -> list[PlannedJob]:
-    """Compose and validate each job; a bad config in any job stops the sweep here, naming the job and the key.
+    """Compose and check each job as the job itself will (frozen_sweep.job_config: keys, values, budgets, data files,
+    the record its directory holds); a bad config in any job stops the sweep here, naming the job and the key.
 
     `launcher_overrides` (e.g. the thread count a launcher gives each job) apply unless a job sets the same key.
     """
     jobs = []
     for num, overrides in enumerate(job_overrides, start=initial_job_idx):
-        overrides = list(overrides) + [o for o in launcher_overrides if _key(o) not in {_key(x) for x in overrides}]
+        overrides = list(overrides) + [o for o in launcher_overrides if override_key(o) not in {override_key(x) for x in overrides}]
         config = hydra_context.config_loader.load_sweep_config(sweep_config, overrides)
-        try:
-            validate(config)
-        except (ConfigError, OmegaConfBaseException) as e:  # e.g. a mandatory value left unset
-            raise SweepConfigError(f"job #{num} ({' '.join(overrides)}): {e}. No job was started.") from e
         with open_dict(config.hydra.job):
             config.hydra.job.num = num
             config.hydra.job.id = f"job_id_for_{num}"  # the submitit job id replaces it once the job runs
         job_dir = _job_dir(config)
         with read_write(config.hydra.runtime), open_dict(config.hydra.runtime):
             config.hydra.runtime.output_dir = str(job_dir)
-        jobs.append(PlannedJob(num, overrides, config, job_dir, _previous_result(job_dir)))
+        try:
+            checked = job_config(config, overrides)
+            previous = previous_record(job_dir, fingerprint(checked), checked.force)
+        except (ConfigError, OmegaConfBaseException) as e:  # e.g. a mandatory value left unset
+            raise SweepConfigError(f"job #{num} ({' '.join(overrides)}): {e}. No job was started.") from e
+        jobs.append(PlannedJob(num, overrides, config, job_dir, previous, live_runner(job_dir)))
     _check_distinct_dirs(jobs)
     shared = set.intersection(*(set(job.overrides) for job in jobs))
     for job in jobs:
         job.label = " ".join(o for o in job.overrides if o not in shared) or job.job_dir.name
     return jobs
 
-
-def _key(override: str) -> str:
-    return override.split("=", 1)[0].lstrip("+~")
 
 
 def _job_dir(config: DictConfig) -> Path:
@@ -86,21 +91,30 @@ def _job_dir(config: DictConfig) -> Path:
         hydra_config.cfg = previous
 
 
-def _previous_result(job_dir: Path) -> Optional[dict]:
-    try:
-        return load_result(job_dir / RESULT_FILE)
-    except ValueError:  # missing or unreadable: the job runs
-        return None
-
-
 def _check_distinct_dirs(jobs: list[PlannedJob]) -> None:
     """Two jobs in one directory would overwrite each other's checkpoints and results."""
     seen: dict[Path, PlannedJob] = {}
     for job in jobs:
         other = seen.setdefault(job.job_dir, job)
         if other is not job:
-            excluded = OmegaConf.to_container(job.config.hydra.job.config.override_dirname.exclude_keys)
+            a, b = (dict(o.split("=", 1) for o in j.overrides if "=" in o) for j in (other, job))
+            differing = [f"{k}={a.get(k, '(unset)')} vs {b.get(k, '(unset)')}" for k in sorted(set(a) | set(b))
+                         if a.get(k) != b.get(k)]  # fmt: skip
             raise SweepConfigError(
                 f"jobs #{other.num} and #{job.num} would share the directory {job.job_dir}: they differ only in "
-                f"keys left out of directory names ({', '.join(excluded)}). No job was started."
+                f"{', '.join(differing)}, which directory names leave out (hydra.job.config.override_dirname."
+                f"exclude_keys; these keys do not change a result). No job was started."
             )
+
+
+def record_submission(job: PlannedJob, slurm_job_id: str) -> None:
+    """Note in the job's directory which SLURM job runs it: a later plan adopts that job while SLURM lists it."""
+    job.job_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(job.job_dir / SUBMISSION_FILE, {"slurm_job_id": slurm_job_id})
+
+
+def submitted_slurm_job(job_dir: Path) -> Optional[str]:
+    try:
+        return json.loads((job_dir / SUBMISSION_FILE).read_text())["slurm_job_id"]
+    except (OSError, ValueError, KeyError):
+        return None

@@ -8,32 +8,45 @@ from pathlib import Path
 from typing import Any, Callable
 
 import submitit
+from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobRuntime, JobStatus, run_job, setup_globals
 from hydra.types import HydraContext
 from omegaconf import DictConfig, open_dict, read_write
 
 from frozen_sweep.results import write_json_atomic
+from frozen_sweep.run_dir import exclusive_run
 
-ATTEMPTS_FILE = "attempts.json"  # one entry per time the job ran: where, with which GPU, when, how it ended
+from ._plan import ATTEMPTS_FILE
+
 
 
 class JobTask(submitit.helpers.Checkpointable):
     """A Checkpointable, so that on preemption or time-out submitit calls `checkpoint()`, which resubmits this same
-    task: the requeued job then resumes from checkpoint_last.pt in its directory (frozen_sweep.job.run_job)."""
+    task: the requeued job then resumes from checkpoint_last.pt in its directory (frozen_sweep.job.run_job).
+
+    Hydra's singleton state (its config store, the OmegaConf resolvers registered so far, ...) travels with the task
+    and is restored in the job, as in Hydra's own submitit launcher; the job holds its directory's lock from start to
+    end (frozen_sweep.run_dir), so that a second runner of the same directory stops before touching it."""
 
     def __init__(self, task_function: Callable[[DictConfig], Any], hydra_context: HydraContext, config: DictConfig):
         self.task_function = task_function
         self.hydra_context = hydra_context
         self.config = config
+        self.singleton_state = Singleton.get_state()
 
     def __call__(self) -> JobReturn:
+        Singleton.set_state(self.singleton_state)
         setup_globals()
+        job_dir = Path(self.config.hydra.runtime.output_dir)
+        job_dir.mkdir(parents=True, exist_ok=True)
+        with exclusive_run(job_dir):
+            return self._run(job_dir)
+
+    def _run(self, job_dir: Path) -> JobReturn:
         job_id = submitit.JobEnvironment().job_id
         with read_write(self.config.hydra.job), open_dict(self.config.hydra.job):
             self.config.hydra.job.id = job_id
         JobRuntime.instance().set("name", self.config.hydra.job.name)
-        job_dir = Path(self.config.hydra.runtime.output_dir)
-        job_dir.mkdir(parents=True, exist_ok=True)
         _start_attempt(job_dir, job_id)
         ret = None
         try:

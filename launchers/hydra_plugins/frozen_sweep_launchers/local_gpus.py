@@ -6,6 +6,7 @@ submitit_local) does not allow.
 """
 
 import contextlib
+import json
 import logging
 import os
 import time
@@ -15,8 +16,10 @@ from typing import Iterator, Optional, Sequence
 from omegaconf import OmegaConf
 
 from ._base import SweepLauncher
-from ._outcome import settle
-from ._plan import PlannedJob
+from frozen_sweep.run_dir import live_runner
+
+from ._outcome import settle, settle_adopted
+from ._plan import ATTEMPTS_FILE, PlannedJob
 from ._progress import Progress
 
 log = logging.getLogger(__name__)
@@ -45,7 +48,7 @@ class LocalGpusLauncher(SweepLauncher):
     def threads_per_job(self) -> int:
         return max(1, len(os.sched_getaffinity(0)) // len(self.slots))
 
-    def run(self, jobs: list[PlannedJob], progress: Progress) -> None:
+    def run(self, jobs: list[PlannedJob], adopted: list[PlannedJob], progress: Progress) -> None:
         import submitit
 
         threads = str(self.threads_per_job())
@@ -54,7 +57,9 @@ class LocalGpusLauncher(SweepLauncher):
         executor = submitit.LocalExecutor(folder=self.submitit_folder, max_num_timeout=0)
         free = list(self.slots)
         queue = deque(jobs)
-        running = []  # (slot, planned job, submitit job)
+        # (slot, planned job, submitit job; None for an adopted job, whose slot is taken until its runner lets go)
+        self.running = [(take_slot(free, job), job, None) for job in adopted]
+        running = self.running
         while queue or running:
             while queue and free:
                 slot, job = free.pop(0), queue.popleft()
@@ -66,10 +71,43 @@ class LocalGpusLauncher(SweepLauncher):
                 with environment(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads):  # read by the job at start
                     running.append((slot, job, executor.submit(self.task(job))))
             time.sleep(self.poll_interval_s)
-            for entry in [entry for entry in running if entry[2].done()]:
+            for entry in [entry for entry in running if _ended(*entry[1:])]:
                 running.remove(entry)
                 free.append(entry[0])
-                progress.finished(settle(entry[1], entry[2], died=KILLED), running=len(running))
+                outcome = settle(entry[1], entry[2], died=KILLED) if entry[2] else settle_adopted(entry[1])
+                progress.finished(outcome, running=len(running))
+
+    def interrupted(self) -> str:
+        time.sleep(2 * self.poll_interval_s + 1)  # a Ctrl-C reached the jobs too: give them time to record it
+        live = [(job, live_runner(job.job_dir)) for _, job, _ in getattr(self, "running", [])]
+        live = [(job, runner) for job, runner in live if runner]
+        if not live:
+            return (
+                "Interrupted: the running jobs stopped with the launcher (Ctrl-C reaches them too). Run the same "
+                "command again to resume them from their checkpoints; completed jobs are skipped."
+            )
+        pids = " ".join(str(runner.get("pid")) for _, runner in live)
+        return (
+            f"Interrupted: {len(live)} jobs still run ({', '.join(job.label for job, _ in live)}). Run the same "
+            f"command again to wait for them (they are adopted, not run twice) and run the rest, or stop them: "
+            f"kill {pids}"
+        )
+
+
+def _ended(job: PlannedJob, submitit_job) -> bool:
+    return submitit_job.done() if submitit_job else live_runner(job.job_dir) is None
+
+
+def take_slot(free: list, job: PlannedJob) -> Optional[int]:
+    """The slot an adopted job uses: its GPU (from its attempts record) when that one is free, else any free one."""
+    try:
+        gpu = json.loads((job.job_dir / ATTEMPTS_FILE).read_text())[-1].get("cuda_visible_devices")
+    except (OSError, ValueError, IndexError):
+        gpu = None
+    slot = next((s for s in free if str(s) == gpu), free[0] if free else None)
+    if slot in free:
+        free.remove(slot)
+    return slot
 
 
 def visible_gpus(configured: Optional[Sequence[int]]) -> list[int]:

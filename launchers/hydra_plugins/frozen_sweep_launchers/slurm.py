@@ -14,8 +14,10 @@ from typing import Any, Optional, Sequence
 from omegaconf import OmegaConf
 
 from ._base import SweepLauncher
-from ._outcome import settle
-from ._plan import PlannedJob
+from frozen_sweep.run_dir import describe_runner
+
+from ._outcome import Outcome, settle
+from ._plan import PlannedJob, record_submission, submitted_slurm_job
 from ._progress import Progress
 
 log = logging.getLogger(__name__)
@@ -70,17 +72,34 @@ class SlurmLauncher(SweepLauncher):
     def threads_per_job(self) -> int:
         return self.cpus_per_task
 
-    def run(self, jobs: list[PlannedJob], progress: Progress) -> None:
+    def live_elsewhere(self, job: PlannedJob) -> Optional[dict]:
+        """A job whose directory's lock is held, or whose earlier submission SLURM still lists (pending too)."""
+        submitted = submitted_slurm_job(job.job_dir)
+        return job.runner or ({"slurm_job_id": submitted, "pid": None} if submitted and _listed(submitted) else None)
+
+    def run(self, jobs: list[PlannedJob], adopted: list[PlannedJob], progress: Progress) -> None:
         import submitit
 
         executor = submitit.SlurmExecutor(folder=self.submitit_folder, max_num_timeout=self.max_num_timeout)
         executor.update_parameters(**self.sbatch)
-        with executor.batch():
-            submitted = [executor.submit(self.task(job)) for job in jobs]
-        options = ", ".join(f"{key}={value}" for key, value in self.sbatch.items() if value not in ([], {}))
-        log.info(f"slurm: submitted {len(jobs)} jobs as job {submitted[0].job_id.split('_')[0]} ({options})")
-        waiting = list(zip(jobs, submitted))
-        watcher = submitted[0].watcher  # shared by all jobs: one sacct call per poll
+        submitted = []
+        if jobs:
+            with executor.batch():
+                submitted = [executor.submit(self.task(job)) for job in jobs]
+            for job, sjob in zip(jobs, submitted):
+                record_submission(job, sjob.job_id)
+            options = ", ".join(f"{key}={value}" for key, value in self.sbatch.items() if value not in ([], {}))
+            log.info(f"slurm: submitted {len(jobs)} jobs as job {submitted[0].job_id.split('_')[0]} ({options})")
+        for job in [job for job in adopted if not job.runner.get("slurm_job_id")]:  # no SLURM job to watch
+            adopted.remove(job)
+            reason = f"not run: the directory is being run outside SLURM by {describe_runner(job.runner)}"
+            progress.finished(Outcome(job, "failed", reason), running=0)
+        reattached = [submitit.SlurmJob(self.submitit_folder, job.runner["slurm_job_id"]) for job in adopted]
+        waiting = list(zip(jobs, submitted)) + list(zip(adopted, reattached))
+        self.waiting = waiting
+        if not waiting:
+            return
+        watcher = waiting[0][1].watcher  # shared by all jobs: one sacct call per poll
         asked = float("-inf")
         while waiting:
             time.sleep(RESULT_CHECK_S)
@@ -95,11 +114,23 @@ class SlurmLauncher(SweepLauncher):
                 and watcher.is_done(sjob.job_id, mode="cache")
                 and not _listed(sjob.job_id)
             ]
+            if died:
+                watcher.update()  # the state SLURM gave the job once it ended, not one read while it still ran
             for job, sjob in returned + died:
                 waiting.remove((job, sjob))
                 running = sum(watcher.get_state(other.job_id, mode="cache") == "RUNNING" for _, other in waiting)
                 state = watcher.get_state(sjob.job_id, mode="cache")
                 progress.finished(settle(job, sjob, died=_died(state)), running=running)
+
+    def interrupted(self) -> str:
+        ids = sorted({sjob.job_id.split("_")[0] for _, sjob in getattr(self, "waiting", [])})
+        if not ids:
+            return "Interrupted before any job was submitted: nothing runs. Run the same command again to start."
+        return (
+            f"Interrupted: the submitted jobs (SLURM job {', '.join(ids)}) stay queued and running on the cluster; "
+            "their results land in their directories. Run the same command again to reattach (completed jobs are "
+            f"skipped, queued and running ones adopted: nothing is submitted twice), or cancel them: scancel {' '.join(ids)}"
+        )
 
 
 def _listed(job_id: str) -> bool:

@@ -1,0 +1,126 @@
+"""A job's identity: directory names, fingerprints, budgets, unknown keys, data checks and the one-runner lock."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from frozen_sweep.config import ConfigError
+from frozen_sweep.job_config import fingerprint, job_config
+from frozen_sweep.results import RunResult, write_result
+from frozen_sweep.run_dir import (
+    FingerprintMismatch, JobAlreadyRunning, dirname, exclusive_run, live_runner, previous_record,
+)  # fmt: skip
+from tests.conftest import ROOT, compose_config
+
+
+def checked(*overrides: str):
+    return job_config(compose_config(*overrides), list(overrides))
+
+
+def test_directory_names_are_injective_and_readable():
+    a, b = dirname("task.path=/data/x_y/z"), dirname("task.path=/data/x/y_z")
+    assert a != b and "/" not in a + b
+    assert a == "task.path=%2Fdata%2Fx_y%2Fz"
+    assert dirname("task.path=/a%2Fb") != dirname("task.path=/a/b")  # a literal %2F stays distinct
+    long = [dirname(f"model.d_model=64,task.path=/{'x' * 300}{i}") for i in range(2)]
+    assert long[0] != long[1] and all(len(n) <= 200 for n in long)
+    assert dirname("") == "default"
+
+
+def test_fingerprint_covers_what_changes_the_result_and_nothing_else(micro_overrides, toy_corpus, tmp_path):
+    base = fingerprint(checked(*micro_overrides))
+    neutral = fingerprint(checked(*micro_overrides, "trainer.threads=2", "name=elsewhere", "trainer.progress=true"))
+    assert neutral["sha256"] == base["sha256"]
+    moved = tmp_path / "moved"
+    shutil.copytree(toy_corpus, moved)
+    at_new_path = [o if not o.startswith("task.path=") else f"task.path={moved}" for o in micro_overrides]
+    assert fingerprint(checked(*at_new_path))["sha256"] == base["sha256"]  # same content elsewhere: same data
+    (moved / "train.en").write_text((moved / "train.en").read_text().replace("dog", "cat"))
+    edited = fingerprint(checked(*at_new_path))
+    assert edited["sha256"] != base["sha256"] and edited["data"]["train.en"] != base["data"]["train.en"]
+    assert fingerprint(checked(*micro_overrides, "trainer.lr=0.01"))["config"]["trainer.lr"] == 0.01
+
+
+def test_a_record_of_another_config_is_never_reused(micro_overrides, tmp_path):
+    old = fingerprint(checked(*micro_overrides))
+    write_result(tmp_path, RunResult(status="completed", fingerprint=old))
+    assert previous_record(tmp_path, old, force=False)["status"] == "completed"
+    new = fingerprint(checked(*micro_overrides, "trainer.lr=0.01", "model.heads=4"))
+    with pytest.raises(FingerprintMismatch) as error:
+        previous_record(tmp_path, new, force=False)
+    message = str(error.value)
+    assert "completed run of a different config" in message and "trainer.lr: 0.003 → 0.01" in message
+    assert "model.heads: 2 → 4" in message and "force=true" in message and "name=" in message
+    assert previous_record(tmp_path, new, force=True)["status"] == "completed"  # force: the job replaces it
+    write_result(tmp_path, RunResult(status="completed"))  # a record from before fingerprints: reused as before
+    assert previous_record(tmp_path, new, force=False)["status"] == "completed"
+
+
+def test_budgets_given_on_the_command_line_replace_the_configured_ones():
+    default = checked().trainer
+    assert (default.max_epochs, default.max_steps, default.max_time_s) == (100, None, 420)
+    steps = checked("trainer.max_steps=400").trainer
+    assert (steps.max_epochs, steps.max_steps, steps.max_time_s) == (None, 400, None)
+    both = checked("trainer.max_epochs=3", "trainer.max_time_s=60").trainer
+    assert (both.max_epochs, both.max_steps, both.max_time_s) == (3, None, 60)
+    experiment = checked("experiment=reservoir_mt").trainer  # an experiment's budgets stay as it sets them
+    assert (experiment.max_epochs, experiment.max_time_s) == (100, 240)
+    with pytest.raises(ConfigError, match="trainer.max_steps=0: must be > 0"):
+        checked("trainer.max_steps=0")
+
+
+@pytest.mark.parametrize(
+    "override, words",
+    [("+trainer.lrr=0.1", ["trainer.lrr", "no such key", "lr,"]), ("+seeed=2", ["seeed", "seed"]),
+     ("+freeze.att.frozn=true", ["freeze.att.frozn", "frozen"])],
+)  # fmt: skip
+def test_keys_the_schema_does_not_know_are_rejected_even_with_a_plus(override, words):
+    with pytest.raises(ConfigError) as error:
+        checked(override)
+    assert all(word in str(error.value) for word in words)
+    checked("+task.modules.de=germanModule")  # a free-form mapping takes new keys
+
+
+def test_missing_data_files_are_config_errors(micro_overrides, tmp_path):
+    (tmp_path / "train.es").write_text("hola\n")
+    overrides = [o if not o.startswith("task.path=") else f"task.path={tmp_path}" for o in micro_overrides]
+    with pytest.raises(ConfigError) as error:
+        fingerprint(checked(*overrides))
+    assert f"task.path={tmp_path}" in str(error.value) and str(tmp_path / "train.en") in str(error.value)
+    with pytest.raises(ConfigError, match="task.sword_dir"):
+        fingerprint(checked("task.sword_dir=/nonexistent/sword"))
+
+
+HOLD_LOCK = """
+import sys, time
+from frozen_sweep.run_dir import exclusive_run
+with exclusive_run(sys.argv[1]):
+    print("locked", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_one_runner_per_directory_until_it_dies(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        assert live_runner(tmp_path)["pid"] == holder.pid
+        with pytest.raises(JobAlreadyRunning, match=f"already being run by pid {holder.pid} on .*kill {holder.pid}"):
+            with exclusive_run(tmp_path):
+                pass
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+    deadline = time.time() + 10
+    while live_runner(tmp_path) and time.time() < deadline:  # the kernel drops a dead process's lock
+        time.sleep(0.05)
+    assert live_runner(tmp_path) is None
+    with exclusive_run(tmp_path), exclusive_run(tmp_path):  # re-entrant: a launcher's task, then its job
+        assert live_runner(tmp_path)["pid"] == os.getpid()
+    assert live_runner(tmp_path) is None
