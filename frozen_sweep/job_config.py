@@ -126,13 +126,17 @@ def data_files(task_cfg) -> dict[str, Path]:
                 f"{{train,valid,test}}.{{{','.join(langs)}}} there)"
             )
         return files
-    from frozen_sweep.data.bible import module_dirs  # the bible reader; imported here to keep torch out
+    from frozen_sweep.data.bible import module_sources  # the bible reader; imported here to keep torch out
 
     try:
-        dirs = module_dirs(task_cfg)
+        sources = module_sources(task_cfg)  # {lang: a shipped verses file, or a SWORD module's directory}
     except (OSError, ValueError) as e:
         raise ConfigError(f"task.sword_dir / task.modules: {e}") from e
-    return {f"{lang}/{d.name}/{f.name}": f for lang, d in dirs.items() for f in sorted(d.iterdir()) if f.is_file()}
+    files = {}
+    for lang, source in sources.items():
+        for f in [source] if source.is_file() else sorted(p for p in source.iterdir() if p.is_file()):
+            files[f"{lang}/{source.name}/{f.name}"] = f
+    return files
 
 
 _hashes: dict[tuple, str] = {}  # (path, size, mtime) → sha256: a sweep's jobs share their corpus

@@ -92,8 +92,9 @@ def test_missing_data_files_are_config_errors(micro_overrides, tmp_path):
     with pytest.raises(ConfigError) as error:
         fingerprint(checked(*overrides))
     assert f"task.path={tmp_path}" in str(error.value) and str(tmp_path / "train.en") in str(error.value)
-    with pytest.raises(ConfigError, match="task.sword_dir"):
-        fingerprint(checked("task.sword_dir=/nonexistent/sword"))
+    fingerprint(checked("task.sword_dir=/nonexistent/sword"))  # the embedded corpus ships in the package
+    with pytest.raises(ConfigError, match="task.sword_dir"):  # any other module is read from task.sword_dir
+        fingerprint(checked("task.sword_dir=/nonexistent/sword", "task.modules.en=engWEB"))
 
 
 HOLD_LOCK = """
