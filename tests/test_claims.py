@@ -6,11 +6,13 @@ import random
 
 import pandas as pd
 import pytest
+import sacrebleu
 
 from frozen_sweep import collect, paper
 from frozen_sweep.collect.claims import FAILS, HOLDS, NOT_ENOUGH, paper_check
 from frozen_sweep.collect.significance import p_values
 from tests.test_collect import write_run
+from tests.test_job import run_cli as run_job
 from tests.test_reservoir import write_reservoir_run
 
 BIG = {row: values[0] for row, values in paper.REFERENCES["paper_big"].rows.items()}
@@ -104,7 +106,10 @@ def test_rows_ended_by_a_budget_leave_the_epochs_claim_undecided(tmp_path):
 def test_language_model_claim_f5(tmp_path):
     lm = dict(task="lm_bible_en", model="lm_demo", metric_name="ppl")
     assert verdicts(write_table(tmp_path / "holds", LM, **lm), paper.REFERENCES["paper_lm"]) == {"F5": HOLDS}
-    assert verdicts(write_table(tmp_path / "fails", LM | {"(3)": 130.0}, **lm)) == {"F5": FAILS}
+    (table,) = collect.build_tables(collect.load_runs([str(write_table(tmp_path / "fails", LM | {"(3)": 130.0}, **lm))]),
+                                    claims=True)  # fmt: skip
+    assert (table.checks[0].verdict, table.checks[0].compared) == (
+        FAILS, "(1) is not the highest of (1) 118.4, (2) 47.5, (3) 130.0")
     assert verdicts(write_table(tmp_path / "few", {"(0)": 37.4, "(1)": 118.4, "(3)": 50.3}, **lm)) == {"F5": NOT_ENOUGH}
 
 
@@ -179,8 +184,6 @@ def degrade(refs: list[str], keep: float, seed: int) -> list[str]:
 
 
 def write_translated(root, row, hyps, refs, seed=1, **fields):
-    import sacrebleu
-
     path = write_run(root, row, sacrebleu.corpus_bleu(hyps, [refs]).score, seed, **fields)
     (path.parent / "test.hyp.txt").write_text("".join(h + "\n" for h in hyps))
     (path.parent / "test.ref.txt").write_text("".join(r + "\n" for r in refs))
@@ -233,3 +236,14 @@ def test_partly_tested_rows_say_how_many_seeds(translated):
     (table,) = collect.build_tables(collect.load_runs([str(translated)]))
     rows = table.rows.droplevel(0, axis=1).set_index("Row")
     assert rows.loc["(1)", "p vs (0)"] == "0.001 (2/3)" and not rows.loc["(1)", "BLEU"].endswith("†")
+
+
+def test_real_jobs_save_what_the_bootstrap_needs(tmp_path, micro_overrides):
+    """Two micro jobs: their saved translations and references score their recorded BLEU, so (3) gets its p."""
+    for freeze in ("none", "ffn"):
+        proc = run_job(*micro_overrides, f"freeze={freeze}", f"hydra.run.dir={tmp_path / 'runs' / freeze}")
+        assert proc.returncode == 0, proc.stdout
+    assert len((tmp_path / "runs" / "ffn" / "test.ref.txt").read_text().splitlines()) == 60
+    runs = collect.load_runs([str(tmp_path / "runs")])
+    p = runs.assign(p=p_values(runs)).set_index("label").p
+    assert pd.isna(p["(0)"]) and 0 < p["(3)"] <= 1
