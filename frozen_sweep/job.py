@@ -86,12 +86,13 @@ def describe_reservoirs(cfg, model: Transformer) -> dict:
 
 
 def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path) -> dict:
-    """Test metrics with the weights of the best validation; hypotheses are saved beside the result."""
+    """Test metrics with the weights of the best validation; hypotheses and references are saved beside the result."""
     if cfg.task.kind == TaskKind.lm:
         batches = make_batches(None, data.test.tgt, cfg.trainer.max_tokens, shuffle=False)
         return {"metric": perplexity(token_nll(model, batches, device))}
     hyps = translate(model, data.test.src, data.vocab, device, cfg.eval)
-    (run_dir / "test.hyp.txt").write_text("".join(h + "\n" for h in hyps))
+    for name, lines in (("test.hyp.txt", hyps), ("test.ref.txt", data.test.tgt_text)):  # for significance tests
+        (run_dir / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     scores = bleu_chrf(hyps, data.test.tgt_text)
     return {"metric": scores["bleu"], "chrf": scores["chrf"], "signature": scores["signature"]}
 

@@ -141,7 +141,7 @@ def test_reference_prints_the_papers_numbers_and_fractions_of_row_0(sweep):
 def test_reference_footnotes_the_doubtful_ffn1024_cells(sweep):
     text = md(sweep, "paper_big_ffn1024")
     rows = {cells(line)[0]: cells(line) for line in table_lines(text, "bible_es_en · demo · trainer.lr=(default)")}
-    assert rows["(2)"][10] == "0.55†" and rows["(4)"][10] == "0.45†" and rows["(3)"][10] == "0.82"
+    assert rows["(2)"][10] == "0.55‡" and rows["(4)"][10] == "0.45‡" and rows["(3)"][10] == "0.82"
     assert "look swapped" in text
 
 
@@ -251,10 +251,23 @@ def test_experiment_configs_compose(experiment, tmp_path):
 
 @pytest.mark.parametrize("experiment", [e for e in EXPERIMENTS if "freeze" in experiment_sweep(e)])
 def test_freeze_experiments_sweep_the_rows_of_their_paper_table(experiment):
-    reference = paper.REFERENCES.get(experiment)
+    """The rows of the paper's table (the LM table's for language models); paper_* experiments train to early
+    stopping on validation loss."""
+    cfg = compose_config(f"experiment={experiment}", "task.path=/data")
+    lm = paper.REFERENCES["paper_lm"] if cfg.task.kind.value == "lm" else None
+    reference = paper.REFERENCES.get(experiment) or lm
     rows = reference.rows if reference else paper.ROWS
     assert experiment_sweep(experiment)["freeze"] == [FREEZE_NAME[row] for row in rows]
-    if reference:
-        cfg = compose_config(f"experiment={experiment}", "task.path=/data")
+    if experiment in paper.REFERENCES:
         assert cfg.model.name == experiment.replace("paper_", "") or reference.metric_name == "ppl"
-        assert cfg.trainer.max_time_s is None and cfg.trainer.stop_metric.value == "loss"
+    if experiment.startswith("paper_"):
+        assert cfg.trainer.max_time_s is None and cfg.trainer.max_steps is None
+        assert cfg.trainer.stop_metric.value == "loss" and cfg.trainer.patience == 5
+
+
+def test_gpu_tables_sweep_three_seeds_with_the_settings_measured_on_the_h100():
+    for experiment in ("paper_base_bible", "paper_lm_bible"):
+        cfg = compose_config(f"experiment={experiment}")
+        assert experiment_sweep(experiment)["seed"] == ["1", "2", "3"]
+        assert (cfg.trainer.lr, cfg.trainer.warmup_steps, cfg.trainer.max_tokens) == (7e-4, 1000, 8192)
+        assert cfg.task.name == ("bible_es_en" if experiment == "paper_base_bible" else "lm_bible_en")

@@ -7,19 +7,34 @@ from typing import Optional
 
 import pandas as pd
 
+from frozen_sweep.collect.claims import check_tables
 from frozen_sweep.collect.freeze_tables import freeze_tables
 from frozen_sweep.collect.plots import plot_tables
 from frozen_sweep.collect.relearn_tables import relearn_tables
-from frozen_sweep.collect.render import Table, csv, latex, markdown, problems
+from frozen_sweep.collect.render import Table, checks_csv, csv, latex, markdown, problems
 from frozen_sweep.collect.reservoir_tables import reservoir_tables
 from frozen_sweep.collect.runs import load_runs
+from frozen_sweep.collect.significance import with_p_values
 from frozen_sweep.paper import REFERENCES, Reference
 from frozen_sweep.results import RESULT_FILE
 
 
-def build_tables(runs: pd.DataFrame, reference: Optional[Reference] = None) -> list[Table]:
-    """The tables of every study found among the runs (freeze patterns first)."""
-    return freeze_tables(runs, reference) + reservoir_tables(runs) + relearn_tables(runs)
+def build_tables(
+    runs: pd.DataFrame, reference: Optional[Reference] = None, claims: bool = False, min_runs: int = 1
+) -> list[Table]:
+    """The tables of every study found among the runs (freeze patterns first), with significance against row (0)
+    where runs saved their test translations, and with `claims` the papers' findings checked under each table."""
+    runs = with_p_values(runs)
+    tables = freeze_tables(runs, reference) + reservoir_tables(runs) + relearn_tables(runs)
+    if claims:
+        check_tables(tables, reference, min_runs)
+    return tables
+
+
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number ≥ 1, got {text!r}")
+    return int(text)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -32,6 +47,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--out", type=Path, help="write the tables here instead of stdout")
     parser.add_argument("--plot", type=Path, help="figures, e.g. curves.png (one file per table)")
     parser.add_argument("--reference", choices=sorted(REFERENCES), help="the paper's numbers beside ours")
+    parser.add_argument("--claims", action="store_true",
+                        help="check the papers' findings (frozen_sweep/paper.py: F1-F5, E1, B1-B3 on freeze tables, "
+                             "R1 on reservoir tables) under each table: the numbers compared and ✓ / ✗ / 'not enough "
+                             "runs'; with --reference, the same check on the paper's numbers. CSV: a second CSV of "
+                             "the checks, after a blank line on stdout, or in FILE.claims.csv beside --out FILE")
+    parser.add_argument("--min-runs", type=positive, default=1, metavar="N",
+                        help="with --claims: a row with fewer runs (seeds) counts as missing (default 1)")
     args = parser.parse_args(argv)
 
     for path in args.paths:
@@ -41,15 +63,21 @@ def main(argv: Optional[list[str]] = None) -> int:
     if runs.empty:
         print(f"collect: no {RESULT_FILE} under {' '.join(args.paths)}", file=sys.stderr)
         return 1
-    tables = build_tables(runs, REFERENCES.get(args.reference))
+    runs = with_p_values(runs)
+    tables = build_tables(runs, REFERENCES.get(args.reference), args.claims, args.min_runs)
     text = csv(runs) if args.format == "csv" else (markdown if args.format == "md" else latex)(tables, runs)
+    checks = checks_csv(tables) if args.format == "csv" and args.claims else None
     if args.out:
         args.out.write_text(text)
         print(f"collect: wrote {args.out}: {len(tables)} tables from {len(runs)} runs", file=sys.stderr)
+        if checks:
+            claims_out = args.out.with_suffix(".claims.csv")
+            claims_out.write_text(checks)
+            print(f"collect: wrote {claims_out}: the findings checked", file=sys.stderr)
         for r in problems(runs).itertuples():  # in the file too, but easy to miss there
             print(f"collect: not included: {r.path} ({r.status}: {r.reason})", file=sys.stderr)
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(text + (f"\n{checks}" if checks else ""))
     if args.plot:
         for path in plot_tables(tables, args.plot):
             print(f"collect: wrote {path}", file=sys.stderr)

@@ -9,6 +9,8 @@
 - Epochs: epochs_to_convergence, the epoch of the best validation when early stopping ended the run. When a budget
   (max_time_s, max_epochs, max_steps) ended a run first, that run counts with its best_epoch and the cell is marked
   "≥": a lower bound, since the run had not converged.
+- p vs (0), where runs saved their test translations: paired bootstrap against row (0), seed by seed (significance);
+  the largest p over a row's seeds, and † on its BLEU when every seed's p < 0.05.
 """
 
 from typing import Optional
@@ -18,9 +20,16 @@ import pandas as pd
 from frozen_sweep.collect.plots import METRIC_LABELS, plot_convergence
 from frozen_sweep.collect.render import Table, fraction, mean_std, number
 from frozen_sweep.collect.runs import completed, distinguishing
+from frozen_sweep.collect.significance import ALPHA, MARK
 from frozen_sweep.paper import BASELINE, SECTION_OF, Reference
 
 OTHER_SECTION = "Freeze patterns without a paper row"
+DOUBTFUL = "‡"  # a paper cell its footnote questions († marks significance)
+SIGNIFICANCE_NOTE = (
+    f"p vs (0): paired bootstrap resampling (sacrebleu, 1,000 resamples) of each run's test translations against "
+    f"the (0) run with the same seed; the largest p over the row's seeds (k/n: only k of its n seeds could be "
+    f"tested). {MARK}: p < {ALPHA} for every seed. ✓/✗ of the findings do not depend on it."
+)
 LOWER_BOUND_NOTE = (
     "≥: a budget (max_time_s, max_epochs or max_steps) ended a run before early stopping did: "
     "the epoch of its best validation, a lower bound on epochs to convergence."
@@ -43,6 +52,7 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
     runs = runs.assign(
         epochs=runs.epochs_to_convergence.fillna(runs.best_epoch),
         lower_bound=runs.epochs_to_convergence.isna() & runs.best_epoch.notna(),
+        p_vs_0=runs.get("p_vs_0", float("nan")),
     )
     return runs.groupby("label", sort=False).agg(
         emb=("emb", "first"),
@@ -54,7 +64,16 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
         epochs=("epochs", "mean"),
         lower_bound=("lower_bound", "any"),
         ratio=("trainable_ratio", "mean"),
+        p=("p_vs_0", "max"),
+        tested=("p_vs_0", "count"),
     )
+
+
+def p_cells(summary: pd.DataFrame) -> pd.Series:
+    """The largest p over a row's tested seeds, "k/n" when not all of its n seeds could be tested."""
+    cells = summary.p.map(lambda p: "–" if pd.isna(p) else f"{p:.3f}")
+    partly = (summary.tested > 0) & (summary.tested < summary.n)
+    return cells.mask(partly, cells + " (" + summary.tested.astype(str) + "/" + summary.n.astype(str) + ")")
 
 
 def display(summary: pd.DataFrame, metric: str, reference: Optional[Reference]) -> pd.DataFrame:
@@ -67,6 +86,12 @@ def display(summary: pd.DataFrame, metric: str, reference: Optional[Reference]) 
         ("", "ATT"): summary.att.map(mark),
         ("", "FFN"): summary.ffn.map(mark),
         ("", metric): mean_std(summary),
+    }
+    if summary.tested.any():
+        significant = (summary.tested == summary.n) & (summary.p < ALPHA)
+        columns[("", metric)] = columns[("", metric)].mask(significant, columns[("", metric)] + MARK)
+        columns[("", "p vs (0)")] = p_cells(summary)
+    columns |= {
         ("", "Epochs"): epoch_cells.mask(summary.lower_bound, "≥" + epoch_cells),
         ("", "Trainable/All"): summary.ratio.map(fraction),
         ("", "n"): summary.n.astype(str),
@@ -79,7 +104,7 @@ def display(summary: pd.DataFrame, metric: str, reference: Optional[Reference]) 
         columns |= {
             ("Paper", metric): paper.metric.map(number),
             ("Paper", "Epochs"): paper.epochs.map(epochs),
-            ("Paper", "Trainable/All"): ratio_cells.mask(doubtful, ratio_cells + "†"),
+            ("Paper", "Trainable/All"): ratio_cells.mask(doubtful, ratio_cells + DOUBTFUL),
             (f"{metric} / (0)", "ours"): (summary.metric / ours_0).map(fraction),
             (f"{metric} / (0)", "paper"): (paper.metric / paper_0).map(fraction),
         }
@@ -96,10 +121,11 @@ def freeze_tables(runs: pd.DataFrame, reference: Optional[Reference] = None) -> 
             metric = METRIC_LABELS.get(metric_name, metric_name)
             summary = summarise(table_runs)
             footnotes = [LOWER_BOUND_NOTE] if summary.lower_bound.any() else []
+            footnotes += [SIGNIFICANCE_NOTE] if summary.tested.any() else []
             if reference:
                 footnotes.append(f"Paper: {reference.title}. {metric} / (0): as a fraction of row (0).")
                 if summary.index.isin(reference.doubtful_ratios).any():
-                    footnotes.append(f"† {reference.footnote}.")
+                    footnotes.append(f"{DOUBTFUL} {reference.footnote}.")
             title = " · ".join(filter(None, [task, model, names[setting]]))
             rows = display(summary, metric, reference)
             tables.append(Table(title, metric_name, rows, table_runs, footnotes, plot=plot_convergence))

@@ -20,6 +20,18 @@ class Table:
     runs: pd.DataFrame  # the completed runs behind it, for the plots
     footnotes: list[str]
     plot: Optional[Callable] = field(default=None, repr=False)  # plot(table, path): the study's figure
+    checks: list = field(default_factory=list)  # claims.Check: the papers' findings checked on this table
+
+
+CHECKS_HEADING = "Findings (✓ holds, ✗ does not; row means over seeds; rules: frozen_sweep/paper.py)"
+
+
+def check_lines(table: Table) -> list[str]:
+    """One line per check: key, verdict, statement, the numbers compared, and the paper's when given."""
+    return [
+        f"{c.key} {c.verdict} — {c.statement}: {c.compared}" + (f" (paper: {c.paper})" if c.paper else "")
+        for c in table.checks
+    ]
 
 
 def number(x: float, digits: int = 1) -> str:
@@ -63,6 +75,8 @@ def markdown(tables: list[Table], runs: pd.DataFrame) -> str:
         out.append("")
         if table.footnotes:
             out += [f"{note}  " for note in table.footnotes] + [""]
+        if table.checks:
+            out += [f"**{CHECKS_HEADING}**", ""] + [f"- {line}" for line in check_lines(table)] + [""]
     left_out = problems(runs)
     if len(left_out):
         out += [f"### Not included ({len(left_out)} runs)", ""]
@@ -73,8 +87,9 @@ def markdown(tables: list[Table], runs: pd.DataFrame) -> str:
 LATEX_ESCAPES = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
     "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$", "≥": r"$\geq$", "≈": r"$\approx$",
-    "✓": r"$\checkmark$", "✗": r"$\times$", "†": r"$^\dagger$", "·": "--", "–": "--", "—": "---", "→": r"$\to$",
-    "×": r"$\times$", ">": r"$>$", "<": r"$<$",
+    "✓": r"$\checkmark$", "✗": r"$\times$", "†": r"$^\dagger$", "‡": r"$^\ddagger$",
+    "·": "--", "–": "--", "—": "---", "→": r"$\to$",
+    "×": r"$\times$", ">": r"$>$", "<": r"$<$", "≤": r"$\leq$", "−": r"$-$", "|": r"$|$",
 }  # fmt: skip
 
 
@@ -112,11 +127,21 @@ def latex(tables: list[Table], runs: pd.DataFrame) -> str:
             out += [" & ".join(map(latex_escape, cells)) + r" \\" for cells in block.itertuples(index=False)]
         out += [r"\bottomrule", r"\end{tabular}"]
         out += [rf"\par\smallskip{{\footnotesize {latex_escape(note)}\par}}" for note in table.footnotes]
+        if table.checks:
+            lines = [CHECKS_HEADING + ":"] + check_lines(table)
+            out.append(r"\par\smallskip{\footnotesize " + r"\\ ".join(map(latex_escape, lines)) + r"\par}")
         out += [r"\end{table}", ""]
     out += [f"% not included: {r.path} ({r.status}: {r.reason})" for r in problems(runs).itertuples()]
     return "\n".join(out) + "\n"
 
 
 def csv(runs: pd.DataFrame) -> str:
-    """One row per run, completed or not, with flat columns."""
-    return runs[CSV_COLUMNS].to_csv(index=False)
+    """One row per run, completed or not, with flat columns (and p_vs_0, when significance was tested)."""
+    return runs[CSV_COLUMNS + ["p_vs_0"] * ("p_vs_0" in runs)].to_csv(index=False)
+
+
+def checks_csv(tables: list[Table]) -> str:
+    """One row per check: the table it was made on, the claim, its rule, the verdict and the numbers compared."""
+    fields = ("key", "statement", "rule", "verdict", "compared", "paper")
+    rows = [{"table": t.title, **{f: getattr(c, f) for f in fields}} for t in tables for c in t.checks]
+    return pd.DataFrame(rows, columns=["table", *fields]).to_csv(index=False)
