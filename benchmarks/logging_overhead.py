@@ -35,6 +35,8 @@ def main() -> None:
 
     cfg = common.compose_config(f"model={args.model}")
     every = args.every or cfg.trainer.log_every_steps
+    if every < 2:
+        p.error("--every must be >= 2 (with 1 every step writes a record: read the 'one record / step' column)")
     vocab = cfg.task.vocab_size
     batch = common.synthetic_batch(args.sentences, args.length, vocab)
     with tempfile.TemporaryDirectory() as tmp:

@@ -118,7 +118,7 @@ class MetricsLog:
             "loss": _number(self.loss_sum / self.tokens),  # the one host-device sync, every N steps
             "lr": self.optimizer.param_groups[0]["lr"],
             "tokens_per_s": round(self.tokens / max(self.step_s, 1e-9), 1),
-            "grad_norm": _number(torch.nn.utils.get_total_norm(grads)) if grads else None,
+            "grad_norm": _number(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads]))) if grads else None,
         }
         self._write(record)
         self._reset()
