@@ -16,7 +16,7 @@ from hydra_plugins.frozen_sweep_launchers.local_gpus import visible_gpus
 
 from frozen_sweep.run_dir import live_runner
 
-from tests.conftest import ROOT
+from tests.conftest import CONF, ROOT
 
 LOCAL = "hydra/launcher=local_gpus"
 
@@ -217,3 +217,25 @@ def test_relaunches_adopt_the_jobs_of_an_interrupted_or_killed_launcher_instead_
         assert record(sweep, f"freeze={freeze}")["status"] == "completed"
         (attempt,) = attempts(sweep, f"freeze={freeze}")
         assert attempt["status"] == "completed"
+
+
+RESOLVER_LAUNCHER = """
+import sys
+import hydra
+from omegaconf import OmegaConf
+OmegaConf.register_new_resolver("twice", lambda x: 2 * int(x))  # known to the launching process only
+from frozen_sweep.__main__ import main
+hydra.main(version_base="1.3", config_path=sys.argv.pop(1), config_name="config")(main.__wrapped__)()
+"""
+
+
+def test_jobs_get_the_launchers_hydra_state_such_as_its_resolvers(tmp_path, micro_overrides):
+    sweep = tmp_path / "sweep"
+    proc = subprocess.run(
+        [sys.executable, "-c", RESOLVER_LAUNCHER, str(CONF), "-m", f"hydra.sweep.dir={sweep}", *micro_overrides, LOCAL,
+         "trainer.max_steps=2", "eval.beam=1", "seed=${twice:3}"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout
+    (result,) = [read_json(path) for path in sweep.glob("*/result.json")]
+    assert result["status"] == "completed" and result["seed"] == 6
