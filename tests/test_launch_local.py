@@ -138,7 +138,7 @@ def test_a_bad_config_stops_the_sweep_before_any_job_starts(tmp_path, micro_over
     assert not sweep.exists()
     proc = run_sweep(sweep, *micro_overrides, LOCAL, "trainer.threads=1,2")  # two jobs, one directory
     assert proc.returncode != 0 and "would share the directory" in proc.stdout
-    assert "differ only in trainer.threads=1 vs trainer.threads=2, which directory names leave out" in proc.stdout
+    assert "differ only in trainer.threads (1 vs 2), which directory names leave out" in proc.stdout
     assert not sweep.exists()
 
 
