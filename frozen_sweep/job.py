@@ -17,8 +17,8 @@ from frozen_sweep.checkpoint import BEST, load_checkpoint
 from frozen_sweep.config import Device, TaskKind
 from frozen_sweep.data import TaskData, load_task
 from frozen_sweep.data.batching import make_batches
-from frozen_sweep.data.vocab import PAD
 from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
+from frozen_sweep.finished_run import seeded_model
 from frozen_sweep.job_config import BUDGETS, fingerprint, job_config
 from frozen_sweep.model import Transformer
 from frozen_sweep.model.reservoir import Reservoir
@@ -54,9 +54,7 @@ def pick_device(cfg) -> torch.device:
 
 def build_model(cfg, data: TaskData) -> Transformer:
     """The model with every parameter initialised from (seed, name) and the freeze pattern applied."""
-    model = Transformer(cfg.model, len(data.vocab), PAD, cfg.reservoir)
-    freeze.init_and_freeze(model, cfg.freeze, cfg.seed)
-    return model
+    return seeded_model(cfg, len(data.vocab))
 
 
 def make_model(cfg, data: TaskData) -> Transformer:

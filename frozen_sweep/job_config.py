@@ -24,7 +24,7 @@ from frozen_sweep.config import ConfigError, CorpusKind, TaskKind, validate
 # names); task.path and task.sword_dir say where the data is: its content is fingerprinted instead.
 NEUTRAL_KEYS = frozenset(
     {"name", "force", "task.cache_dir", "task.path", "task.sword_dir", "trainer.progress", "trainer.threads",
-     "trainer.device"}
+     "trainer.device", "trainer.loggers", "trainer.log_every_steps"}
 )  # fmt: skip
 ADOPTED = ("task", "model", "freeze", "reservoir")  # a relearn job takes these from its base run
 BUDGETS = ("max_epochs", "max_steps", "max_time_s")  # trainer keys; a run stops at the first one reached

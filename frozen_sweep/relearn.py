@@ -21,8 +21,8 @@ from typing import Optional
 import torch
 from torch import nn
 
-from frozen_sweep.base_run import BEST_CHECKPOINT, examples_to_best, load_base_run
-from frozen_sweep.checkpoint import load_checkpoint
+from frozen_sweep.base_run import examples_to_best, load_base_run
+from frozen_sweep.finished_run import load_run
 from frozen_sweep.config import Init, ResetParts, parse_reset_layer
 from frozen_sweep.data import TaskData
 from frozen_sweep.freeze import init_parameter, parameter_owners, parameter_seed
@@ -46,13 +46,9 @@ def active(cfg) -> bool:
     return cfg.relearn.name != "none"
 
 
-def load_base(cfg, data: TaskData) -> Transformer:
+def load_base(cfg) -> Transformer:
     """The base run's model with the weights of its best validation (its frozen parameters regenerated)."""
-    from frozen_sweep.job import build_model  # job imports this module: a top-level import would be circular
-
-    model = build_model(cfg, data)  # the base's architecture: cfg holds its model (adopt_base)
-    load_checkpoint(load_base_run(cfg.relearn.base_checkpoint).path / BEST_CHECKPOINT, model, cfg.freeze)
-    return model
+    return load_run(cfg.relearn.base_checkpoint).model
 
 
 def layer_parameters(model: nn.Module, stack: str, index: int, parts: ResetParts) -> list[str]:
@@ -81,7 +77,7 @@ def reset(model: nn.Module, relearn_cfg, seed: int) -> list[str]:
 
 def prepare(cfg, data: TaskData) -> Transformer:
     """The model a relearn job trains: the base run's best weights with the layer reset, all else frozen."""
-    model = load_base(cfg, data)
+    model = load_base(cfg)
     reset(model, cfg.relearn, cfg.seed)
     return model
 
@@ -94,7 +90,7 @@ def start(cfg, data: TaskData, trainer, result: RunResult) -> None:
     r = cfg.relearn
     base = load_base_run(r.base_checkpoint)
     stack, index = parse_reset_layer(r.reset_layer)
-    pre = trainer.validation_scores(load_base(cfg, data).to(trainer.device))
+    pre = trainer.validation_scores(load_base(cfg).to(trainer.device))
     post = {"train_sentences": 0, "train_tokens": 0, **trainer.validation_scores()}
     result.study = "relearn"
     result.relearn = {

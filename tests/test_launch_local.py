@@ -16,7 +16,7 @@ from hydra_plugins.frozen_sweep_launchers.local_gpus import visible_gpus
 
 from frozen_sweep.run_dir import live_runner
 
-from tests.conftest import ROOT
+from tests.conftest import CONF, ROOT
 
 LOCAL = "hydra/launcher=local_gpus"
 
@@ -136,6 +136,10 @@ def test_a_bad_config_stops_the_sweep_before_any_job_starts(tmp_path, micro_over
     assert proc.returncode != 0
     assert "model.heads=5 must divide model.d_model=32" in proc.stdout and "No job was started" in proc.stdout
     assert not sweep.exists()
+    proc = run_sweep(sweep, *micro_overrides, LOCAL, "trainer.threads=1,2")  # two jobs, one directory
+    assert proc.returncode != 0 and "would share the directory" in proc.stdout
+    assert "differ only in trainer.threads (1 vs 2), which directory names leave out" in proc.stdout
+    assert not sweep.exists()
 
 
 def test_an_interrupted_sweep_resumes_to_the_results_of_an_uninterrupted_one(tmp_path, micro_overrides):
@@ -182,7 +186,9 @@ def test_gpus_named_by_uuid_must_be_configured(monkeypatch):
         visible_gpus(None)
 
 
-def test_a_relaunch_adopts_the_jobs_of_a_dead_launcher_instead_of_running_them_twice(tmp_path, micro_overrides):
+def test_relaunches_adopt_the_jobs_of_an_interrupted_or_killed_launcher_instead_of_running_them_twice(
+    tmp_path, micro_overrides
+):
     args = [
         *micro_overrides, LOCAL, "hydra.launcher.max_parallel=2", "trainer.threads=1", "trainer.max_epochs=3",
         "trainer.valid_bleu_sentences=0", "freeze=none,emb,ffn",
@@ -191,19 +197,49 @@ def test_a_relaunch_adopts_the_jobs_of_a_dead_launcher_instead_of_running_them_t
     first = start_sweep(sweep, *args, output=tmp_path / "first.txt")
     running = wait_for(lambda: [r for d in job_dirs(sweep) if (r := live_runner(d))] if len(job_dirs(sweep)) == 2
                        and all(live_runner(d) for d in job_dirs(sweep)) else None, "two running jobs")  # fmt: skip
-    for runner in running:  # hold the two jobs mid-run while the launcher dies and a new one plans
+    for runner in running:  # hold the two jobs mid-run while launchers come and go
         os.kill(runner["pid"], signal.SIGSTOP)
-    os.kill(first.pid, signal.SIGKILL)  # the launcher only: its jobs live on
-    first.wait()
+    # 1. Ctrl-C on the launcher alone (not its jobs): it says which jobs still run and how to reattach or stop them
+    os.kill(first.pid, signal.SIGINT)
+    assert first.wait(timeout=60) != 0
+    out = (tmp_path / "first.txt").read_text()
+    assert "Interrupted: 2 jobs still run" in out and "Run the same command again" in out and "Traceback" not in out
+    assert sorted(out.split("stop them: kill ")[1].split()[:2]) == sorted(str(r["pid"]) for r in running), out
+    # 2. a relaunch adopts them, and is killed in turn (its queued job had not started: both slots were taken)
     second = start_sweep(sweep, *args, output=tmp_path / "second.txt")
     wait_for(lambda: "still running from an earlier launch" in (tmp_path / "second.txt").read_text(), "the plan")
+    os.killpg(second.pid, signal.SIGKILL)
+    second.wait()
     for runner in running:
         os.kill(runner["pid"], signal.SIGCONT)
-    assert second.wait(timeout=300) == 0, (tmp_path / "second.txt").read_text()
-    out = (tmp_path / "second.txt").read_text()
-    assert "3 jobs: 1 to run (0 resuming from a checkpoint), 0 already completed" in out, out
-    assert "2 still running from an earlier launch (adopted" in out and "3 completed" in out
+    # 3. one more relaunch waits for them and runs the rest
+    third = run_sweep(sweep, *args)
+    assert third.returncode == 0, third.stdout
+    assert "3 jobs: 1 to run (0 resuming from a checkpoint), 0 already completed" in third.stdout, third.stdout
+    assert "2 still running from an earlier launch (adopted" in third.stdout and "3 completed" in third.stdout
     for freeze in ("none", "emb", "ffn"):  # each job ran once, by one runner, to its end
         assert record(sweep, f"freeze={freeze}")["status"] == "completed"
         (attempt,) = attempts(sweep, f"freeze={freeze}")
         assert attempt["status"] == "completed"
+
+
+RESOLVER_LAUNCHER = """
+import sys
+import hydra
+from omegaconf import OmegaConf
+OmegaConf.register_new_resolver("twice", lambda x: 2 * int(x))  # known to the launching process only
+from frozen_sweep.__main__ import main
+hydra.main(version_base="1.3", config_path=sys.argv.pop(1), config_name="config")(main.__wrapped__)()
+"""
+
+
+def test_jobs_get_the_launchers_hydra_state_such_as_its_resolvers(tmp_path, micro_overrides):
+    sweep = tmp_path / "sweep"
+    proc = subprocess.run(
+        [sys.executable, "-c", RESOLVER_LAUNCHER, str(CONF), "-m", f"hydra.sweep.dir={sweep}", *micro_overrides, LOCAL,
+         "trainer.max_steps=2", "eval.beam=1", "seed=${twice:3}"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout
+    (result,) = [read_json(path) for path in sweep.glob("*/result.json")]
+    assert result["status"] == "completed" and result["seed"] == 6

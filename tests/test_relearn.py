@@ -61,7 +61,7 @@ def test_the_job_adopts_the_base_runs_task_and_model(base_run, cache_dir):
 def test_reset_redraws_exactly_the_layer_reproducibly(base_run, cache_dir):
     cfg = relearn_config(base_run, cache_dir)
     data = load_task(cfg.task)
-    trained, model = weights(relearn.load_base(cfg, data)), relearn.prepare(cfg, data)
+    trained, model = weights(relearn.load_base(cfg)), relearn.prepare(cfg, data)
     reset = {n for n in trained if n.startswith("decoder.layers.1.")}
     assert len(reset) == 26  # self- and cross-attention (2 × 8), FFN (4), three layer norms (6)
     for name, p in model.named_parameters():
@@ -92,7 +92,7 @@ def test_reset_parts(base_run, cache_dir, parts, prefixes):
 def test_neighbours_train_without_a_reset(base_run, cache_dir):
     cfg = relearn_config(base_run, cache_dir, "relearn.train_neighbours=true", "relearn.reset_parts=ffn")
     data = load_task(cfg.task)
-    trained, model = weights(relearn.load_base(cfg, data)), relearn.prepare(cfg, data)
+    trained, model = weights(relearn.load_base(cfg)), relearn.prepare(cfg, data)
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     assert trainable == {n for n in trained if n.startswith(("decoder.layers.0.", "decoder.layers.1.ffn."))}
     assert all(torch.equal(p, trained[n]) for n, p in model.named_parameters() if n.startswith("decoder.layers.0."))

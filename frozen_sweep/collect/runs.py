@@ -1,16 +1,21 @@
 """Result records → a DataFrame with one row per run (completed or not), which every table is built from."""
 
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
 import pandas as pd
 
+from frozen_sweep import job_config
 from frozen_sweep.paper import ROWS
 from frozen_sweep.results import RESULT_FILE, load_result
+from frozen_sweep.run_dir import live_runner
 
-# Overrides that change where or how a job runs, not what it computes: conf/config.yaml's exclude_keys, and the cache.
-NEUTRAL_KEYS = {"name", "force", "trainer.progress", "trainer.threads", "trainer.device", "task.cache_dir",
-                "trainer.loggers", "trainer.log_every_steps"}  # fmt: skip
+# Overrides that change where or how a job runs, not what it computes (those the fingerprint leaves out), except
+# where the data is: runs on another corpus are another setting.
+NEUTRAL_KEYS = job_config.NEUTRAL_KEYS - {"task.path", "task.sword_dir"}
+STALE_FACTOR, STALE_MARGIN_S = 2, 300  # a running record silent for longer than 2 × its validation interval + 5 min
+STALE_BEFORE_VALIDATION_S = 3600  # ... or for an hour before its first validation: its runner is gone
 COMPONENTS = ("emb", "att", "ffn", "other")
 RECORD_KEYS = (
     "seed", "metric_name", "test_metric", "best_metric", "best_epoch", "epochs_to_convergence", "stopped_reason",
@@ -63,8 +68,56 @@ def why_not_completed(record: dict) -> Optional[str]:
     if record["status"] == "failed":
         return (str(record.get("error") or "").strip() or "no error recorded").splitlines()[0]
     if record["status"] == "running":
-        return "no final result: still running, or killed before it could record a failure"
+        return "no final result yet: still running"
     return None
+
+
+def validation_interval_s(history: list[dict]) -> Optional[float]:
+    """The longest training time between two validations (the first counted from the start), or None before any."""
+    times = [0.0] + [e["wall_time_s"] for e in history if e.get("wall_time_s") is not None]
+    return max(b - a for a, b in zip(times, times[1:])) if len(times) > 1 else None
+
+
+def silent_for_s(record: dict, now: Optional[datetime] = None) -> Optional[float]:
+    """Seconds since the record was last written (None when it does not say)."""
+    try:
+        updated = datetime.fromisoformat(record["updated_at"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return ((now or datetime.now(timezone.utc)) - updated).total_seconds()
+
+
+def dead_reason(path: Path, record: dict, now: Optional[datetime] = None) -> Optional[str]:
+    """Why a `running` record is dead: nobody holds its directory's lock and it has not been written for longer than
+    its own validation interval with margin (STALE_MARGIN); None while it may still run."""
+    if live_runner(path.parent):
+        return None
+    silent, interval = silent_for_s(record, now), validation_interval_s(record.get("history") or [])
+    limit = STALE_FACTOR * interval + STALE_MARGIN_S if interval is not None else STALE_BEFORE_VALIDATION_S
+    if silent is None or silent <= limit:
+        return None
+    return (
+        f"dead: no update for {silent / 60:.0f} min (validations every ≤{(interval or 0) / 60:.1f} min) and no "
+        "process holds its directory; run the same command again to resume it from its checkpoint"
+    )
+
+
+def flag_duplicates(runs: pd.DataFrame) -> None:
+    """Completed runs of the same fingerprint (config, data and seed) are one result: the first (by path) counts, the
+    others get status "duplicate" instead of being averaged as if they were seeds. Records without a fingerprint
+    compare by study, task, model, freeze pattern, setting and seed."""
+    first: dict = {}
+    for i, run in runs[runs.status == "completed"].iterrows():
+        record = run.record
+        key = (record.get("fingerprint") or {}).get("sha256") or (
+            run.study, run.task, run.model, run.label, run.setting, run.seed
+        )
+        if key in first:
+            runs.loc[i, ["status", "reason"]] = [
+                "duplicate", f"same config, data and seed as {first[key]}: counted once, not as another seed"
+            ]
+        else:
+            first[key] = run.path
 
 
 def run_row(path: Path) -> dict:
@@ -74,10 +127,11 @@ def run_row(path: Path) -> dict:
         record = load_result(path)
         freeze = record.get("freeze") or {}
         overrides = [str(o) for o in record.get("overrides") or []]
+        dead = dead_reason(path, record) if record["status"] == "running" else None
         return {
             "path": str(path),
-            "status": record["status"],
-            "reason": why_not_completed(record),
+            "status": "dead" if dead else record["status"],
+            "reason": dead or why_not_completed(record),
             "study": record.get("study") or "freeze",
             "task": record.get("task"),
             "model": record.get("model"),
@@ -102,6 +156,7 @@ def load_runs(paths: list[str]) -> pd.DataFrame:
     columns = [*CSV_COLUMNS, "setting", "history", "record"]
     runs = pd.DataFrame([run_row(p) for p in find_results(paths)], columns=columns)
     runs = runs.astype({k: "Int64" for k in ("seed", "params_trainable", "params_total", "steps")})
+    flag_duplicates(runs)
     runs["order"] = runs.label.map({row: i for i, row in enumerate(ROWS)}).fillna(len(ROWS))
     return runs.sort_values(["task", "model", "order", "label", "seed", "path"], ignore_index=True)
 

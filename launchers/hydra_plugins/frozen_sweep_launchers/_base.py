@@ -5,6 +5,7 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn
 from hydra.errors import CompactHydraException
 from hydra.plugins.launcher import Launcher
@@ -51,6 +52,7 @@ class SweepLauncher(Launcher):
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         sweep_dir = Path(str(self.config.hydra.sweep.dir)).absolute()
+        self.singleton_state = Singleton.get_state()  # Hydra's config store, resolvers, ...: each job restores them
         try:
             jobs = plan_jobs(
                 self.hydra_context, self.config, job_overrides, initial_job_idx,
@@ -87,4 +89,4 @@ class SweepLauncher(Launcher):
         """The callable a submitit job runs for `job` (imported here: Hydra's plugin scan stays free of submitit)."""
         from ._task import JobTask
 
-        return JobTask(self.task_function, self.hydra_context, job.config)
+        return JobTask(self.task_function, self.hydra_context, job.config, self.singleton_state)

@@ -98,7 +98,7 @@ def _check_distinct_dirs(jobs: list[PlannedJob]) -> None:
         other = seen.setdefault(job.job_dir, job)
         if other is not job:
             a, b = (dict(o.split("=", 1) for o in j.overrides if "=" in o) for j in (other, job))
-            differing = [f"{k}={a.get(k, '(unset)')} vs {b.get(k, '(unset)')}" for k in sorted(set(a) | set(b))
+            differing = [f"{k} ({a.get(k, '(unset)')} vs {b.get(k, '(unset)')})" for k in sorted(set(a) | set(b))
                          if a.get(k) != b.get(k)]  # fmt: skip
             raise SweepConfigError(
                 f"jobs #{other.num} and #{job.num} would share the directory {job.job_dir}: they differ only in "

@@ -28,11 +28,17 @@ class JobTask(submitit.helpers.Checkpointable):
     and is restored in the job, as in Hydra's own submitit launcher; the job holds its directory's lock from start to
     end (frozen_sweep.run_dir), so that a second runner of the same directory stops before touching it."""
 
-    def __init__(self, task_function: Callable[[DictConfig], Any], hydra_context: HydraContext, config: DictConfig):
+    def __init__(
+        self,
+        task_function: Callable[[DictConfig], Any],
+        hydra_context: HydraContext,
+        config: DictConfig,
+        singleton_state: Any,  # Singleton.get_state() in the launcher
+    ):
         self.task_function = task_function
         self.hydra_context = hydra_context
         self.config = config
-        self.singleton_state = Singleton.get_state()
+        self.singleton_state = singleton_state
 
     def __call__(self) -> JobReturn:
         Singleton.set_state(self.singleton_state)

@@ -1,0 +1,49 @@
+"""The collector's view of runs that cannot be averaged: dead `running` records and duplicates of one run."""
+
+from datetime import datetime, timedelta, timezone
+
+from frozen_sweep.collect import build_tables, load_runs
+from frozen_sweep.results import load_result, write_json_atomic
+from frozen_sweep.run_dir import exclusive_run
+from tests.test_collect import write_run
+
+
+def age(path, minutes: float) -> None:
+    """Make the record look last written `minutes` ago."""
+    record = load_result(path)
+    record["updated_at"] = (datetime.now(timezone.utc) - timedelta(minutes=minutes)).isoformat(timespec="seconds")
+    write_json_atomic(path, record)
+
+
+def test_a_running_record_silent_for_longer_than_its_validations_is_dead(tmp_path):
+    # validations every 30 s of training (write_run's history): dead after 2 × 30 s + 5 min of silence
+    recent = write_run(tmp_path, "(1)", status="running")
+    old = write_run(tmp_path, "(2)", status="running")
+    held = write_run(tmp_path, "(3)", status="running")
+    fresh = write_run(tmp_path, "(4)", status="running", history=[])
+    for path in (old, held):
+        age(path, 10)
+    age(recent, 4)
+    age(fresh, 50)  # before its first validation: an hour of grace
+    with exclusive_run(held.parent):  # its runner is alive, however long it has been quiet
+        runs = load_runs([str(tmp_path)]).set_index("label")
+    assert runs.loc["(1)", "status"] == "running" and runs.loc["(4)", "status"] == "running"
+    assert runs.loc["(3)", "status"] == "running"
+    assert runs.loc["(2)", "status"] == "dead"
+    assert "no update for 10 min" in runs.loc["(2)", "reason"] and "resume" in runs.loc["(2)", "reason"]
+
+
+def test_duplicates_are_flagged_not_averaged_as_seeds(tmp_path):
+    fingerprint = {"sha256": "ab" * 32, "config": {}, "data": {}}
+    first = write_run(tmp_path / "a", "(0)", metric=10.0, fingerprint=fingerprint)
+    write_run(tmp_path / "b", "(0)", metric=10.0, fingerprint=fingerprint)
+    write_run(tmp_path / "c", "(0)", metric=14.0, seed=2, fingerprint={**fingerprint, "sha256": "cd" * 32})
+    write_run(tmp_path / "d", "(1)", metric=9.0)  # no fingerprint (older records): same overrides and seed
+    write_run(tmp_path / "e", "(1)", metric=9.0)
+    runs = load_runs([str(tmp_path)])
+    duplicates = runs[runs.status == "duplicate"]
+    assert len(duplicates) == 2 and all("counted once" in r for r in duplicates.reason)
+    assert str(first) in duplicates.reason.iloc[0]
+    table = build_tables(runs)[0]
+    cell = table.rows.loc[table.rows.index[0]]
+    assert "12.0 ± 2.8" in " ".join(map(str, cell.values)), cell  # n=2 seeds (10, 14), not n=3 with a copy

@@ -1,0 +1,72 @@
+"""Every `python -m frozen_sweep …` command in README.md composes, and every job it makes passes the checks a job
+runs before it starts (keys, values, cross-field rules, budgets, the relearn base): the README cannot drift."""
+
+import re
+import shlex
+
+import pytest
+from hydra import initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.types import RunMode
+
+from frozen_sweep.job_config import job_config
+from tests.conftest import CONF, ROOT, fake_run_dir
+
+ENTRY = re.compile(r"^(?:\.venv/bin/)?python -m frozen_sweep(?=\s|$)")
+
+
+def readme_commands() -> list[str]:
+    """The README's `python -m frozen_sweep` commands (not .collect), continuation lines joined, comments cut."""
+    text = re.sub(r"\\\n\s*", " ", (ROOT / "README.md").read_text())
+    blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+    return [line.strip() for block in blocks for line in block.splitlines() if ENTRY.match(line.strip())]
+
+
+def arguments(command: str) -> tuple[bool, list[str]]:
+    """(multirun?, overrides) of a command; `…` (an elided rest) and `--cfg job` are dropped."""
+    words = [w for w in shlex.split(ENTRY.sub("", command), comments=True) if w != "…"]
+    if "--cfg" in words:
+        del words[words.index("--cfg") : words.index("--cfg") + 2]
+    multirun = "-m" in words
+    return multirun, [w for w in words if w != "-m"]
+
+
+def jobs(overrides: list[str], multirun: bool) -> list[tuple[list[str], object]]:
+    """Each job's overrides and composed config, as Hydra's basic sweeper splits a -m command (the experiment's
+    sweeper params included)."""
+    loader = GlobalHydra.instance().config_loader()
+    mode = RunMode.MULTIRUN if multirun else RunMode.RUN
+    config = loader.load_configuration("config", overrides, run_mode=mode)
+    if not multirun:
+        return [(overrides, config)]
+    params = [f"{key}={value}" for key, value in (config.hydra.sweeper.params or {}).items()]
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(params + overrides)
+    (batch,) = BasicSweeper.split_arguments(parsed, None)
+    return [(job, loader.load_sweep_config(config, job)) for job in batch]
+
+
+COMMANDS = readme_commands()
+
+
+def test_the_readme_has_commands_to_check():
+    assert len(COMMANDS) >= 12 and any("-m" in c for c in COMMANDS) and any("--cfg job" in c for c in COMMANDS)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_readme_command_composes_and_passes_every_check(command, tmp_path, monkeypatch):
+    multirun, overrides = arguments(command)
+    # a relearn job's base run must exist: the README's (a default run; a big-model run at /runs/tren_big) stand-ins
+    monkeypatch.chdir(tmp_path)
+    fake_run_dir(tmp_path / "outputs" / "runs" / "default")
+    overrides = [
+        f"relearn.base_checkpoint={fake_run_dir(tmp_path / 'tren_big', 'model=big')}"
+        if o == "relearn.base_checkpoint=/runs/tren_big" else o
+        for o in overrides
+    ]  # fmt: skip
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        planned = jobs(overrides, multirun)
+        for job, config in planned:
+            job_config(config, job)  # raises ConfigError naming the key
+    assert planned
