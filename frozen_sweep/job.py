@@ -12,7 +12,7 @@ import torch
 from omegaconf import OmegaConf
 
 import frozen_sweep
-from frozen_sweep import efficiency, freeze, relearn
+from frozen_sweep import cpu, efficiency, freeze, relearn
 from frozen_sweep.checkpoint import BEST, load_checkpoint
 from frozen_sweep.config import Device, TaskKind, validate
 from frozen_sweep.data import TaskData, load_task
@@ -164,8 +164,7 @@ def keep_freed_memory() -> None:
 
 def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
     keep_freed_memory()
-    if cfg.trainer.threads:
-        torch.set_num_threads(cfg.trainer.threads)
+    torch.set_num_threads(cpu.job_threads(cfg.trainer.threads))
     torch.manual_seed(cfg.seed)
     device = pick_device(cfg)
     result.device = str(device) if device.type == "cpu" else torch.cuda.get_device_name(device)

@@ -1,0 +1,258 @@
+"""Training speed on a busy CPU: the trainer's step, quiet and beside a process that keeps one core busy.
+
+    python benchmarks/busy_cpu.py [--steps 2] [--repeats 5] [--sweep-repeats 1] [--also NAME:VAR=V,VAR=V ...]
+
+The contenders, each in its own process (libgomp reads its environment when torch loads it):
+- today: libgomp's own default wait (GOMP_SPINCOUNT=300000: what jobs ran with before frozen_sweep.cpu), torch's
+  default threads;
+- job: what a job runs with now: the wait policy frozen_sweep sets on import, threads from frozen_sweep.cpu.job_threads;
+- --also: the job's code with extra environment, e.g. `spin10k:GOMP_SPINCOUNT=10000` or `one:OMP_NUM_THREADS=1`.
+Each times `Trainer._train_step` on the demo model (model=demo, a 64×32 batch: 2,048 target tokens, as
+experiment=demo_table's batches). A competitor, one torch thread of matrix products and element-wise work, keeps one
+core busy while "busy" and is stopped (SIGSTOP) while "quiet". Every round times every contender under both
+conditions in rotated order; a figure is the median step over rounds. Then the same for a 2-job `local_gpus` sweep
+of demo jobs (its default max_parallel=1, as `make demo` runs) on a toy corpus: its wall time, and the jobs' own
+training tokens/s from their result.json. The load average is printed with every round: other work on the machine
+counts as well. Targets: job busy/quiet ≤ 1.5×, job quiet ≥ 0.97× today's quiet speed.
+"""
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import common
+import torch
+
+from frozen_sweep import cpu
+
+COMPETITOR = """import torch
+torch.set_num_threads(1)
+a = torch.randn(256, 256)
+print("ready", flush=True)
+while True:
+    torch.tanh(a @ a, out=a)
+    a.mul_(0.5)
+"""
+TODAY_ENV = {"GOMP_SPINCOUNT": "300000"}  # libgomp's built-in default when nothing is set (its docs)
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *cpu.WAIT_SETTINGS)
+
+
+def clean_env(**extra: str) -> dict:
+    """This process's environment without any thread or wait setting (frozen_sweep put its own in), plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_ENV}
+    env["PYTHONPATH"] = os.pathsep.join([str(common.ROOT), str(common.ROOT / "launchers"), env.get("PYTHONPATH", "")])
+    return {**env, **extra}
+
+
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+# ---- the training step in a worker process ------------------------------------------------------------------------
+
+
+def worker(mode: str, sentences: int, length: int) -> None:
+    """Build the demo model, then time `n` steps for every line `n` read from stdin; answer with the times."""
+    if mode == "job":
+        torch.set_num_threads(cpu.job_threads(None))  # as frozen_sweep.job does with trainer.threads=null
+    common.keep_freed_memory()
+    torch.manual_seed(0)
+    cfg = common.compose_config("model=demo")
+    vocab = cfg.task.vocab_size
+    batch = common.synthetic_batch(sentences, length, vocab)
+    with tempfile.TemporaryDirectory() as tmp:
+        _, step = common.train_step(cfg, common.build(cfg, vocab), Path(tmp), vocab)
+        step(batch), step(batch)
+        print(json.dumps({"threads": torch.get_num_threads(), "tokens": batch.n_tokens}), flush=True)
+        for line in sys.stdin:
+            times = []
+            for _ in range(int(line)):
+                started = time.perf_counter()
+                step(batch)
+                times.append(time.perf_counter() - started)
+            print(json.dumps(times), flush=True)
+
+
+class Worker:
+    def __init__(self, mode: str, env: dict, args):
+        command = [sys.executable, __file__, "--worker", mode, "--sentences", str(args.sentences),
+                   "--length", str(args.length)]  # fmt: skip
+        self.process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.info = self.answer()
+
+    def answer(self):
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"worker {self.process.args} died ({self.process.wait()})")
+        return json.loads(line)
+
+    def steps(self, n: int) -> list[float]:
+        self.process.stdin.write(f"{n}\n")
+        self.process.stdin.flush()
+        return self.answer()
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+
+class Competitor:
+    """One torch thread kept busy; `busy(False)` stops it (SIGSTOP), `busy(True)` lets it run."""
+
+    def __init__(self):
+        env = clean_env(OMP_NUM_THREADS="1")
+        self.process = subprocess.Popen([sys.executable, "-c", COMPETITOR], env=env, stdout=subprocess.PIPE, text=True)
+        self.process.stdout.readline()
+        self.busy(False)
+
+    def busy(self, on: bool) -> None:
+        os.kill(self.process.pid, signal.SIGCONT if on else signal.SIGSTOP)
+        time.sleep(0.2)  # let the scheduler settle
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+    def close(self) -> None:
+        self.busy(True)
+        self.process.kill()
+        self.process.wait()
+
+
+# ---- a 2-job local_gpus sweep -------------------------------------------------------------------------------------
+
+
+def sweep(env: dict, directory: Path, corpus: Path, steps: int) -> tuple[float, float]:
+    """Wall seconds of a 2-job sweep of demo jobs, and the median of the jobs' training tokens/s."""
+    overrides = [f"task.path={corpus}", "task=text_files", "task.src_lang=es", "task.tgt_lang=en",
+                 "task.vocab_size=60", f"task.cache_dir={directory.parent / 'cache'}", "model=demo",
+                 "trainer.max_tokens=1024", f"trainer.max_steps={steps}", "trainer.max_time_s=null",
+                 "trainer.warmup_steps=10", "trainer.valid_bleu_sentences=0", "trainer.progress=false",
+                 "eval.beam=1", "hydra/launcher=local_gpus", f"hydra.sweep.dir={directory}", "seed=1,2"]  # fmt: skip
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "frozen_sweep", "-m", *overrides], env=env, cwd=directory.parent,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"sweep failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    rates = [json.loads(p.read_text())["train_tokens_per_s"] for p in directory.glob("*/result.json")]
+    assert len(rates) == 2, f"expected 2 results under {directory}, found {len(rates)}"
+    return wall, statistics.median(rates)
+
+
+# ---- the comparison -----------------------------------------------------------------------------------------------
+
+
+def contenders(also: list[str]) -> dict[str, tuple[str, dict]]:
+    """name → (worker mode, extra environment)."""
+    out = {"today": ("today", TODAY_ENV), "job": ("job", {})}
+    for spec in also:
+        name, _, assignments = spec.partition(":")
+        out[name] = ("job", dict(a.split("=", 1) for a in assignments.split(",") if a))
+    return out
+
+
+def rotated(items: list, r: int) -> list:
+    return items[r % len(items) :] + items[: r % len(items)]
+
+
+def step_rounds(workers: dict[str, Worker], competitor: Competitor, steps: int, repeats: int):
+    times = {(name, cond): [] for name in workers for cond in ("quiet", "busy")}
+    hog_cores = []
+    for r in range(repeats):
+        for cond in rotated(["quiet", "busy"], r):
+            competitor.busy(cond == "busy")
+            hog_cpu, started = competitor.cpu_seconds(), time.perf_counter()
+            for name in rotated(list(workers), r):
+                times[name, cond] += workers[name].steps(steps)
+            if cond == "busy":
+                hog_cores.append((competitor.cpu_seconds() - hog_cpu) / (time.perf_counter() - started))
+        print(f"round {r + 1}/{repeats}: load average {load()}", flush=True)
+    competitor.busy(False)
+    return {k: statistics.median(v) for k, v in times.items()}, statistics.median(hog_cores)
+
+
+def sweep_rounds(candidates, competitor: Competitor, repeats: int, steps: int, tmp: Path):
+    sys.path.insert(0, str(common.ROOT))
+    from tests.conftest import write_corpus
+
+    corpus = write_corpus(tmp / "corpus")
+    results = {}
+    for r in range(repeats):
+        for cond in rotated(["quiet", "busy"], r):
+            competitor.busy(cond == "busy")
+            for name in rotated(list(candidates), r):
+                wall, rate = sweep(clean_env(**candidates[name][1]), tmp / f"{name}_{cond}_{r}", corpus, steps)
+                results.setdefault((name, cond), []).append((wall, rate))
+                print(f"sweep {name} {cond}: {wall:.1f} s, jobs {rate:,.0f} tokens/s; load average {load()}",
+                      flush=True)  # fmt: skip
+    competitor.busy(False)
+    return {k: (statistics.median(w for w, _ in v), statistics.median(t for _, t in v)) for k, v in results.items()}
+
+
+def main() -> None:
+    p = common.parser(__doc__)
+    p.add_argument("--steps", type=int, default=2, help="steps per contender and condition in each round")
+    p.add_argument("--sentences", type=int, default=64)
+    p.add_argument("--length", type=int, default=32)
+    p.add_argument("--sweep-repeats", type=int, default=1, help="0: no sweeps")
+    p.add_argument("--sweep-steps", type=int, default=30, help="training steps of each sweep job")
+    p.add_argument("--also", nargs="*", default=[], help="more contenders, NAME:VAR=VALUE,VAR=VALUE")
+    p.add_argument("--worker", choices=["today", "job"], help=argparse.SUPPRESS)  # the step timer, in a subprocess
+    args = p.parse_args()
+    if args.worker:
+        return worker(args.worker, args.sentences, args.length)
+    if args.quick:
+        args.steps, args.repeats, args.sentences, args.length, args.sweep_steps = 1, 1, 8, 8, 2
+    repeats = args.repeats or 5
+    started = time.perf_counter()
+    print(f"torch {torch.__version__} ({torch.__config__.parallel_info().splitlines()[-1].strip()}), "
+          f"{cpu.usable_cores()} usable cores of {os.cpu_count()}; load average {load()} at start")  # fmt: skip
+    candidates = contenders(args.also)
+    competitor = Competitor()
+    workers = {name: Worker(mode, clean_env(**env), args) for name, (mode, env) in candidates.items()}
+    try:
+        tokens = workers["job"].info["tokens"]
+        print(f"demo model, {args.sentences}×{args.length} batch ({tokens} target tokens); {repeats} rounds of "
+              f"{args.steps} steps per contender and condition")  # fmt: skip
+        times, hog = step_rounds(workers, competitor, args.steps, repeats)
+        rows = []
+        for name, (_, env) in candidates.items():
+            quiet, busy = times[name, "quiet"], times[name, "busy"]
+            setting = ",".join(f"{k}={v}" for k, v in env.items()) or ",".join(f"{k}={v}" for k, v in
+                                                                                cpu.OPENMP_DEFAULTS.items())
+            rows.append([name, setting, workers[name].info["threads"], f"{quiet * 1e3:.0f} ms",
+                         f"{tokens / quiet:,.0f}", f"{busy * 1e3:.0f} ms", f"{tokens / busy:,.0f}",
+                         f"{busy / quiet:.2f}×", f"{times['today', 'quiet'] / quiet:.3f}"])  # fmt: skip
+        print(f"\ntraining step (competitor used {hog:.2f} cores while busy)")
+        common.table(["contender", "OpenMP", "threads", "quiet", "tokens/s", "busy", "tokens/s", "busy/quiet",
+                      "quiet speed / today"], rows)  # fmt: skip
+    finally:
+        for w in workers.values():
+            w.close()
+    try:
+        if args.sweep_repeats:
+            with tempfile.TemporaryDirectory() as tmp:
+                sweeps = sweep_rounds(candidates, competitor, args.sweep_repeats, args.sweep_steps, Path(tmp))
+            print(f"\n2-job local_gpus sweep of demo jobs ({args.sweep_steps} steps each), {args.sweep_repeats} round(s)")
+            common.table(["contender", "quiet wall", "busy wall", "busy/quiet wall", "jobs' tokens/s quiet", "busy",
+                          "busy/quiet speed"], [[name, f"{sweeps[name, 'quiet'][0]:.1f} s",
+                          f"{sweeps[name, 'busy'][0]:.1f} s", f"{sweeps[name, 'busy'][0] / sweeps[name, 'quiet'][0]:.2f}×",
+                          f"{sweeps[name, 'quiet'][1]:,.0f}", f"{sweeps[name, 'busy'][1]:,.0f}",
+                          f"{sweeps[name, 'quiet'][1] / sweeps[name, 'busy'][1]:.2f}×"] for name in candidates])  # fmt: skip
+    finally:
+        competitor.close()
+    print(f"\nload average {load()} at the end; {time.perf_counter() - started:.0f} s in all")
+    common.verdict("job: busy / quiet step time", times["job", "busy"] / times["job", "quiet"], 1.5, at_most=True)
+    common.verdict("job / today quiet speed", times["today", "quiet"] / times["job", "quiet"], 0.97)
+
+
+if __name__ == "__main__":
+    main()
