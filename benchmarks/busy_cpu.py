@@ -129,10 +129,10 @@ class Competitor:
 # ---- a 2-job local_gpus sweep -------------------------------------------------------------------------------------
 
 
-def sweep(env: dict, directory: Path, corpus: Path, steps: int) -> tuple[float, float]:
-    """Wall seconds of a 2-job sweep of demo jobs, and the median of the jobs' training tokens/s."""
+def sweep(env: dict, directory: Path, corpus: Path, model: str, steps: int) -> tuple[float, float]:
+    """Wall seconds of a 2-job sweep, and the median of the jobs' training tokens/s (from their result.json)."""
     overrides = [f"task.path={corpus}", "task=text_files", "task.src_lang=es", "task.tgt_lang=en",
-                 "task.vocab_size=60", f"task.cache_dir={directory.parent / 'cache'}", "model=demo",
+                 "task.vocab_size=60", f"task.cache_dir={directory.parent / 'cache'}", f"model={model}",
                  "trainer.max_tokens=1024", f"trainer.max_steps={steps}", "trainer.max_time_s=null",
                  "trainer.warmup_steps=10", "trainer.valid_bleu_sentences=0", "trainer.progress=false",
                  "eval.beam=1", "hydra/launcher=local_gpus", f"hydra.sweep.dir={directory}", "seed=1,2"]  # fmt: skip
@@ -147,7 +147,7 @@ def sweep(env: dict, directory: Path, corpus: Path, steps: int) -> tuple[float, 
     return wall, statistics.median(rates)
 
 
-# ---- the comparison -----------------------------------------------------------------------------------------------
+# ---- side by side -------------------------------------------------------------------------------------------------
 
 
 def contenders(also: list[str]) -> dict[str, tuple[str, dict]]:
@@ -163,38 +163,77 @@ def rotated(items: list, r: int) -> list:
     return items[r % len(items) :] + items[: r % len(items)]
 
 
-def step_rounds(workers: dict[str, Worker], competitor: Competitor, steps: int, repeats: int):
-    times = {(name, cond): [] for name in workers for cond in ("quiet", "busy")}
-    hog_cores = []
+def side_by_side(names: list[str], measure, competitor: Competitor, repeats: int, label: str):
+    """{(name, "quiet" | "busy"): every value `measure(name, condition, round)` returned}, in rotated order, and
+    the median number of cores the competitor had while busy."""
+    values = {(name, cond): [] for name in names for cond in ("quiet", "busy")}
+    cores = []
     for r in range(repeats):
         for cond in rotated(["quiet", "busy"], r):
             competitor.busy(cond == "busy")
-            hog_cpu, started = competitor.cpu_seconds(), time.perf_counter()
-            for name in rotated(list(workers), r):
-                times[name, cond] += workers[name].steps(steps)
+            cpu_seconds, started = competitor.cpu_seconds(), time.perf_counter()
+            for name in rotated(names, r):
+                values[name, cond] += measure(name, cond, r)
             if cond == "busy":
-                hog_cores.append((competitor.cpu_seconds() - hog_cpu) / (time.perf_counter() - started))
-        print(f"round {r + 1}/{repeats}: load average {load()}", flush=True)
+                cores.append((competitor.cpu_seconds() - cpu_seconds) / (time.perf_counter() - started))
+        print(f"{label} round {r + 1}/{repeats}: load average {load()}", flush=True)
     competitor.busy(False)
-    return {k: statistics.median(v) for k, v in times.items()}, statistics.median(hog_cores)
+    return values, statistics.median(cores)
 
 
-def sweep_rounds(candidates, competitor: Competitor, repeats: int, steps: int, tmp: Path):
+def setting(env: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in (env or cpu.OPENMP_DEFAULTS).items())
+
+
+def compare_steps(candidates, competitor: Competitor, args) -> dict:
+    workers = {name: Worker(mode, clean_env(**env), args) for name, (mode, env) in candidates.items()}
+    try:
+        tokens = workers["job"].info["tokens"]
+        print(f"\ntraining step: demo model, {args.sentences}×{args.length} batch ({tokens} target tokens), "
+              f"{args.repeats} rounds of {args.steps} steps per contender and condition")  # fmt: skip
+        measure = lambda name, cond, r: workers[name].steps(args.steps)  # noqa: E731
+        values, cores = side_by_side(list(workers), measure, competitor, args.repeats, "steps")
+    finally:
+        for w in workers.values():
+            w.close()
+    times = {k: statistics.median(v) for k, v in values.items()}
+    rows = []
+    for name, (_, env) in candidates.items():
+        quiet, busy = times[name, "quiet"], times[name, "busy"]
+        rows.append([name, setting(env), workers[name].info["threads"], f"{quiet * 1e3:.0f} ms",
+                     f"{tokens / quiet:,.0f}", f"{busy * 1e3:.0f} ms", f"{tokens / busy:,.0f}", f"{busy / quiet:.2f}×",
+                     f"{times['today', 'quiet'] / quiet:.3f}"])  # fmt: skip
+    print(f"training step, medians (the competitor had {cores:.2f} cores while busy)")
+    common.table(["contender", "OpenMP", "threads", "quiet step", "tokens/s", "busy step", "tokens/s", "busy/quiet",
+                  "quiet speed / today's"], rows)  # fmt: skip
+    return times
+
+
+def compare_sweeps(candidates, competitor: Competitor, args) -> None:
     sys.path.insert(0, str(common.ROOT))
     from tests.conftest import write_corpus
 
-    corpus = write_corpus(tmp / "corpus")
-    results = {}
-    for r in range(repeats):
-        for cond in rotated(["quiet", "busy"], r):
-            competitor.busy(cond == "busy")
-            for name in rotated(list(candidates), r):
-                wall, rate = sweep(clean_env(**candidates[name][1]), tmp / f"{name}_{cond}_{r}", corpus, steps)
-                results.setdefault((name, cond), []).append((wall, rate))
-                print(f"sweep {name} {cond}: {wall:.1f} s, jobs {rate:,.0f} tokens/s; load average {load()}",
-                      flush=True)  # fmt: skip
-    competitor.busy(False)
-    return {k: (statistics.median(w for w, _ in v), statistics.median(t for _, t in v)) for k, v in results.items()}
+    model = "micro" if args.quick else "demo"
+    names = ["job"] if args.quick else list(candidates)
+    print(f"\n2-job local_gpus sweeps (default max_parallel, as `make demo`) of {model} jobs, {args.sweep_steps} "
+          f"steps each, {args.sweep_repeats} round(s)")  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = write_corpus(Path(tmp) / "corpus")
+
+        def measure(name, cond, r):
+            env = clean_env(**candidates[name][1])
+            return [sweep(env, Path(tmp) / f"{name}_{cond}_{r}", corpus, model, args.sweep_steps)]
+
+        values, cores = side_by_side(names, measure, competitor, args.sweep_repeats, "sweeps")
+    wall = {k: statistics.median(w for w, _ in v) for k, v in values.items()}
+    rate = {k: statistics.median(t for _, t in v) for k, v in values.items()}
+    rows = [[name, f"{wall[name, 'quiet']:.1f} s", f"{wall[name, 'busy']:.1f} s",
+             f"{wall[name, 'busy'] / wall[name, 'quiet']:.2f}×", f"{rate[name, 'quiet']:,.0f}",
+             f"{rate[name, 'busy']:,.0f}", f"{rate[name, 'quiet'] / rate[name, 'busy']:.2f}×"]
+            for name in names]  # fmt: skip
+    print(f"sweeps, medians (the competitor had {cores:.2f} cores while busy)")
+    common.table(["contender", "quiet wall", "busy wall", "busy/quiet", "jobs' tokens/s quiet", "busy",
+                  "quiet/busy"], rows)  # fmt: skip
 
 
 def main() -> None:
@@ -203,7 +242,7 @@ def main() -> None:
     p.add_argument("--sentences", type=int, default=64)
     p.add_argument("--length", type=int, default=32)
     p.add_argument("--sweep-repeats", type=int, default=1, help="0: no sweeps")
-    p.add_argument("--sweep-steps", type=int, default=30, help="training steps of each sweep job")
+    p.add_argument("--sweep-steps", type=int, default=20, help="training steps of each sweep job")
     p.add_argument("--also", nargs="*", default=[], help="more contenders, NAME:VAR=VALUE,VAR=VALUE")
     p.add_argument("--worker", choices=["today", "job"], help=argparse.SUPPRESS)  # the step timer, in a subprocess
     args = p.parse_args()
@@ -211,47 +250,21 @@ def main() -> None:
         return worker(args.worker, args.sentences, args.length)
     if args.quick:
         args.steps, args.repeats, args.sentences, args.length, args.sweep_steps = 1, 1, 8, 8, 2
-    repeats = args.repeats or 5
+    args.repeats = args.repeats or 5
     started = time.perf_counter()
     print(f"torch {torch.__version__} ({torch.__config__.parallel_info().splitlines()[-1].strip()}), "
           f"{cpu.usable_cores()} usable cores of {os.cpu_count()}; load average {load()} at start")  # fmt: skip
     candidates = contenders(args.also)
     competitor = Competitor()
-    workers = {name: Worker(mode, clean_env(**env), args) for name, (mode, env) in candidates.items()}
     try:
-        tokens = workers["job"].info["tokens"]
-        print(f"demo model, {args.sentences}×{args.length} batch ({tokens} target tokens); {repeats} rounds of "
-              f"{args.steps} steps per contender and condition")  # fmt: skip
-        times, hog = step_rounds(workers, competitor, args.steps, repeats)
-        rows = []
-        for name, (_, env) in candidates.items():
-            quiet, busy = times[name, "quiet"], times[name, "busy"]
-            setting = ",".join(f"{k}={v}" for k, v in env.items()) or ",".join(f"{k}={v}" for k, v in
-                                                                                cpu.OPENMP_DEFAULTS.items())
-            rows.append([name, setting, workers[name].info["threads"], f"{quiet * 1e3:.0f} ms",
-                         f"{tokens / quiet:,.0f}", f"{busy * 1e3:.0f} ms", f"{tokens / busy:,.0f}",
-                         f"{busy / quiet:.2f}×", f"{times['today', 'quiet'] / quiet:.3f}"])  # fmt: skip
-        print(f"\ntraining step (competitor used {hog:.2f} cores while busy)")
-        common.table(["contender", "OpenMP", "threads", "quiet", "tokens/s", "busy", "tokens/s", "busy/quiet",
-                      "quiet speed / today"], rows)  # fmt: skip
-    finally:
-        for w in workers.values():
-            w.close()
-    try:
+        times = compare_steps(candidates, competitor, args)
         if args.sweep_repeats:
-            with tempfile.TemporaryDirectory() as tmp:
-                sweeps = sweep_rounds(candidates, competitor, args.sweep_repeats, args.sweep_steps, Path(tmp))
-            print(f"\n2-job local_gpus sweep of demo jobs ({args.sweep_steps} steps each), {args.sweep_repeats} round(s)")
-            common.table(["contender", "quiet wall", "busy wall", "busy/quiet wall", "jobs' tokens/s quiet", "busy",
-                          "busy/quiet speed"], [[name, f"{sweeps[name, 'quiet'][0]:.1f} s",
-                          f"{sweeps[name, 'busy'][0]:.1f} s", f"{sweeps[name, 'busy'][0] / sweeps[name, 'quiet'][0]:.2f}×",
-                          f"{sweeps[name, 'quiet'][1]:,.0f}", f"{sweeps[name, 'busy'][1]:,.0f}",
-                          f"{sweeps[name, 'quiet'][1] / sweeps[name, 'busy'][1]:.2f}×"] for name in candidates])  # fmt: skip
+            compare_sweeps(candidates, competitor, args)
     finally:
         competitor.close()
     print(f"\nload average {load()} at the end; {time.perf_counter() - started:.0f} s in all")
     common.verdict("job: busy / quiet step time", times["job", "busy"] / times["job", "quiet"], 1.5, at_most=True)
-    common.verdict("job / today quiet speed", times["today", "quiet"] / times["job", "quiet"], 0.97)
+    common.verdict("job / today's quiet speed", times["today", "quiet"] / times["job", "quiet"], 0.97)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = ["train_throughput", "freeze_speedup", "decode", "checkpoint_size", "batching", "sweep_overhead"]
+SCRIPTS = ["train_throughput", "freeze_speedup", "decode", "checkpoint_size", "batching", "sweep_overhead", "busy_cpu"]
 
 
 def run(script: str, *args: str, timeout: int = 300) -> str:
@@ -21,7 +21,7 @@ def run(script: str, *args: str, timeout: int = 300) -> str:
     return done.stdout
 
 
-@pytest.mark.parametrize("script", [s for s in SCRIPTS if s not in ("train_throughput", "sweep_overhead")])
+@pytest.mark.parametrize("script", [s for s in SCRIPTS if s not in ("train_throughput", "sweep_overhead", "busy_cpu")])
 def test_benchmark_runs(script):
     out = run(script)
     assert "TARGET" in out, out  # every script states its target and whether it is met
@@ -39,6 +39,12 @@ def test_train_throughput_compares_with_references():
 def test_sweep_overhead_runs():  # launches real sweeps (basic and local_gpus) of two micro jobs
     out = run("sweep_overhead", "--slurm", "no", timeout=600)
     assert "local_gpus" in out and "collector" in out
+
+
+def test_busy_cpu_runs():  # worker processes, a stopped and resumed competitor, real local_gpus sweeps of micro jobs
+    out = run("busy_cpu", timeout=600)
+    assert "TARGET job: busy / quiet" in out and "local_gpus sweeps" in out
+    assert "OMP_WAIT_POLICY=PASSIVE" in out and "GOMP_SPINCOUNT=300000" in out  # the job's setting beside today's
 
 
 def test_flop_count_follows_autograd():
