@@ -3,20 +3,24 @@
     python benchmarks/busy_cpu.py [--steps 2] [--repeats 5] [--sweep-repeats 1] [--also NAME:VAR=V,VAR=V ...]
 
 The contenders, each in its own process (libgomp reads its environment when torch loads it):
-- today: libgomp's own default wait (GOMP_SPINCOUNT=300000: what jobs ran with before frozen_sweep.cpu), torch's
-  default threads;
-- job: what a job runs with now: the wait policy frozen_sweep sets on import, threads from frozen_sweep.cpu.job_threads;
-- --also: the job's code with extra environment, e.g. `spin10k:GOMP_SPINCOUNT=10000` or `one:OMP_NUM_THREADS=1`.
+- today: torch's default threads (one per core), fixed: what a job did before frozen_sweep.cpu;
+- job: what a job does now (frozen_sweep.cpu.threads_for_free_cores): as many threads as the cores other
+  processes leave free, re-measured every second; before each timed block it runs 2.5 s untimed, so that it has
+  measured the load of the block (a job adapts within two seconds of a change);
+- --also: today's threads with extra environment, e.g. `passive:OMP_WAIT_POLICY=PASSIVE` (libgomp's threads
+  sleep at once instead of spinning), `spin10k:GOMP_SPINCOUNT=10000`, `one:OMP_NUM_THREADS=1`.
 Each times `Trainer._train_step` on the demo model (model=demo, a 64×32 batch: 2,048 target tokens, as
 experiment=demo_table's batches). A competitor, one torch thread of matrix products and element-wise work, keeps one
 core busy while "busy" and is stopped (SIGSTOP) while "quiet". Every round times every contender under both
 conditions in rotated order; a figure is the median step over rounds. Then the same for a 2-job `local_gpus` sweep
 of demo jobs (its default max_parallel=1, as `make demo` runs) on a toy corpus: its wall time, and the jobs' own
 training tokens/s from their result.json. The load average is printed with every round: other work on the machine
-counts as well. Targets: job busy/quiet ≤ 1.5×, job quiet ≥ 0.97× today's quiet speed.
+counts as well. Targets: job busy/quiet ≤ 1.5×, job quiet ≥ 0.97× today's quiet speed. --threads is not used:
+the contenders choose their threads.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -40,12 +44,12 @@ while True:
     torch.tanh(a @ a, out=a)
     a.mul_(0.5)
 """
-TODAY_ENV = {"GOMP_SPINCOUNT": "300000"}  # libgomp's built-in default when nothing is set (its docs)
-THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *cpu.WAIT_SETTINGS)
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+ADAPT_S = 2.5 * cpu.CHECK_EVERY_S  # untimed steps of the job before each timed block
 
 
 def clean_env(**extra: str) -> dict:
-    """This process's environment without any thread or wait setting (frozen_sweep put its own in), plus `extra`."""
+    """This process's environment without any thread or wait setting, plus `extra`."""
     env = {k: v for k, v in os.environ.items() if k not in THREAD_ENV}
     env["PYTHONPATH"] = os.pathsep.join([str(common.ROOT), str(common.ROOT / "launchers"), env.get("PYTHONPATH", "")])
     return {**env, **extra}
@@ -59,25 +63,28 @@ def load() -> str:
 
 
 def worker(mode: str, sentences: int, length: int) -> None:
-    """Build the demo model, then time `n` steps for every line `n` read from stdin; answer with the times."""
-    if mode == "job":
-        torch.set_num_threads(cpu.job_threads(None))  # as frozen_sweep.job does with trainer.threads=null
+    """Build the demo model, then time `n` steps for every line `n` read from stdin; answer with the times and the
+    threads torch used at the end."""
     common.keep_freed_memory()
     torch.manual_seed(0)
     cfg = common.compose_config("model=demo")
     vocab = cfg.task.vocab_size
     batch = common.synthetic_batch(sentences, length, vocab)
-    with tempfile.TemporaryDirectory() as tmp:
+    adapting = cpu.threads_for_free_cores(None) if mode == "job" else contextlib.nullcontext()
+    with tempfile.TemporaryDirectory() as tmp, adapting:
         _, step = common.train_step(cfg, common.build(cfg, vocab), Path(tmp), vocab)
         step(batch), step(batch)
-        print(json.dumps({"threads": torch.get_num_threads(), "tokens": batch.n_tokens}), flush=True)
+        print(json.dumps({"tokens": batch.n_tokens}), flush=True)
         for line in sys.stdin:
+            until = time.monotonic() + (ADAPT_S if mode == "job" else 0)
+            while time.monotonic() < until:
+                step(batch)
             times = []
             for _ in range(int(line)):
                 started = time.perf_counter()
                 step(batch)
                 times.append(time.perf_counter() - started)
-            print(json.dumps(times), flush=True)
+            print(json.dumps({"times": times, "threads": torch.get_num_threads()}), flush=True)
 
 
 class Worker:
@@ -152,10 +159,10 @@ def sweep(env: dict, directory: Path, corpus: Path, model: str, steps: int) -> t
 
 def contenders(also: list[str]) -> dict[str, tuple[str, dict]]:
     """name → (worker mode, extra environment)."""
-    out = {"today": ("today", TODAY_ENV), "job": ("job", {})}
+    out = {"today": ("fixed", {}), "job": ("job", {})}
     for spec in also:
         name, _, assignments = spec.partition(":")
-        out[name] = ("job", dict(a.split("=", 1) for a in assignments.split(",") if a))
+        out[name] = ("fixed", dict(a.split("=", 1) for a in assignments.split(",") if a))
     return out
 
 
@@ -181,8 +188,8 @@ def side_by_side(names: list[str], measure, competitor: Competitor, repeats: int
     return values, statistics.median(cores)
 
 
-def setting(env: dict) -> str:
-    return ",".join(f"{k}={v}" for k, v in (env or cpu.OPENMP_DEFAULTS).items())
+def describe(mode: str, env: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in env.items()) or ("free cores" if mode == "job" else "torch's default")
 
 
 def compare_steps(candidates, competitor: Competitor, args) -> dict:
@@ -191,49 +198,50 @@ def compare_steps(candidates, competitor: Competitor, args) -> dict:
         tokens = workers["job"].info["tokens"]
         print(f"\ntraining step: demo model, {args.sentences}×{args.length} batch ({tokens} target tokens), "
               f"{args.repeats} rounds of {args.steps} steps per contender and condition")  # fmt: skip
-        measure = lambda name, cond, r: workers[name].steps(args.steps)  # noqa: E731
+
+        def measure(name, cond, r):
+            answer = workers[name].steps(args.steps)
+            return [(t, answer["threads"]) for t in answer["times"]]
+
         values, cores = side_by_side(list(workers), measure, competitor, args.repeats, "steps")
     finally:
         for w in workers.values():
             w.close()
-    times = {k: statistics.median(v) for k, v in values.items()}
+    times = {k: statistics.median(t for t, _ in v) for k, v in values.items()}
+    threads = {k: statistics.median_low(n for _, n in v) for k, v in values.items()}
     rows = []
-    for name, (_, env) in candidates.items():
+    for name, (mode, env) in candidates.items():
         quiet, busy = times[name, "quiet"], times[name, "busy"]
-        rows.append([name, setting(env), workers[name].info["threads"], f"{quiet * 1e3:.0f} ms",
-                     f"{tokens / quiet:,.0f}", f"{busy * 1e3:.0f} ms", f"{tokens / busy:,.0f}", f"{busy / quiet:.2f}×",
-                     f"{times['today', 'quiet'] / quiet:.3f}"])  # fmt: skip
+        rows.append([name, describe(mode, env), f"{threads[name, 'quiet']} / {threads[name, 'busy']}",
+                     f"{quiet * 1e3:.0f} ms", f"{tokens / quiet:,.0f}", f"{busy * 1e3:.0f} ms", f"{tokens / busy:,.0f}",
+                     f"{busy / quiet:.2f}×", f"{times['today', 'quiet'] / quiet:.3f}"])  # fmt: skip
     print(f"training step, medians (the competitor had {cores:.2f} cores while busy)")
-    common.table(["contender", "OpenMP", "threads", "quiet step", "tokens/s", "busy step", "tokens/s", "busy/quiet",
-                  "quiet speed / today's"], rows)  # fmt: skip
+    common.table(["contender", "threads", "quiet / busy", "quiet step", "tokens/s", "busy step", "tokens/s",
+                  "busy/quiet", "quiet speed / today's"], rows)  # fmt: skip
     return times
 
 
-def compare_sweeps(candidates, competitor: Competitor, args) -> None:
+def compare_sweeps(competitor: Competitor, args) -> None:
+    """The job's code only: a sweep's jobs cannot run today's fixed threads any more."""
     sys.path.insert(0, str(common.ROOT))
     from tests.conftest import write_corpus
 
     model = "micro" if args.quick else "demo"
-    names = ["job"] if args.quick else list(candidates)
-    print(f"\n2-job local_gpus sweeps (default max_parallel, as `make demo`) of {model} jobs, {args.sweep_steps} "
+    print(f"\n2-job local_gpus sweeps (default max_parallel=1, as `make demo`) of {model} jobs, {args.sweep_steps} "
           f"steps each, {args.sweep_repeats} round(s)")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         corpus = write_corpus(Path(tmp) / "corpus")
 
         def measure(name, cond, r):
-            env = clean_env(**candidates[name][1])
-            return [sweep(env, Path(tmp) / f"{name}_{cond}_{r}", corpus, model, args.sweep_steps)]
+            return [sweep(clean_env(), Path(tmp) / f"{cond}_{r}", corpus, model, args.sweep_steps)]
 
-        values, cores = side_by_side(names, measure, competitor, args.sweep_repeats, "sweeps")
-    wall = {k: statistics.median(w for w, _ in v) for k, v in values.items()}
-    rate = {k: statistics.median(t for _, t in v) for k, v in values.items()}
-    rows = [[name, f"{wall[name, 'quiet']:.1f} s", f"{wall[name, 'busy']:.1f} s",
-             f"{wall[name, 'busy'] / wall[name, 'quiet']:.2f}×", f"{rate[name, 'quiet']:,.0f}",
-             f"{rate[name, 'busy']:,.0f}", f"{rate[name, 'quiet'] / rate[name, 'busy']:.2f}×"]
-            for name in names]  # fmt: skip
+        values, cores = side_by_side(["job"], measure, competitor, args.sweep_repeats, "sweeps")
+    wall = {cond: statistics.median(w for w, _ in values["job", cond]) for cond in ("quiet", "busy")}
+    rate = {cond: statistics.median(t for _, t in values["job", cond]) for cond in ("quiet", "busy")}
     print(f"sweeps, medians (the competitor had {cores:.2f} cores while busy)")
-    common.table(["contender", "quiet wall", "busy wall", "busy/quiet", "jobs' tokens/s quiet", "busy",
-                  "quiet/busy"], rows)  # fmt: skip
+    rows = [[cond, f"{wall[cond]:.1f} s", f"{rate[cond]:,.0f}"] for cond in ("quiet", "busy")]
+    rows.append(["busy/quiet", f"{wall['busy'] / wall['quiet']:.2f}×", f"{rate['quiet'] / rate['busy']:.2f}× slower"])
+    common.table(["", "wall", "jobs' training tokens/s"], rows)
 
 
 def main() -> None:
@@ -243,8 +251,8 @@ def main() -> None:
     p.add_argument("--length", type=int, default=32)
     p.add_argument("--sweep-repeats", type=int, default=1, help="0: no sweeps")
     p.add_argument("--sweep-steps", type=int, default=20, help="training steps of each sweep job")
-    p.add_argument("--also", nargs="*", default=[], help="more contenders, NAME:VAR=VALUE,VAR=VALUE")
-    p.add_argument("--worker", choices=["today", "job"], help=argparse.SUPPRESS)  # the step timer, in a subprocess
+    p.add_argument("--also", nargs="*", default=[], help="more fixed-thread contenders, NAME:VAR=VALUE,VAR=VALUE")
+    p.add_argument("--worker", choices=["fixed", "job"], help=argparse.SUPPRESS)  # the step timer, in a subprocess
     args = p.parse_args()
     if args.worker:
         return worker(args.worker, args.sentences, args.length)
@@ -259,7 +267,7 @@ def main() -> None:
     try:
         times = compare_steps(candidates, competitor, args)
         if args.sweep_repeats:
-            compare_sweeps(candidates, competitor, args)
+            compare_sweeps(competitor, args)
     finally:
         competitor.close()
     print(f"\nload average {load()} at the end; {time.perf_counter() - started:.0f} s in all")

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import frozen_sweep  # noqa: F401, I001  first: it sets the OpenMP wait policy that jobs run with before torch loads
 import torch
 from hydra import compose, initialize_config_dir
 

@@ -136,7 +136,8 @@ def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
     write_result(run_dir, result)
     try:
-        _train_and_test(cfg, run_dir, result)
+        with cpu.threads_for_free_cores(cfg.trainer.threads):  # fewer while other processes hold cores
+            _train_and_test(cfg, run_dir, result)
         result.status = "completed"
     except BaseException as e:  # KeyboardInterrupt and SystemExit too: the record must say the job did not finish
         result.status = "failed"
@@ -164,7 +165,6 @@ def keep_freed_memory() -> None:
 
 def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
     keep_freed_memory()
-    torch.set_num_threads(cpu.job_threads(cfg.trainer.threads))
     torch.manual_seed(cfg.seed)
     device = pick_device(cfg)
     result.device = str(device) if device.type == "cpu" else torch.cuda.get_device_name(device)

@@ -1,87 +1,76 @@
-"""CPU threads and the OpenMP wait policy (frozen_sweep.cpu): the choice, and what torch's OpenMP runtime gets."""
+"""CPU threads (frozen_sweep.cpu): the most a job uses, and fewer while other processes keep the cores busy."""
 
 import os
 import subprocess
 import sys
-from pathlib import Path
+import time
 
 import pytest
 import torch
 
 from frozen_sweep import cpu
 from tests.conftest import ROOT
-from tests.test_launch_local import LOCAL, run_sweep
 
-MAPS = Path("/proc/self/maps")  # the libraries this process has loaded (torch and its OpenMP runtime)
-needs_libgomp = pytest.mark.skipif(
-    not (MAPS.exists() and "libgomp" in MAPS.read_text()), reason="torch does not run on GNU OpenMP here"
-)
-
-
-def python(code: str, **env: str) -> subprocess.CompletedProcess:
-    """`code` in a fresh interpreter whose environment has no thread or wait setting, plus `env`."""
-    clean = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", *cpu.WAIT_SETTINGS)}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**clean, **env}, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return done
-
-
-def libgomp_settings(text: str) -> dict[str, str]:
-    """The values libgomp printed with OMP_DISPLAY_ENV=verbose (the first time each is named)."""
-    found = {}
-    for line in text.splitlines():
-        name, sep, value = line.strip().partition(" = ")
-        if sep and name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS"):
-            found.setdefault(name, value.strip("'"))
-    return found
+BUSY_LOOP = "import sys; print('ready', flush=True)\nwhile True: pass"
 
 
 def test_threads_default_to_the_cores_this_process_may_use():
     assert cpu.usable_cores() == len(os.sched_getaffinity(0))
     assert cpu.job_threads(None, environ={}) == cpu.usable_cores()
-    one_core = "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); from frozen_sweep import cpu; "
-    assert python(one_core + "print(cpu.job_threads(None))").stdout.strip() == "1"
+    code = "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); from frozen_sweep import cpu; "
+    done = subprocess.run([sys.executable, "-c", code + "print(cpu.job_threads(None, environ={}))"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    assert done.stdout.strip() == "1"
 
 
 def test_explicit_threads_win():
-    assert cpu.job_threads(3, environ={"OMP_NUM_THREADS": "5"}) == 3  # trainer.threads
-    assert cpu.job_threads(None, environ={"OMP_NUM_THREADS": "5"}) == 5  # the user's or the launcher's
-    assert cpu.job_threads(None, environ={"OMP_NUM_THREADS": "4,2"}) == 4  # a nested list: the outer level
+    assert cpu.job_threads(3, environ={"OMP_NUM_THREADS": "5"}) == 3  # trainer.threads (or a launcher's share)
+    assert cpu.job_threads(None, environ={"OMP_NUM_THREADS": "5"}) == 5
+    assert cpu.job_threads(None, environ={"OMP_NUM_THREADS": "4,2"}) == 4  # nested levels: the outer one
     assert cpu.job_threads(None, environ={"OMP_NUM_THREADS": "lots"}) == cpu.usable_cores()
 
 
-def test_an_explicit_wait_policy_wins():
-    for explicit in ({"OMP_WAIT_POLICY": "ACTIVE"}, {"GOMP_SPINCOUNT": "1000"}):
-        environ = dict(explicit)
-        cpu.set_openmp_defaults(environ)
-        assert environ == explicit
-    environ = {}
-    cpu.set_openmp_defaults(environ)
-    assert environ == cpu.OPENMP_DEFAULTS
+def test_free_cores_leave_out_this_process_and_idle_time():
+    governor = cpu.FreeCoreThreads(most=8)
+    cores = len(governor.cpus)
+    governor.last = (10.0, 100.0, 5.0)
+    # in 2 s the machine was busy 3 CPU-seconds on our cores, 2 of them ours: others held half a core
+    assert governor.free_cores((12.0, 103.0, 7.0)) == pytest.approx(cores - 0.5)
+    assert governor.free_cores((12.0, 101.0, 7.0)) == cores  # tick sampling can put ours above the total
+    assert cpu.busy_seconds(governor.cpus) > 0
 
 
-@needs_libgomp
-def test_torch_starts_its_openmp_runtime_with_the_policy():
-    shown = python("import frozen_sweep.job", OMP_DISPLAY_ENV="verbose").stderr  # job imports torch
-    expected = {"PASSIVE": "0"}[cpu.OPENMP_DEFAULTS["OMP_WAIT_POLICY"]]  # libgomp's spin count for the policy
-    assert libgomp_settings(shown)["GOMP_SPINCOUNT"] == expected
-    shown = python("import frozen_sweep.job", OMP_DISPLAY_ENV="verbose", GOMP_SPINCOUNT="1234").stderr
-    assert libgomp_settings(shown)["GOMP_SPINCOUNT"] == "1234"
+def test_a_job_beside_busy_processes_drops_to_one_thread_and_restores_its_threads(monkeypatch):
+    if cpu.usable_cores() < 2:
+        pytest.skip("one core: nothing to adapt")
+    monkeypatch.setattr(cpu, "CHECK_EVERY_S", 0.3)
+    before = torch.get_num_threads()
+    busy = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP], stdout=subprocess.PIPE) for _ in
+            range(cpu.usable_cores())]  # fmt: skip
+    try:
+        for p in busy:
+            p.stdout.readline()
+        layer, x = torch.nn.Linear(256, 256), torch.randn(512, 256)
+        with cpu.threads_for_free_cores(None):
+            assert torch.get_num_threads() == cpu.usable_cores()
+            until = time.monotonic() + 2
+            while time.monotonic() < until and torch.get_num_threads() > 1:
+                layer(x)  # the check runs before a module's forward
+            assert torch.get_num_threads() == 1  # every core was taken: the job keeps one thread
+        assert torch.get_num_threads() == cpu.usable_cores()  # the most, again, and no hook left behind
+        assert not torch.nn.modules.module._global_forward_pre_hooks
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+        torch.set_num_threads(before)
 
 
-@needs_libgomp
-def test_launched_jobs_start_with_the_policy_and_their_share_of_the_cores(tmp_path, micro_overrides, monkeypatch):
-    for name in ("OMP_NUM_THREADS", *cpu.WAIT_SETTINGS):
-        monkeypatch.delenv(name, raising=False)  # as a user's shell: frozen_sweep sets them for this process
-    monkeypatch.setenv("OMP_DISPLAY_ENV", "verbose")
-    sweep = tmp_path / "sweep"
-    proc = run_sweep(sweep, *micro_overrides, LOCAL, "hydra.launcher.max_parallel=2", "trainer.max_steps=2",
-                     "trainer.valid_bleu_sentences=0", "seed=1,2")  # fmt: skip
-    assert proc.returncode == 0, proc.stdout
-    logs = sorted(sweep.glob(".submitit/*/*_log.err"))
-    assert len(logs) == 2
-    for log in logs:
-        shown = libgomp_settings(log.read_text())
-        assert shown["GOMP_SPINCOUNT"] == "0"
-        assert shown["OMP_NUM_THREADS"] == str(max(1, cpu.usable_cores() // 2))
+def test_one_thread_needs_no_check():
+    before = torch.get_num_threads()
+    try:
+        with cpu.threads_for_free_cores(1):
+            assert torch.get_num_threads() == 1
+            assert not torch.nn.modules.module._global_forward_pre_hooks
+    finally:
+        torch.set_num_threads(before)

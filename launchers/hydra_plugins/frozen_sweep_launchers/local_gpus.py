@@ -14,8 +14,6 @@ from typing import Iterator, Optional, Sequence
 
 from omegaconf import OmegaConf
 
-from frozen_sweep import cpu
-
 from ._base import SweepLauncher
 from ._outcome import settle
 from ._plan import PlannedJob
@@ -45,7 +43,7 @@ class LocalGpusLauncher(SweepLauncher):
         self.poll_interval_s = poll_interval_s
 
     def threads_per_job(self) -> int:
-        return max(1, cpu.usable_cores() // len(self.slots))
+        return max(1, len(os.sched_getaffinity(0)) // len(self.slots))
 
     def run(self, jobs: list[PlannedJob], progress: Progress) -> None:
         import submitit
