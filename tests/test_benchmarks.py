@@ -44,7 +44,7 @@ def test_sweep_overhead_runs():  # launches real sweeps (basic and local_gpus) o
 def test_busy_cpu_runs():  # worker processes, a stopped and resumed competitor, real local_gpus sweeps of micro jobs
     out = run("busy_cpu", timeout=600)
     assert "TARGET job: busy / quiet" in out and "local_gpus sweeps" in out
-    assert "OMP_WAIT_POLICY=PASSIVE" in out and "GOMP_SPINCOUNT=300000" in out  # the job's setting beside today's
+    assert "free cores" in out and "torch's default" in out  # the job's threads beside today's
 
 
 def test_flop_count_follows_autograd():
