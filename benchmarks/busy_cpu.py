@@ -88,10 +88,14 @@ def worker(mode: str, sentences: int, length: int) -> None:
 
 
 class Worker:
+    """A worker process; `info` (its batch) once `ready()` returned."""
+
     def __init__(self, mode: str, env: dict, args):
         command = [sys.executable, __file__, "--worker", mode, "--sentences", str(args.sentences),
                    "--length", str(args.length)]  # fmt: skip
         self.process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ready(self) -> None:
         self.info = self.answer()
 
     def answer(self):
@@ -195,6 +199,8 @@ def describe(mode: str, env: dict) -> str:
 def compare_steps(candidates, competitor: Competitor, args) -> dict:
     workers = {name: Worker(mode, clean_env(**env), args) for name, (mode, env) in candidates.items()}
     try:
+        for w in workers.values():  # started together, waited for in turn
+            w.ready()
         tokens = workers["job"].info["tokens"]
         print(f"\ntraining step: demo model, {args.sentences}×{args.length} batch ({tokens} target tokens), "
               f"{args.repeats} rounds of {args.steps} steps per contender and condition")  # fmt: skip
@@ -250,7 +256,7 @@ def main() -> None:
     p.add_argument("--sentences", type=int, default=64)
     p.add_argument("--length", type=int, default=32)
     p.add_argument("--sweep-repeats", type=int, default=1, help="0: no sweeps")
-    p.add_argument("--sweep-steps", type=int, default=20, help="training steps of each sweep job")
+    p.add_argument("--sweep-steps", type=int, default=50, help="training steps of each sweep job")
     p.add_argument("--also", nargs="*", default=[], help="more fixed-thread contenders, NAME:VAR=VALUE,VAR=VALUE")
     p.add_argument("--worker", choices=["fixed", "job"], help=argparse.SUPPRESS)  # the step timer, in a subprocess
     args = p.parse_args()

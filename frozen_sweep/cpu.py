@@ -3,10 +3,12 @@
 torch runs its CPU kernels on GNU OpenMP (`torch.__config__.parallel_info()`; torch/lib/libgomp.so.1). A thread
 that finishes its share of a parallel region spins (GOMP_SPINCOUNT, 300,000 by default) waiting for the others.
 When another process holds one of the cores, every region waits for the thread that lost its core, and the waiting
-thread burns the time slices its partner needs: a 2-thread training step beside one busy process ran 2.5–13×
-slower, a 1-thread step about as fast as quiet. A passive wait (OMP_WAIT_POLICY=PASSIVE) avoids the collapse but
-makes every quiet step ~30% slower (each region wakes a sleeping thread), so the wait policy stays libgomp's and
-the thread count follows the free cores instead (benchmarks/busy_cpu.py; README "Performance").
+thread burns the time its partner needs: beside one busy process a 2-thread training step ran 2.5–13× slower,
+a 1-thread step hardly slower at all. The alternatives measured worse (benchmarks/busy_cpu.py, README
+"Performance"): OMP_WAIT_POLICY=PASSIVE (threads sleep at once) made every quiet step 1.4–1.7× longer, since each
+region then wakes a sleeping thread; libgomp's own OMP_DYNAMIC subtracts the 15-minute load average, which counts
+the job's own threads, so it would run one thread on a quiet machine. So the wait policy stays libgomp's and the
+thread count follows the free cores, measured from /proc/stat.
 """
 
 import contextlib
