@@ -224,6 +224,9 @@ def compare_steps(candidates, competitor: Competitor, args) -> dict:
     print(f"training step, medians (the competitor had {cores:.2f} cores while busy)")
     common.table(["contender", "threads", "quiet / busy", "quiet step", "tokens/s", "busy step", "tokens/s",
                   "busy/quiet", "quiet speed / today's"], rows)  # fmt: skip
+    if threads["job", "quiet"] < threads["today", "quiet"]:
+        print(f"NOTE: the job ran {threads['job', 'quiet']} thread(s) while quiet: other processes kept cores busy "
+              f"(load average {load()}), so its quiet figures are not a quiet machine's")  # fmt: skip
     return times
 
 
