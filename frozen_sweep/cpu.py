@@ -3,12 +3,12 @@
 torch runs its CPU kernels on GNU OpenMP (`torch.__config__.parallel_info()`; torch/lib/libgomp.so.1). A thread
 that finishes its share of a parallel region spins (GOMP_SPINCOUNT, 300,000 by default) waiting for the others.
 When another process holds one of the cores, every region waits for the thread that lost its core, and the waiting
-thread burns the time its partner needs: beside one busy process a 2-thread training step ran 2.5–13× slower,
-a 1-thread step hardly slower at all. The alternatives measured worse (benchmarks/busy_cpu.py, README
-"Performance"): OMP_WAIT_POLICY=PASSIVE (threads sleep at once) made every quiet step 1.4–1.7× longer, since each
-region then wakes a sleeping thread; libgomp's own OMP_DYNAMIC subtracts the 15-minute load average, which counts
-the job's own threads, so it would run one thread on a quiet machine. So the wait policy stays libgomp's and the
-thread count follows the free cores, measured from /proc/stat.
+thread burns the time its partner needs: a 2-thread training step ran 2.5–2.8× slower beside one busy process
+(≈12× at load average 4), a 1-thread step hardly slower at all. The alternatives measured worse
+(benchmarks/busy_cpu.py, README "Performance"): OMP_WAIT_POLICY=PASSIVE (threads sleep at once) made every quiet
+step 1.4–1.7× longer, since each region then wakes a sleeping thread; libgomp's own OMP_DYNAMIC subtracts the
+15-minute load average, which counts the job's own threads, so it would run one thread on a quiet machine. So the
+wait policy stays libgomp's and the thread count follows the free cores, measured from /proc/stat.
 """
 
 import contextlib
@@ -54,7 +54,9 @@ def busy_seconds(cpus: set[int], stat: str = "/proc/stat") -> float:
 
 class FreeCoreThreads:
     """Called from the thread that runs torch (a module forward pre-hook): at most once per CHECK_EVERY_S, sets
-    torch's threads to the cores the other processes left free in the last interval, between 1 and `most`."""
+    torch's threads to the cores the other processes left free in the last interval (rounded), between 1 and
+    `most`. Other work counts whether or not it would yield: a batch job that fills the core a job leaves idle
+    keeps the job at fewer threads."""
 
     def __init__(self, most: int):
         self.most = most
