@@ -40,7 +40,7 @@ def test_free_cores_leave_out_this_process_and_idle_time():
     assert cpu.busy_seconds(governor.cpus) > 0
 
 
-def test_a_job_beside_busy_processes_drops_to_one_thread_and_restores_its_threads(monkeypatch):
+def test_a_job_beside_busy_processes_drops_threads_and_restores_them(monkeypatch):
     if cpu.usable_cores() < 2:
         pytest.skip("one core: nothing to adapt")
     monkeypatch.setattr(cpu, "CHECK_EVERY_S", 0.3)
@@ -54,9 +54,9 @@ def test_a_job_beside_busy_processes_drops_to_one_thread_and_restores_its_thread
         with cpu.threads_for_free_cores(None):
             assert torch.get_num_threads() == cpu.usable_cores()
             until = time.monotonic() + 2
-            while time.monotonic() < until and torch.get_num_threads() > 1:
+            while time.monotonic() < until and torch.get_num_threads() == cpu.usable_cores():
                 layer(x)  # the check runs before a module's forward
-            assert torch.get_num_threads() == 1  # every core was taken: the job keeps one thread
+            assert torch.get_num_threads() < cpu.usable_cores()  # one on 2 cores; fewer each second on more
         assert torch.get_num_threads() == cpu.usable_cores()  # the most, again, and no hook left behind
         assert not torch.nn.modules.module._global_forward_pre_hooks
     finally:
