@@ -5,16 +5,17 @@
 The contenders, each in its own process (libgomp reads its environment when torch loads it):
 - today: torch's default threads (one per core), fixed: what a job did before frozen_sweep.cpu;
 - job: what a job does now (frozen_sweep.cpu.threads_for_free_cores): as many threads as the cores other
-  processes leave free, re-measured every second; before each timed block it runs 2.5 s untimed, so that it has
-  measured the load of the block (a job adapts within two seconds of a change);
+  processes leave free, re-measured every second;
 - --also: today's threads with extra environment, e.g. `passive:OMP_WAIT_POLICY=PASSIVE` (libgomp's threads
   sleep at once instead of spinning), `spin10k:GOMP_SPINCOUNT=10000`, `one:OMP_NUM_THREADS=1`.
 Each times `Trainer._train_step` on the demo model (model=demo, a 64×32 batch: 2,048 target tokens, as
 experiment=demo_table's batches). A competitor, one torch thread of matrix products and element-wise work, keeps one
 core busy while "busy" and is stopped (SIGSTOP) while "quiet". Every round times every contender under both
-conditions in rotated order; a figure is the median step over rounds. Then the same for a 2-job `local_gpus` sweep
-of demo jobs (its default max_parallel=1, as `make demo` runs) on a toy corpus: its wall time, and the jobs' own
-training tokens/s from their result.json. The load average is printed with every round: other work on the machine
+conditions in rotated order, each block after 2.5 s of untimed steps (so the job has measured the block's load:
+a job adapts within two seconds of a change); a figure is the median step over rounds. Then a 2-job `local_gpus`
+sweep of demo jobs (its default max_parallel=1, as `make demo` runs) on a toy corpus, quiet and busy, with the
+job's code only (a sweep's jobs cannot run the fixed threads any more): its wall time, and the jobs' own training
+tokens/s from their result.json. The load average is printed with every round: other work on the machine
 counts as well. Targets: job busy/quiet ≤ 1.5×, job quiet ≥ 0.97× today's quiet speed. --threads is not used:
 the contenders choose their threads.
 """
@@ -45,7 +46,7 @@ while True:
     a.mul_(0.5)
 """
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
-ADAPT_S = 2.5 * cpu.CHECK_EVERY_S  # untimed steps of the job before each timed block
+ADAPT_S = 2.5 * cpu.CHECK_EVERY_S  # untimed steps before each timed block: the job measures the load
 
 
 def clean_env(**extra: str) -> dict:
@@ -76,7 +77,7 @@ def worker(mode: str, sentences: int, length: int) -> None:
         step(batch), step(batch)
         print(json.dumps({"tokens": batch.n_tokens}), flush=True)
         for line in sys.stdin:
-            until = time.monotonic() + (ADAPT_S if mode == "job" else 0)
+            until = time.monotonic() + ADAPT_S  # every contender alike: warm caches
             while time.monotonic() < until:
                 step(batch)
             times = []
