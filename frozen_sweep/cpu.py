@@ -3,7 +3,7 @@
 torch runs its CPU kernels on GNU OpenMP (`torch.__config__.parallel_info()`; torch/lib/libgomp.so.1). A thread
 that finishes its share of a parallel region spins (GOMP_SPINCOUNT, 300,000 by default) waiting for the others.
 When another process holds one of the cores, every region waits for the thread that lost its core, and the waiting
-thread burns the time its partner needs: a 2-thread training step ran 2.5–2.8× slower beside one busy process
+thread burns the time its partner needs: a 2-thread training step ran 2.5–3.1× slower beside one busy process
 (≈12× at load average 4), a 1-thread step hardly slower at all. The alternatives measured worse
 (benchmarks/busy_cpu.py, README "Performance"): OMP_WAIT_POLICY=PASSIVE (threads sleep at once) made every quiet
 step 1.4–1.7× longer, since each region then wakes a sleeping thread; libgomp's own OMP_DYNAMIC subtracts the
