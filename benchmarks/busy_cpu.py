@@ -99,13 +99,13 @@ class Worker:
     def ready(self) -> None:
         self.info = self.answer()
 
-    def answer(self):
+    def answer(self) -> dict:
         line = self.process.stdout.readline()
         if not line:
             raise RuntimeError(f"worker {self.process.args} died ({self.process.wait()})")
         return json.loads(line)
 
-    def steps(self, n: int) -> list[float]:
+    def steps(self, n: int) -> dict:
         self.process.stdin.write(f"{n}\n")
         self.process.stdin.flush()
         return self.answer()
