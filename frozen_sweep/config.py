@@ -218,7 +218,7 @@ class TrainerConfig:
     stop_metric: StopMetric = StopMetric.loss
     valid_bleu_sentences: Optional[int] = 500  # validation sentences greedy-decoded for BLEU; null: all, 0: none
     device: Device = Device.auto
-    threads: Optional[int] = None  # CPU threads; null keeps torch's default
+    threads: Optional[int] = None  # most CPU threads (fewer while other work holds cores); null: frozen_sweep.cpu
     amp: bool = True  # bf16 autocast on CUDA
     compile: bool = False  # torch.compile the training forward (dynamic shapes): pays off on CUDA for long runs
     progress: bool = True  # progress bar

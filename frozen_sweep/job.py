@@ -12,7 +12,7 @@ import torch
 from omegaconf import OmegaConf
 
 import frozen_sweep
-from frozen_sweep import efficiency, freeze, relearn
+from frozen_sweep import cpu, efficiency, freeze, relearn
 from frozen_sweep.checkpoint import BEST, load_checkpoint
 from frozen_sweep.config import Device, TaskKind
 from frozen_sweep.data import TaskData, load_task
@@ -141,7 +141,8 @@ def _run(cfg, run_dir: Path, overrides: list[str], run_fingerprint: dict) -> Run
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
     write_result(run_dir, result)
     try:
-        _train_and_test(cfg, run_dir, result)
+        with cpu.threads_for_free_cores(cfg.trainer.threads):  # fewer while other processes hold cores
+            _train_and_test(cfg, run_dir, result)
         result.status = "completed"
     except BaseException as e:  # KeyboardInterrupt and SystemExit too: the record must say the job did not finish
         result.status = "failed"
@@ -177,8 +178,6 @@ def keep_freed_memory() -> None:
 
 def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
     keep_freed_memory()
-    if cfg.trainer.threads:
-        torch.set_num_threads(cfg.trainer.threads)
     torch.manual_seed(cfg.seed)
     device = pick_device(cfg)
     result.device = str(device) if device.type == "cpu" else torch.cuda.get_device_name(device)

@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ["train_throughput", "freeze_speedup", "decode", "checkpoint_size", "batching", "sweep_overhead",
-           "logging_overhead"]
+           "logging_overhead", "busy_cpu"]
 
 
 def run(script: str, *args: str, timeout: int = 300) -> str:
@@ -22,7 +22,7 @@ def run(script: str, *args: str, timeout: int = 300) -> str:
     return done.stdout
 
 
-@pytest.mark.parametrize("script", [s for s in SCRIPTS if s not in ("train_throughput", "sweep_overhead")])
+@pytest.mark.parametrize("script", [s for s in SCRIPTS if s not in ("train_throughput", "sweep_overhead", "busy_cpu")])
 def test_benchmark_runs(script):
     out = run(script)
     assert "TARGET" in out, out  # every script states its target and whether it is met
@@ -40,6 +40,12 @@ def test_train_throughput_compares_with_references():
 def test_sweep_overhead_runs():  # launches real sweeps (basic and local_gpus) of two micro jobs
     out = run("sweep_overhead", "--slurm", "no", timeout=600)
     assert "local_gpus" in out and "collector" in out
+
+
+def test_busy_cpu_runs():  # worker processes, a stopped and resumed competitor, real local_gpus sweeps of micro jobs
+    out = run("busy_cpu", timeout=600)
+    assert "TARGET job: busy / quiet" in out and "local_gpus sweeps" in out
+    assert "free cores" in out and "torch's default" in out  # the job's threads beside today's
 
 
 def test_flop_count_follows_autograd():

@@ -1,0 +1,99 @@
+"""CPU threads for a machine that other work shares: as many as the cores other processes leave free.
+
+torch runs its CPU kernels on GNU OpenMP (`torch.__config__.parallel_info()`; torch/lib/libgomp.so.1). A thread
+that finishes its share of a parallel region spins (GOMP_SPINCOUNT, 300,000 by default) waiting for the others.
+When another process holds one of the cores, every region waits for the thread that lost its core, and the waiting
+thread burns the time its partner needs: a 2-thread training step ran 2.5–3.1× slower beside one busy process
+(≈12× at load average 4), a 1-thread step hardly slower at all. The alternatives measured worse
+(benchmarks/busy_cpu.py, README "Performance"): OMP_WAIT_POLICY=PASSIVE (threads sleep at once) made every quiet
+step 1.4–1.7× longer, since each region then wakes a sleeping thread; libgomp's own OMP_DYNAMIC subtracts the
+15-minute load average, which counts the job's own threads, so it would run one thread on a quiet machine. So the
+wait policy stays libgomp's and the thread count follows the free cores, measured from /proc/stat.
+"""
+
+import contextlib
+import os
+import time
+from typing import Iterator, Optional
+
+import torch
+
+CHECK_EVERY_S = 1.0  # how often the free cores are measured; a change in load costs at most about this long
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: taskset, cpusets, SLURM), not all the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity API on this platform (macOS)
+        return os.cpu_count() or 1
+
+
+def job_threads(requested: Optional[int], environ=os.environ) -> int:
+    """The most threads a job uses: trainer.threads when set (a launcher sets it to its share of the cores); else
+    OMP_NUM_THREADS; else the cores this process may use."""
+    if requested:
+        return requested
+    omp = environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if omp.isdigit() and int(omp) > 0:
+        return int(omp)
+    return usable_cores()
+
+
+def busy_seconds(cpus: set[int], stat: str = "/proc/stat") -> float:
+    """CPU seconds the machine spent busy on `cpus` since boot: every state but idle and iowait."""
+    ticks = 0
+    with open(stat) as f:
+        for line in f:
+            name, *fields = line.split()
+            if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+                user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
+                ticks += user + nice + system + irq + softirq + steal
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class FreeCoreThreads:
+    """Called from the thread that runs torch (a module forward pre-hook): at most once per CHECK_EVERY_S, sets
+    torch's threads to the cores the other processes left free in the last interval (rounded), between 1 and
+    `most`. Other work counts whether or not it would yield: a batch job that fills the core a job leaves idle
+    keeps the job at fewer threads."""
+
+    def __init__(self, most: int):
+        self.most = most
+        self.cpus = os.sched_getaffinity(0)
+        self.last = self.sample()
+
+    def sample(self) -> tuple[float, float, float]:
+        """(now, the machine's busy CPU seconds on our cores, this process's CPU seconds)."""
+        return time.monotonic(), busy_seconds(self.cpus), time.process_time()
+
+    def free_cores(self, now: tuple[float, float, float]) -> float:
+        (t0, busy0, own0), (t1, busy1, own1) = self.last, now
+        others = (busy1 - busy0) - (own1 - own0)  # CPU seconds of other processes on our cores
+        return len(self.cpus) - max(0.0, others) / (t1 - t0)
+
+    def __call__(self, *_hook_args) -> None:
+        if time.monotonic() - self.last[0] < CHECK_EVERY_S:
+            return
+        now = self.sample()
+        threads = max(1, min(self.most, round(self.free_cores(now))))
+        self.last = now
+        if threads != torch.get_num_threads():
+            torch.set_num_threads(threads)
+
+
+@contextlib.contextmanager
+def threads_for_free_cores(requested: Optional[int]) -> Iterator[None]:
+    """Inside the block torch uses job_threads(requested) threads, fewer while other processes keep cores busy
+    (re-measured at most every CHECK_EVERY_S, before a module's forward); afterwards job_threads(requested)."""
+    most = job_threads(requested)
+    torch.set_num_threads(most)
+    if most == 1 or not os.path.exists("/proc/stat") or not hasattr(os, "sched_getaffinity"):
+        yield
+        return
+    hook = torch.nn.modules.module.register_module_forward_pre_hook(FreeCoreThreads(most))
+    try:
+        yield
+    finally:
+        hook.remove()
+        torch.set_num_threads(most)

@@ -1,0 +1,76 @@
+"""CPU threads (frozen_sweep.cpu): the most a job uses, and fewer while other processes keep the cores busy."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from frozen_sweep import cpu
+from tests.conftest import ROOT
+
+BUSY_LOOP = "import sys; print('ready', flush=True)\nwhile True: pass"
+
+
+def test_threads_default_to_the_cores_this_process_may_use():
+    assert cpu.usable_cores() == len(os.sched_getaffinity(0))
+    assert cpu.job_threads(None, environ={}) == cpu.usable_cores()
+    code = "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); from frozen_sweep import cpu; "
+    done = subprocess.run([sys.executable, "-c", code + "print(cpu.job_threads(None, environ={}))"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    assert done.stdout.strip() == "1"
+
+
+def test_explicit_threads_win():
+    assert cpu.job_threads(3, environ={"OMP_NUM_THREADS": "5"}) == 3  # trainer.threads (or a launcher's share)
+    assert cpu.job_threads(None, environ={"OMP_NUM_THREADS": "5"}) == 5
+    assert cpu.job_threads(None, environ={"OMP_NUM_THREADS": "4,2"}) == 4  # nested levels: the outer one
+    assert cpu.job_threads(None, environ={"OMP_NUM_THREADS": "lots"}) == cpu.usable_cores()
+
+
+def test_free_cores_leave_out_this_process_and_idle_time():
+    governor = cpu.FreeCoreThreads(most=8)
+    cores = len(governor.cpus)
+    governor.last = (10.0, 100.0, 5.0)
+    # in 2 s the machine was busy 3 CPU-seconds on our cores, 2 of them ours: others held half a core
+    assert governor.free_cores((12.0, 103.0, 7.0)) == pytest.approx(cores - 0.5)
+    assert governor.free_cores((12.0, 101.0, 7.0)) == cores  # tick sampling can put ours above the total
+    assert cpu.busy_seconds(governor.cpus) > 0
+
+
+def test_a_job_beside_busy_processes_drops_threads_and_restores_them(monkeypatch):
+    if cpu.usable_cores() < 2:
+        pytest.skip("one core: nothing to adapt")
+    monkeypatch.setattr(cpu, "CHECK_EVERY_S", 0.3)
+    before = torch.get_num_threads()
+    busy = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP], stdout=subprocess.PIPE) for _ in
+            range(cpu.usable_cores())]  # fmt: skip
+    try:
+        for p in busy:
+            p.stdout.readline()
+        layer, x = torch.nn.Linear(256, 256), torch.randn(512, 256)
+        with cpu.threads_for_free_cores(None):
+            assert torch.get_num_threads() == cpu.usable_cores()
+            until = time.monotonic() + 2
+            while time.monotonic() < until and torch.get_num_threads() == cpu.usable_cores():
+                layer(x)  # the check runs before a module's forward
+            assert torch.get_num_threads() < cpu.usable_cores()  # one on 2 cores; fewer each second on more
+        assert torch.get_num_threads() == cpu.usable_cores()  # the most, again, and no hook left behind
+        assert not torch.nn.modules.module._global_forward_pre_hooks
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+        torch.set_num_threads(before)
+
+
+def test_one_thread_needs_no_check():
+    before = torch.get_num_threads()
+    try:
+        with cpu.threads_for_free_cores(1):
+            assert torch.get_num_threads() == 1
+            assert not torch.nn.modules.module._global_forward_pre_hooks
+    finally:
+        torch.set_num_threads(before)
