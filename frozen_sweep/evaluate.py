@@ -154,13 +154,12 @@ def perplexity(nll: float) -> float:
 def token_nll(model: Transformer, batches: Iterable, device) -> float:
     """Mean negative log-likelihood per target token (eos included, padding excluded, no label smoothing)."""
     model.eval()
-    total, count = 0.0, 0
+    total, count = torch.zeros((), device=device), 0  # summed on the device: one read at the end, not one per batch
     for batch in batches:
-        src = batch.src.to(device) if batch.src is not None else None
-        logits = model(src, batch.tgt_in.to(device))
-        target = batch.tgt_out.to(device)
+        batch = batch.to(device)
+        logits = model(batch.src, batch.tgt_in)
         total += F.cross_entropy(
-            logits.float().flatten(0, 1), target.flatten(), ignore_index=model.pad_id, reduction="sum"
-        ).item()
-        count += int((target != model.pad_id).sum())
-    return total / max(count, 1)
+            logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=model.pad_id, reduction="sum"
+        )
+        count += batch.n_tokens
+    return total.item() / max(count, 1)

@@ -22,7 +22,7 @@ from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
 from frozen_sweep.model import Transformer
 from frozen_sweep.model.reservoir import Reservoir
 from frozen_sweep.results import RESULT_FILE, RunResult, load_result, write_result
-from frozen_sweep.train import Trainer
+from frozen_sweep.train import Diverged, Trainer
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +198,11 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
         relearn.start(cfg, data, trainer, result)  # before resuming: the trainer's model is the freshly reset one
     trainer.resume_if_possible()
     started = time.perf_counter()
-    state = trainer.fit()
+    try:
+        state = trainer.fit()
+    except Diverged:  # the run fails; its record keeps the curve and says why it stopped
+        result.history, result.stopped_reason = trainer.state.history, trainer.state.stopped_reason
+        raise
     log.info("training stopped (%s) after %.0f s", state.stopped_reason, time.perf_counter() - started)
 
     best = state.history[state.best_index]

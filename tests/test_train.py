@@ -1,11 +1,14 @@
 """The training loop on the toy corpus, in-process: optimiser contents, schedule, early stopping, budgets."""
 
+import json
+import math
+
 import pytest
 import torch
 
 from frozen_sweep.data import load_task
-from frozen_sweep.job import build_model
-from frozen_sweep.train import Trainer, inverse_sqrt_schedule
+from frozen_sweep.job import build_model, run_job
+from frozen_sweep.train import Diverged, Trainer, inverse_sqrt_schedule
 from tests.conftest import compose_config
 
 
@@ -61,3 +64,34 @@ def test_compiled_training_matches_eager(tmp_path, micro_overrides):
                                "trainer.valid_bleu_sentences=0")  # fmt: skip
         valid_loss[compiled] = trainer.fit().history[-1]["valid_loss"]
     assert valid_loss[True] == pytest.approx(valid_loss[False], rel=1e-4)
+
+
+def test_a_nan_loss_fails_the_job_as_diverged_naming_lr_and_warmup(tmp_path, micro_overrides):
+    cfg = compose_config(*micro_overrides, "trainer.lr=1e30", "trainer.warmup_steps=1")
+    with pytest.raises(Diverged, match=r"training loss is nan .* trainer.lr=1e\+30 and trainer.warmup_steps=1"):
+        run_job(cfg, tmp_path, ["trainer.lr=1e30"])
+    record = json.loads((tmp_path / "result.json").read_text())
+    assert record["status"] == "failed" and record["stopped_reason"] == "diverged"
+    assert "Diverged" in record["error"] and "trainer.lr=1e+30" in record["error"]
+    assert record["test_metric"] is None  # never "completed, BLEU 0.0"
+
+
+def test_a_validation_loss_far_above_its_best_ends_the_run(tmp_path, micro_overrides):
+    # lr 1: the micro model learns a little during warmup, then its validation loss climbs (finite: no NaN)
+    trainer = make_trainer(tmp_path, micro_overrides, "trainer.lr=1", "trainer.warmup_steps=40",
+                           "trainer.validate_every_steps=5", "trainer.max_steps=80", "trainer.patience=30",
+                           "trainer.valid_bleu_sentences=0")  # fmt: skip
+    with pytest.raises(Diverged, match=r"validation loss is .* far above its best .* trainer.warmup_steps=40"):
+        trainer.fit()
+    state = trainer.state
+    losses = [e["valid_loss"] for e in state.history]
+    best = min(losses)
+    assert state.stopped_reason == "diverged" and state.step < 80
+    assert all(loss > 1.2 * best for loss in losses[-3:]) and not losses[-4] > 1.2 * best
+    assert losses[-3] < 2 * math.log(len(trainer.data.vocab))  # caught by "far above its best" alone
+
+
+def test_validation_losses_of_a_healthy_run_do_not_trip_the_guard(tmp_path, micro_overrides):
+    trainer = make_trainer(tmp_path, micro_overrides, "trainer.validate_every_steps=5", "trainer.diverge_validations=1",
+                           "trainer.valid_bleu_sentences=0")  # fmt: skip
+    assert trainer.fit().stopped_reason == "max_epochs"
