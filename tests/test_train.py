@@ -54,6 +54,19 @@ def test_validation_every_n_steps_and_step_budget(tmp_path, micro_overrides):
     assert all(e["valid_bleu"] is not None and e["valid_metric"] == e["valid_bleu"] for e in state.history)
 
 
+def test_bf16_autocast_on_the_cpu_learns_like_fp32(tmp_path, micro_overrides):
+    valid_loss = {}
+    for amp in (False, True):
+        (tmp_path / str(amp)).mkdir()
+        trainer = make_trainer(tmp_path / str(amp), micro_overrides, f"trainer.amp_cpu={amp}",
+                               "trainer.valid_bleu_sentences=0")  # fmt: skip
+        assert trainer.autocast == amp
+        history = trainer.fit().history
+        assert history[-1]["valid_loss"] < history[0]["valid_loss"]
+        valid_loss[amp] = history[-1]["valid_loss"]
+    assert valid_loss[True] == pytest.approx(valid_loss[False], rel=0.05)
+
+
 def test_compiled_training_matches_eager(tmp_path, micro_overrides):
     """trainer.compile=true (torch.compile, dynamic shapes; meant for CUDA) trains the same model as eager mode."""
     valid_loss = {}
