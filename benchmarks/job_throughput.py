@@ -44,9 +44,10 @@ def main() -> None:
             task = ["task=text_files", f"task.path={corpus}", "task.src_lang=es", "task.tgt_lang=en",
                     "task.vocab_size=60", f"task.cache_dir={tmp}/cache", "trainer.max_tokens=512"]  # fmt: skip
             args.model = "micro"
-        cfg = common.compose_config(*task, f"model={args.model}", f"trainer.max_epochs={args.epochs}",
-                                    "trainer.max_time_s=null", "trainer.valid_bleu_sentences=0", "trainer.patience=1000",
-                                    "trainer.progress=false", f"trainer.threads={args.threads}", *args.overrides)  # fmt: skip
+        trainer_overrides = [f"trainer.max_epochs={args.epochs}", "trainer.max_time_s=null", "trainer.patience=1000",
+                             "trainer.valid_bleu_sentences=0", "trainer.progress=false",
+                             f"trainer.threads={args.threads}"]  # fmt: skip
+        cfg = common.compose_config(*task, f"model={args.model}", *trainer_overrides, *args.overrides)
         data = load_task(cfg.task)
         marks = []  # (loop seconds, target tokens) after every epoch
 

@@ -24,8 +24,9 @@ import common
 def sweep(sweep_dir: Path, jobs: int, overrides: list[str]) -> tuple[float, list[dict]]:
     """Wall seconds of a sweep of `jobs` jobs sharing GPU 0, and their result records."""
     seeds = ",".join(str(s) for s in range(1, jobs + 1))
-    command = [sys.executable, "-m", "frozen_sweep", "-m", "hydra/launcher=local_gpus", f"hydra.sweep.dir={sweep_dir}",
-               "hydra.launcher.gpus=[0]", f"hydra.launcher.jobs_per_gpu={jobs}", f"seed={seeds}", *overrides]  # fmt: skip
+    launcher = ["hydra/launcher=local_gpus", "hydra.launcher.gpus=[0]", f"hydra.launcher.jobs_per_gpu={jobs}"]
+    command = [sys.executable, "-m", "frozen_sweep", "-m", f"hydra.sweep.dir={sweep_dir}", *launcher, f"seed={seeds}",
+               *overrides]  # fmt: skip
     started = time.perf_counter()
     done = subprocess.run(command, cwd=common.ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - started

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = ["train_throughput", "freeze_speedup", "decode", "checkpoint_size", "batching", "sweep_overhead"]
+SCRIPTS = ["train_throughput", "freeze_speedup", "decode", "checkpoint_size", "batching", "sweep_overhead",
+           "job_throughput", "packing"]
 
 
 def run(script: str, *args: str, timeout: int = 300) -> str:
