@@ -13,10 +13,8 @@ shape — cuDNN attention, oneDNN bf16 — plan a few dozen times, not hundreds)
 """
 
 import statistics
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import common
 
@@ -33,16 +31,8 @@ def main() -> None:
     common.setup(args)
     with tempfile.TemporaryDirectory() as tmp:
         if args.quick:
-            sys.path.insert(0, str(common.ROOT))
-            from tests.conftest import write_corpus
-
-            corpus = write_corpus(Path(tmp) / "corpus")
-            overrides = ["task=text_files", f"task.path={corpus}", "task.src_lang=es", "task.tgt_lang=en",
-                         "task.vocab_size=60", f"task.cache_dir={tmp}/cache"]  # fmt: skip
             args.max_tokens, args.epochs = [512], 1
-        else:
-            overrides = ["task=bible_es_en"]
-        cfg = common.compose_config(*overrides)
+        cfg = common.compose_config(*common.task_overrides(args.quick, tmp))
         started = time.perf_counter()
         data = load_task(cfg.task)
         print(

@@ -60,6 +60,18 @@ def setup(args) -> torch.device:
     return torch.device(args.device)
 
 
+def task_overrides(quick: bool, tmp: str) -> list[str]:
+    """The embedded corpus; with `quick`, the tests' small synthetic corpus written under `tmp` (task=text_files)."""
+    if not quick:
+        return ["task=bible_es_en"]
+    sys.path.insert(0, str(ROOT))
+    from tests.conftest import write_corpus
+
+    corpus = write_corpus(Path(tmp) / "corpus")
+    return ["task=text_files", f"task.path={corpus}", "task.src_lang=es", "task.tgt_lang=en", "task.vocab_size=60",
+            f"task.cache_dir={tmp}/cache"]  # fmt: skip
+
+
 def compose_config(*overrides: str):
     """The real config tree, composed as `python -m frozen_sweep` would."""
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):

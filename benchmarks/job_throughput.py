@@ -14,13 +14,11 @@ by running it once per setting.
 """
 
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import common
-import torch
 
 from frozen_sweep.data import load_task
 from frozen_sweep.job import build_model
@@ -35,15 +33,9 @@ def main() -> None:
     args = p.parse_args()
     device = common.setup(args)
     with tempfile.TemporaryDirectory() as tmp:
-        task = ["task=bible_es_en"]
+        task = common.task_overrides(args.quick, tmp)
         if args.quick:
-            sys.path.insert(0, str(common.ROOT))
-            from tests.conftest import write_corpus
-
-            corpus = write_corpus(Path(tmp) / "corpus")
-            task = ["task=text_files", f"task.path={corpus}", "task.src_lang=es", "task.tgt_lang=en",
-                    "task.vocab_size=60", f"task.cache_dir={tmp}/cache", "trainer.max_tokens=512"]  # fmt: skip
-            args.model = "micro"
+            task, args.model = [*task, "trainer.max_tokens=512"], "micro"
         trainer_overrides = [f"trainer.max_epochs={args.epochs}", "trainer.max_time_s=null", "trainer.patience=1000",
                              "trainer.valid_bleu_sentences=0", "trainer.progress=false",
                              f"trainer.threads={args.threads}"]  # fmt: skip

@@ -44,15 +44,9 @@ def main() -> None:
     args = p.parse_args()
     common.setup(args)
     with tempfile.TemporaryDirectory() as tmp:
-        task = ["task=bible_es_en"]
-        if args.quick:
-            sys.path.insert(0, str(common.ROOT))
-            from tests.conftest import write_corpus
-
-            corpus = write_corpus(Path(tmp) / "corpus")
-            task = ["task=text_files", f"task.path={corpus}", "task.src_lang=es", "task.tgt_lang=en",
-                    "task.vocab_size=60", f"task.cache_dir={tmp}/cache", "trainer.max_tokens=512", "eval.beam=1",
-                    "trainer.threads=1"]  # fmt: skip
+        task = common.task_overrides(args.quick, tmp)
+        if args.quick:  # one thread each, alone too: two threads on a busy CPU stall at every OpenMP barrier
+            task += ["trainer.max_tokens=512", "eval.beam=1", "trainer.threads=1"]
             args.model, args.steps, args.jobs = "micro", 20, 2
         overrides = [*task, f"model={args.model}", f"trainer.max_steps={args.steps}", "trainer.max_time_s=null",
                      f"trainer.validate_every_steps={args.steps}", "trainer.valid_bleu_sentences=0",

@@ -225,7 +225,11 @@ class TrainerConfig:
     # cuDNN attention builds a plan per batch shape: with it off an H100 job ran 4x faster (issue 11); true: torch picks
     cudnn_attention: bool = False
     compile: bool = False  # torch.compile the training forward (dynamic shapes): pays off on CUDA for long runs
+    compile_mode: str = "default"  # with compile: one of COMPILE_MODES (reduce-overhead: CUDA graphs, one per shape)
     progress: bool = True  # progress bar
+
+
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # torch.compile's
 
 
 @dataclass
@@ -326,6 +330,8 @@ def validate(cfg) -> None:
             raise ConfigError(f"model.{key}={m[key]}: must be in [0, 1)")
     if not 0.0 <= tr.label_smoothing < 1.0:
         raise ConfigError(f"trainer.label_smoothing={tr.label_smoothing}: must be in [0, 1)")
+    if tr.compile_mode not in COMPILE_MODES:
+        raise ConfigError(f"trainer.compile_mode={tr.compile_mode}: allowed: {', '.join(COMPILE_MODES)}")
     for key in ("diverge_ratio", "diverge_uniform_ratio"):
         if tr[key] <= 1.0:
             raise ConfigError(f"trainer.{key}={tr[key]}: must be > 1 (a multiple of a validation loss)")

@@ -87,7 +87,7 @@ class Trainer:
         if device.type == "cuda":
             torch.backends.cuda.enable_cudnn_sdp(self.tr.cudnn_attention)
         # the training forward; compiled once for all batch shapes (validation and decoding stay eager)
-        self.forward = torch.compile(model, dynamic=True) if self.tr.compile else model
+        self.forward = torch.compile(model, dynamic=True, mode=self.tr.compile_mode) if self.tr.compile else model
         self.state = TrainState()
         self.on_validation = on_validation  # called with the state after every validation (progress reporting)
         tr = self.tr

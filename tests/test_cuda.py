@@ -2,12 +2,10 @@
 launcher. Skipped where no CUDA device is visible (CI); run on the GPU machine with `pytest -m cuda`."""
 
 import os
-import shutil
 
 import pytest
 import torch
 
-from frozen_sweep.checkpoint import LAST
 from frozen_sweep.data import load_task
 from frozen_sweep.evaluate import translate
 from frozen_sweep.job import build_model
@@ -30,30 +28,34 @@ def weights(model) -> list[torch.Tensor]:
     return [p.detach().cpu() for p in model.parameters()]
 
 
+class Killed(Exception):
+    """Stands for the job being killed right after a checkpoint."""
+
+
+def kill_after_first_validation(state) -> None:
+    raise Killed
+
+
 def test_training_resumes_bit_identical_on_the_gpu(tmp_path, micro_overrides, deterministic):
     cfg = compose_config(*micro_overrides, "trainer.max_steps=8", "trainer.validate_every_steps=4",
                          "trainer.valid_bleu_sentences=0", "trainer.amp=false")  # fmt: skip
     data = load_task(cfg.task)
-    interrupted = tmp_path / "interrupted"
-    interrupted.mkdir()
+    runs = {name: tmp_path / name for name in ("straight", "killed")}
+    for run_dir in runs.values():
+        run_dir.mkdir()
+    straight_model = build_model(cfg, data).to(CUDA)
+    before = weights(straight_model)
+    straight = Trainer(cfg, data, straight_model, CUDA, runs["straight"]).fit()
+    assert straight.step == 8 and any(not torch.equal(a, b) for a, b in zip(before, weights(straight_model)))
 
-    def keep_first_checkpoint(state) -> None:  # as if the job were killed after its first validation
-        if len(state.history) == 1:
-            shutil.copy(tmp_path / "straight" / LAST, interrupted / LAST)
-
-    (tmp_path / "straight").mkdir()
-    model = build_model(cfg, data).to(CUDA)
-    before = weights(model)
-    straight = Trainer(cfg, data, model, CUDA, tmp_path / "straight", on_validation=keep_first_checkpoint).fit()
-    assert straight.step == 8 and any(not torch.equal(a, b) for a, b in zip(before, weights(model)))
-
+    with pytest.raises(Killed):
+        Trainer(cfg, data, build_model(cfg, data).to(CUDA), CUDA, runs["killed"], kill_after_first_validation).fit()
     resumed_model = build_model(cfg, data).to(CUDA)
-    trainer = Trainer(cfg, data, resumed_model, CUDA, interrupted)
+    trainer = Trainer(cfg, data, resumed_model, CUDA, runs["killed"])
     assert trainer.resume_if_possible() and trainer.state.step == 4
     resumed = trainer.fit()
-    assert all(torch.equal(a, b) for a, b in zip(weights(model), weights(resumed_model)))
-    strip = lambda h: [{k: v for k, v in e.items() if k != "wall_time_s"} for e in h]  # noqa: E731
-    assert strip(straight.history) == strip(resumed.history)
+    assert all(torch.equal(a, b) for a, b in zip(weights(straight_model), weights(resumed_model)))
+    assert [e["valid_loss"] for e in straight.history] == [e["valid_loss"] for e in resumed.history]
 
 
 def test_beam_search_on_the_gpu_agrees_with_the_cpu(tmp_path, micro_overrides):
@@ -93,3 +95,17 @@ def test_packed_jobs_share_the_gpu(tmp_path, micro_overrides):
     assert all(record(sweep, f"seed={seed}")["device"] == torch.cuda.get_device_name(0) for seed in (1, 2))
     a, b = runs
     assert a["started"] < b["ended"] and b["started"] < a["ended"], "the two jobs did not share the GPU"
+
+
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_compiled_training_on_the_gpu_matches_eager(tmp_path, micro_overrides, mode):
+    valid_loss = {}
+    for compiled in (False, True):
+        cfg = compose_config(*micro_overrides, f"trainer.compile={compiled}", f"trainer.compile_mode={mode}",
+                             "model.dropout=0", "trainer.max_steps=6", "trainer.validate_every_steps=6",
+                             "trainer.valid_bleu_sentences=0", "trainer.amp=false")  # fmt: skip
+        data = load_task(cfg.task)
+        (tmp_path / str(compiled)).mkdir()
+        trainer = Trainer(cfg, data, build_model(cfg, data).to(CUDA), CUDA, tmp_path / str(compiled))
+        valid_loss[compiled] = trainer.fit().history[-1]["valid_loss"]
+    assert valid_loss[True] == pytest.approx(valid_loss[False], rel=1e-3)

@@ -121,3 +121,14 @@ def test_every_model_preset_gets_settings_that_learn(model):
     else:
         assert cfg.trainer.name == "default"
     assert compose_config(*task, f"model={model}", "trainer=quick").trainer.name == "quick"  # the command line wins
+
+
+def test_bad_compile_mode_and_divergence_thresholds_are_config_errors(micro_overrides):
+    from frozen_sweep.config import ConfigError, validate
+
+    for override, words in [("trainer.compile_mode=fast", ["trainer.compile_mode=fast", "reduce-overhead"]),
+                            ("trainer.diverge_ratio=0.9", ["trainer.diverge_ratio=0.9", "> 1"]),
+                            ("trainer.length_multiple=0", ["trainer.length_multiple=0", "> 0"])]:  # fmt: skip
+        with pytest.raises(ConfigError) as error:
+            validate(compose_config(*micro_overrides, override))
+        assert all(word in str(error.value) for word in words)
