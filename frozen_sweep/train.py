@@ -139,8 +139,8 @@ class Trainer:
 
     # ---- training ---------------------------------------------------------------------------------------------------
 
-    def _train_step(self, batch: Batch) -> None:
-        """One update; its summed (label-smoothed) loss is added to the device-side sum, not read."""
+    def _train_step(self, batch: Batch) -> torch.Tensor:
+        """One update; returns its summed (label-smoothed) loss, on the device and not read (no sync)."""
         self.model.train()
         batch = batch.to(self.device)
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
@@ -160,6 +160,7 @@ class Trainer:
         self.scheduler.step()
         self._loss_sum += loss.detach()
         self._loss_tokens += batch.n_tokens
+        return loss.detach()
 
     def _read_loss(self) -> float:
         """Mean training loss since the last validation. Reading it waits for the device, so the time of the steps

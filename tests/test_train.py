@@ -9,7 +9,7 @@ import torch
 from frozen_sweep.data import load_task
 from frozen_sweep.job import build_model, run_job
 from frozen_sweep.train import Diverged, Trainer, inverse_sqrt_schedule
-from tests.conftest import ROOT, compose_config
+from tests.conftest import CONF, compose_config
 
 
 def make_trainer(tmp_path, micro_overrides, *extra):
@@ -110,7 +110,7 @@ def test_validation_losses_of_a_healthy_run_do_not_trip_the_guard(tmp_path, micr
     assert trainer.fit().stopped_reason == "max_epochs"
 
 
-@pytest.mark.parametrize("model", [p.stem for p in sorted((ROOT / "conf" / "model").glob("*.yaml"))])
+@pytest.mark.parametrize("model", [p.stem for p in sorted((CONF / "model").glob("*.yaml"))])
 def test_every_model_preset_gets_settings_that_learn(model):
     """Measured on an H100 (model=base): lr 7e-4 / warmup 1000 learns, lr 2e-3 / warmup 200 diverges. Models of
     d_model >= 256 pick a trainer preset at or below that; the default job keeps the default trainer."""
