@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup data run table bench bench-collect clean-outputs slurm-up slurm-down
+.PHONY: demo test setup data run table bench bench-gpu bench-collect clean-outputs slurm-up slurm-down
 
 # The paper's nine freeze rows on the embedded corpus (≈20 min on 2 CPU cores), then their table and curves.
 # The leading `-` collects the table even when a job failed: failures are listed under it.
@@ -32,6 +32,16 @@ BENCHMARKS := train_throughput freeze_speedup reservoir_step decode checkpoint_s
 	busy_cpu
 bench: setup $(VENV)/.bench-installed
 	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py --threads $(THREADS) || exit 1; echo; done
+
+# The GPU benchmarks (issue 11), on the GPU machine (../shared/gpu/README.md, bundled with EXTRA=transformers==5.23.0
+# for MarianMT): `source .device/env.sh && make bench-gpu GPU_PY=python3`. Side by side in one run each.
+GPU_PY ?= $(PY)
+SWORD ?= $(or $(FS_SWORD),/usr/share/sword/modules/texts/ztext)
+bench-gpu:
+	$(GPU_PY) benchmarks/train_throughput.py --device cuda --models base big --sentences 256 --length 48 --vocab 32000
+	$(GPU_PY) benchmarks/freeze_speedup.py --device cuda --model base --sentences 256 --length 48
+	$(GPU_PY) benchmarks/job_throughput.py --device cuda --model base task.sword_dir=$(SWORD)
+	$(GPU_PY) benchmarks/packing.py --device cuda --jobs 4 --model demo task.sword_dir=$(SWORD)
 
 $(VENV)/.bench-installed: $(STAMP)
 	$(PY) -m pip install -q -e '.[test,bench]'

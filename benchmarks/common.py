@@ -38,20 +38,38 @@ def parser(doc: str) -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=2, help="torch threads (default 2: this machine's cores)")
     p.add_argument("--quick", action="store_true", help="tiny sizes, one round: a smoke test, figures meaningless")
     p.add_argument("--repeats", type=int, default=None, help="timed rounds per contender (median taken)")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     return p
 
 
-def setup(args) -> None:
-    """What a real job does before training (glibc malloc tuned, thread count), plus fixed seeds."""
+def setup(args) -> torch.device:
+    """What a real job does before training (glibc malloc tuned, thread count), plus fixed seeds; the device."""
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("--device cuda: no CUDA device is visible")
     keep_freed_memory()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    if args.device == "cuda":
+        print(f"device: {torch.cuda.get_device_name()}")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
         f"torch {torch.__version__}, {args.threads} threads, {os.cpu_count()} CPUs, load average {load} at start"
         f"{' (shared machine: expect noise)' if os.getloadavg()[0] > 0.5 else ''}"
         f"{'; --quick: figures meaningless' if args.quick else ''}"
     )
+    return torch.device(args.device)
+
+
+def task_overrides(quick: bool, tmp: str) -> list[str]:
+    """The embedded corpus; with `quick`, the tests' small synthetic corpus written under `tmp` (task=text_files)."""
+    if not quick:
+        return ["task=bible_es_en"]
+    sys.path.insert(0, str(ROOT))
+    from tests.conftest import write_corpus
+
+    corpus = write_corpus(Path(tmp) / "corpus")
+    return ["task=text_files", f"task.path={corpus}", "task.src_lang=es", "task.tgt_lang=en", "task.vocab_size=60",
+            f"task.cache_dir={tmp}/cache"]  # fmt: skip
 
 
 def compose_config(*overrides: str):
@@ -98,34 +116,45 @@ def build(cfg, vocab: int) -> torch.nn.Module:
     return build_model(cfg, stub_data(vocab))
 
 
-def train_step(cfg, model, run_dir: Path, vocab: int) -> tuple[Trainer, Callable[[Batch], tuple[float, int]]]:
-    """The trainer's own step (forward, loss, backward, Adam, schedule) on `model`."""
-    trainer = Trainer(cfg, stub_data(vocab), model, torch.device("cpu"), run_dir)
+def train_step(cfg, model, run_dir: Path, vocab: int, device=torch.device("cpu")) -> tuple[Trainer, Callable]:
+    """The trainer's own step (forward, loss, backward, Adam, schedule) on `model`, moved to `device`."""
+    trainer = Trainer(cfg, stub_data(vocab), model.to(device), device, run_dir)
     return trainer, trainer._train_step
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work, so that a timer measures it (a no-op on the CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 # ---- timing side by side ------------------------------------------------------------------------------------------
 
 
-def interleaved(contenders: dict[str, Callable[[], object]], repeats: int, warmup: int = 1) -> dict[str, float]:
-    """Median seconds per call of each contender, timed round-robin (order rotated every round)."""
+def interleaved(
+    contenders: dict[str, Callable[[], object]], repeats: int, warmup: int = 1, device=torch.device("cpu")
+) -> dict[str, float]:
+    """Median seconds per call of each contender, timed round-robin (order rotated every round); on a GPU each call
+    is timed until its work is done."""
     names = list(contenders)
     times: dict[str, list[float]] = {n: [] for n in names}
     for r in range(warmup + repeats):
         shift = r % len(names)
         for name in names[shift:] + names[:shift]:
+            synchronize(device)
             started = time.perf_counter()
             contenders[name]()
+            synchronize(device)
             elapsed = time.perf_counter() - started
             if r >= warmup:
                 times[name].append(elapsed)
     return {n: statistics.median(t) for n, t in times.items()}
 
 
-def matmul_flops_per_s(n: int = 1024, calls: int = 8) -> Callable[[], float]:
-    """A contender for `interleaved`: `calls` fp32 n×n matmuls; FLOPs per call of the returned function: 2n³·calls."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    out = torch.empty(n, n)
+def matmul_flops_per_s(n: int = 1024, calls: int = 8, device=torch.device("cpu"), dtype=torch.float32) -> Callable:
+    """A contender for `interleaved`: `calls` n×n matmuls; FLOPs per call of the returned function: 2n³·calls."""
+    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
+    out = torch.empty(n, n, device=device, dtype=dtype)
 
     def run():
         for _ in range(calls):

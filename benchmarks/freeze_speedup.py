@@ -29,22 +29,23 @@ def main() -> None:
     if args.quick:
         args.model, args.sentences, args.length, args.repeats = "micro", 4, 8, 1
     repeats = args.repeats or 7
-    common.setup(args)
+    device = common.setup(args)
     patterns = ["none", *[x for x in args.patterns if x != "none"]]
 
     cfgs = {f: common.compose_config(f"model={args.model}", f"freeze={f}") for f in patterns}
     m, vocab = cfgs["none"].model, cfgs["none"].task.vocab_size
-    batch = common.synthetic_batch(args.sentences, args.length, vocab)
+    batch = common.synthetic_batch(args.sentences, args.length, vocab).to(device)
     flops = {
         f: common.step_flops(m, vocab, args.sentences, args.length, args.length, common.frozen_components(c.freeze))
         for f, c in cfgs.items()
     }
     with tempfile.TemporaryDirectory() as tmp:
-        steps = {f: common.train_step(c, common.build(c, vocab), Path(tmp), vocab)[1] for f, c in cfgs.items()}
+        steps = {f: common.train_step(c, common.build(c, vocab), Path(tmp), vocab, device)[1] for f, c in cfgs.items()}
         print(f"model={args.model} ({m.encoder_layers}+{m.decoder_layers} layers, d {m.d_model}, FFN {m.ffn_dim}), "
               f"vocab {vocab}, batch {args.sentences}×{args.length}; {len(patterns)} patterns side by side, "
               f"{repeats} rounds, medians")  # fmt: skip
-        times = common.interleaved({f: (lambda s=s: s(batch)) for f, s in steps.items()}, repeats, warmup=1)
+        contenders = {f: (lambda s=s: s(batch)) for f, s in steps.items()}
+        times = common.interleaved(contenders, repeats, warmup=1, device=device)
 
     rows, failed = [], []
     base_t, base_f = times["none"], flops["none"].total

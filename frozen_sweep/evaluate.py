@@ -38,6 +38,7 @@ def beam_search(
     others stay live. A sentence is done when it has `beam` finished hypotheses or reaches
     max_len_a · source length + max_len_b tokens; done sentences leave the batch. `cache=False` runs the decoder
     over the whole prefix at every step instead of reusing keys and values (the same search, slower: benchmarks).
+    The device is read only when hypotheses finish (a few times per sentence), so a GPU is not stalled every step.
     """
     model.eval()
     B, K = src.shape[0], beam
@@ -52,30 +53,33 @@ def beam_search(
     tokens = torch.full((B * K, 1), bos, dtype=torch.long, device=src.device)  # (B*K, t+1)
     scores = torch.zeros(B, K, device=src.device)  # summed log-probs of the live hypotheses
     scores[:, 1:] = -math.inf  # all beams start identical: keep one
-    sentence = torch.arange(B, device=src.device)  # batch row → original sentence
+    sentence = list(range(B))  # batch row → original sentence
+    limit = max_len.tolist()  # per original sentence, on the host
+    row_limit = max_len.repeat_interleave(K)  # per live row, on the device
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
+    not_eos = torch.arange(model.output.weight.shape[0], device=src.device) != eos
 
-    for t in range(int(max_len.max())):
-        n = sentence.shape[0]
+    for t in range(max(limit)):
+        n = len(sentence)
         if cache:
             logits = model.decode(tokens[:, -1:], memory, mask, caches, start=t)[:, -1]  # (n*K, V)
         else:  # the decoder reruns the whole prefix; only its last position is projected onto the vocabulary
             logits = model.output(model.decoder(model.tgt_embed(tokens), memory, mask)[:, -1])
         logp = F.log_softmax(logits.float(), dim=-1)
-        logp[:, [bos, model.pad_id]] = -math.inf
-        at_limit = (t + 1 >= max_len[sentence]).repeat_interleave(K)  # (n*K,) must end now
-        logp[at_limit] = torch.where(
-            torch.arange(logp.shape[1], device=logp.device) == eos, logp[at_limit], -math.inf
-        )
+        logp[:, bos] = logp[:, model.pad_id] = -math.inf
+        logp = logp.masked_fill((t + 1 >= row_limit).unsqueeze(1) & not_eos, -math.inf)  # at its limit: must end now
         V = logp.shape[1]
         candidates = (scores.view(-1, 1) + logp).view(n, K * V)
         top_scores, top_idx = candidates.topk(2 * K, dim=1)  # (n, 2K)
         from_beam, token = top_idx // V, top_idx % V
         ends = token == eos
 
-        for b, j in (ends[:, :K] & (top_scores[:, :K] > -math.inf)).nonzero().tolist():
-            hyp = tokens[b * K + from_beam[b, j], 1:].tolist()
-            finished[int(sentence[b])].append((top_scores[b, j].item() / (t + 1) ** len_penalty, hyp))
+        ended = (ends[:, :K] & (top_scores[:, :K] > -math.inf)).nonzero()  # (m, 2): a read, as are the two below
+        if len(ended):
+            b, j = ended.unbind(1)
+            hyps = tokens[b * K + from_beam[b, j], 1:].tolist()
+            for row, score, hyp in zip(b.tolist(), top_scores[b, j].tolist(), hyps):
+                finished[sentence[row]].append((score / (t + 1) ** len_penalty, hyp))
 
         live_scores, pick = top_scores.masked_fill(ends, -math.inf).topk(K, dim=1)  # (n, K)
         rows = (torch.arange(n, device=src.device) * K).unsqueeze(1) + from_beam.gather(1, pick)  # (n, K)
@@ -84,14 +88,15 @@ def beam_search(
         if cache:  # cross k/v: the same for a sentence's beams
             _select_rows(caches, rows.view(-1), keys=("self_k", "self_v"))
 
-        done = torch.tensor([len(finished[int(s)]) >= K for s in sentence], device=src.device)
-        done |= t + 1 >= max_len[sentence]
-        if done.all():
+        done = [len(finished[i]) >= K or t + 1 >= limit[i] for i in sentence]
+        if all(done):
             break
-        if done.any():  # drop done sentences from the batch
-            keep = (~done).nonzero().squeeze(1)
+        if any(done):  # drop done sentences from the batch
+            keep_list = [row for row, d in enumerate(done) if not d]
+            keep = torch.tensor(keep_list, device=src.device)
             keep_rows = (keep.unsqueeze(1) * K + torch.arange(K, device=src.device)).view(-1)
-            sentence, scores, tokens = sentence[keep], scores[keep], tokens[keep_rows]
+            sentence = [sentence[row] for row in keep_list]
+            scores, tokens, row_limit = scores[keep], tokens[keep_rows], row_limit[keep_rows]
             memory, mask = memory[keep_rows], mask[keep_rows]
             if cache:
                 _select_rows(caches, keep_rows)
@@ -154,13 +159,12 @@ def perplexity(nll: float) -> float:
 def token_nll(model: Transformer, batches: Iterable, device) -> float:
     """Mean negative log-likelihood per target token (eos included, padding excluded, no label smoothing)."""
     model.eval()
-    total, count = 0.0, 0
+    total, count = torch.zeros((), device=device), 0  # summed on the device: one read at the end, not one per batch
     for batch in batches:
-        src = batch.src.to(device) if batch.src is not None else None
-        logits = model(src, batch.tgt_in.to(device))
-        target = batch.tgt_out.to(device)
+        batch = batch.to(device)
+        logits = model(batch.src, batch.tgt_in)
         total += F.cross_entropy(
-            logits.float().flatten(0, 1), target.flatten(), ignore_index=model.pad_id, reduction="sum"
-        ).item()
-        count += int((target != model.pad_id).sum())
-    return total / max(count, 1)
+            logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=model.pad_id, reduction="sum"
+        )
+        count += batch.n_tokens
+    return total.item() / max(count, 1)

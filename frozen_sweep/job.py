@@ -24,7 +24,7 @@ from frozen_sweep.model import Transformer
 from frozen_sweep.model.reservoir import Reservoir
 from frozen_sweep.results import RunResult, write_result
 from frozen_sweep.run_dir import exclusive_run, previous_record
-from frozen_sweep.train import Trainer
+from frozen_sweep.train import Diverged, Trainer
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +210,11 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
         relearn.start(cfg, data, trainer, result)  # before resuming: the trainer's model is the freshly reset one
     trainer.resume_if_possible()
     started = time.perf_counter()
-    state = trainer.fit()
+    try:
+        state = trainer.fit()
+    except Diverged:  # the run fails; its record keeps the curve and says why it stopped
+        result.history, result.stopped_reason = trainer.state.history, trainer.state.stopped_reason
+        raise
     log.info("training stopped by %s after %.0f s", stop_cause(cfg, state.stopped_reason), time.perf_counter() - started)
 
     best = state.history[state.best_index]

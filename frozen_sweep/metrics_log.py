@@ -54,7 +54,7 @@ def truncate_jsonl(path: Path, step: int) -> None:
 
 
 class MetricsLog:
-    """The run's metric loggers; `train_step` after every step, `validation` after every validation, `close`."""
+    """The run's metric loggers: `train` at the trainer's loss reads, `validation` after every validation, `close`."""
 
     def __init__(self, run_dir: Path, trainer_cfg, optimizer: torch.optim.Optimizer):
         self.run_dir, self.optimizer = Path(run_dir), optimizer
@@ -62,16 +62,12 @@ class MetricsLog:
         self.every = trainer_cfg.log_every_steps
         self.jsonl = self.tensorboard = None
         self.opened = False  # at the first step or validation: it knows the step a resumed run starts from
-        self._reset()
         if LoggerName.tensorboard in self.names:
             import tensorboardX  # noqa: F401 — fail now, before training, if the package is missing
 
-    def _reset(self) -> None:
-        """Start a new window: summed loss, target tokens and seconds in training steps since the last record."""
-        self.loss_sum, self.tokens, self.step_s = 0.0, 0, 0.0
-
-    def _open(self, step: int) -> None:
-        """Open the loggers where a run's first new step (or validation) is `step`: drop what was logged from it on."""
+    def open(self, step: int) -> None:
+        """Open the loggers where a run's first new step is `step`: drop what was logged from it on (a resumed run
+        logged it before it was killed). Trainer.fit opens them with the step it starts from."""
         if self.opened:
             return
         self.opened = True
@@ -98,36 +94,32 @@ class MetricsLog:
                 if key not in ("event", "step", "epoch") and value is not None:
                     self.tensorboard.add_scalar(f"{event}/{key}", value, record["step"])
 
-    def train_step(self, state, epoch: float, loss, n_tokens: int, step_s: float) -> None:
-        """Account one step (`loss`: its summed loss, a tensor or a float; `step_s`: its duration); write a record
-        every N steps."""
+    def train(self, state, epoch: float, loss: float, tokens_per_s: float) -> None:
+        """A record of the training steps since the last one (the trainer calls it where it reads the loss from the
+        device: every trainer.log_every_steps steps and at validations): their mean loss and tokens/s, the current
+        learning rate and the gradient norm of the last step."""
         if not self.names:
             return
-        self._open(state.step)
-        self.loss_sum = self.loss_sum + (loss.detach() if torch.is_tensor(loss) else loss)
-        self.tokens += n_tokens
-        self.step_s += step_s
-        if state.step % self.every:
-            return
+        self.open(state.step)
         grads = [p.grad for group in self.optimizer.param_groups for p in group["params"] if p.grad is not None]
-        record = {
-            "event": "train",
-            "step": state.step,
-            "epoch": round(epoch, 4),
-            "wall_time_s": round(state.train_time_s, 3),
-            "loss": _number(self.loss_sum / self.tokens),  # the one host-device sync, every N steps
-            "lr": self.optimizer.param_groups[0]["lr"],
-            "tokens_per_s": round(self.tokens / max(self.step_s, 1e-9), 1),
-            "grad_norm": _number(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads]))) if grads else None,
-        }
-        self._write(record)
-        self._reset()
+        self._write(
+            {
+                "event": "train",
+                "step": state.step,
+                "epoch": round(epoch, 4),
+                "wall_time_s": round(state.train_time_s, 3),
+                "loss": _number(loss),
+                "lr": self.optimizer.param_groups[0]["lr"],
+                "tokens_per_s": round(tokens_per_s, 1),
+                "grad_norm": _number(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads]))) if grads else None,
+            }
+        )
 
     def validation(self, entry: dict) -> None:
         """One record of a validation (a history entry of train.py) and a flush, so that readers see it now."""
         if not self.names:
             return
-        self._open(entry["step"])
+        self.open(entry["step"])
         record = {"event": "valid", "step": entry["step"], "epoch": entry["epoch"], "wall_time_s": entry["wall_time_s"]}
         record.update({key: _number(entry[f"valid_{key}"]) for key in ("loss", "ppl", "bleu")})
         self._write(record)

@@ -4,6 +4,11 @@ Only trainable parameters reach the optimiser: a frozen one has no gradient, no 
 A checkpoint is written after every validation; a job that finds `checkpoint_last.pt` in its directory resumes from
 it — same batches (a pure function of seed and epoch), same RNG state — so on CPU the resumed run ends bit-identical
 to an uninterrupted one.
+
+The step loop never waits for the device: the loss is summed on the device and read every `log_every_steps` and at
+validations, and batches are collated one at a time (pinned, copied without blocking on CUDA) while the device
+works on the previous ones. A non-finite loss, or a validation loss that stays far above its best, ends the run
+with `Diverged` (stopped_reason "diverged"), never a quiet "completed".
 """
 
 import logging
@@ -21,7 +26,7 @@ from tqdm import tqdm
 from frozen_sweep.checkpoint import BEST, LAST, load_checkpoint, save_checkpoint
 from frozen_sweep.config import StopMetric, TaskKind
 from frozen_sweep.data import TaskData
-from frozen_sweep.data.batching import make_batches
+from frozen_sweep.data.batching import Batch, Group, collate, make_batches, plan_batches
 from frozen_sweep.data.vocab import PAD
 from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
 from frozen_sweep.freeze import trainable_parameters
@@ -38,13 +43,18 @@ class TrainState:
     epoch: int = 0  # completed epochs
     batch_in_epoch: int = 0  # batches of the current epoch already trained on
     train_time_s: float = 0.0
-    step_time_s: float = 0.0  # time inside training steps only, for throughput
+    step_time_s: float = 0.0  # time in the training loop (steps, batch preparation), validation excluded
     train_tokens: int = 0  # target tokens trained on (all epochs, resumes included)
     train_sentences: int = 0  # training examples trained on
     history: list = field(default_factory=list)
     best_index: Optional[int] = None  # index into history of the best validation
     bad_validations: int = 0
+    diverging_validations: int = 0  # consecutive bad validations with a loss above diverge_ratio × the best loss
     stopped_reason: Optional[str] = None
+
+
+class Diverged(RuntimeError):
+    """The loss blew up; the message names the learning rate and warmup that caused it."""
 
 
 def inverse_sqrt_schedule(warmup_steps: int, warmup_init_lr: float, lr: float):
@@ -74,18 +84,31 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, inverse_sqrt_schedule(self.tr.warmup_steps, self.tr.warmup_init_lr, self.tr.lr)
         )
-        self.autocast = device.type == "cuda" and self.tr.amp
+        self.autocast = self.tr.amp and (device.type == "cuda" or self.tr.amp_cpu)
+        if device.type == "cuda":
+            torch.backends.cuda.enable_cudnn_sdp(self.tr.cudnn_attention)
         # the training forward; compiled once for all batch shapes (validation and decoding stay eager)
-        self.forward = torch.compile(model, dynamic=True) if self.tr.compile else model
+        self.forward = torch.compile(model, dynamic=True, mode=self.tr.compile_mode) if self.tr.compile else model
         self.state = TrainState()
         self.on_validation = on_validation  # called with the state after every validation (progress reporting)
-        self.valid_batches = self._batches(data.valid, shuffle=False, epoch=0)
-        self.metrics = MetricsLog(self.run_dir, self.tr, self.optimizer)  # metrics.jsonl, TensorBoard
+        tr = self.tr
+        valid = make_batches(data.valid.src, data.valid.tgt, tr.max_tokens, False, multiple=tr.length_multiple)
+        self.valid_batches = [batch.to(device) for batch in valid]  # copied to the device once, for every validation
+        self.metrics = MetricsLog(self.run_dir, tr, self.optimizer)  # metrics.jsonl, TensorBoard
+        self._loss_sum = torch.zeros((), device=device)  # training loss since the last read, summed on the device
+        self._loss_tokens = 0
+        self._since_validation = [0.0, 0]  # summed loss and tokens of the reads since the last validation
+        self._clock = 0.0  # perf_counter at the last point where time was accounted
 
     # ---- data -------------------------------------------------------------------------------------------------------
 
-    def _batches(self, split, shuffle: bool, epoch: int) -> list:
-        return make_batches(split.src, split.tgt, self.tr.max_tokens, shuffle, self.cfg.seed, epoch)
+    def _plan(self, epoch: int) -> list[Group]:
+        train, tr = self.data.train, self.tr
+        return plan_batches(train.src, train.tgt, tr.max_tokens, True, self.cfg.seed, epoch, tr.length_multiple)
+
+    def _collate(self, group: Group) -> Batch:
+        batch = collate(self.data.train.src, self.data.train.tgt, group.indices, group.length)
+        return batch.pin_memory() if self.device.type == "cuda" else batch
 
     # ---- resume -----------------------------------------------------------------------------------------------------
 
@@ -119,28 +142,52 @@ class Trainer:
 
     # ---- training ---------------------------------------------------------------------------------------------------
 
-    def _train_step(self, batch) -> tuple[float, int]:
-        """One update; returns the summed (label-smoothed) loss and the number of target tokens."""
+    def _train_step(self, batch: Batch) -> torch.Tensor:
+        """One update; returns its summed (label-smoothed) loss, on the device and not read (no sync)."""
         self.model.train()
-        src = batch.src.to(self.device) if batch.src is not None else None
-        target = batch.tgt_out.to(self.device)
+        batch = batch.to(self.device)
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-            logits = self.forward(src, batch.tgt_in.to(self.device))  # (B, T, V)
+            logits = self.forward(batch.src, batch.tgt_in)  # (B, T, V)
         loss = F.cross_entropy(
             logits.float().flatten(0, 1),
-            target.flatten(),
+            batch.tgt_out.flatten(),
             ignore_index=PAD,
             label_smoothing=self.tr.label_smoothing,
             reduction="sum",
         )
-        n_tokens = batch.n_tokens
         self.optimizer.zero_grad(set_to_none=True)
-        (loss / n_tokens).backward()
+        (loss / batch.n_tokens).backward()
         if self.tr.clip_norm > 0:
             torch.nn.utils.clip_grad_norm_(trainable_parameters(self.model), self.tr.clip_norm)
         self.optimizer.step()
         self.scheduler.step()
-        return loss.item(), n_tokens
+        self._loss_sum += loss.detach()
+        self._loss_tokens += batch.n_tokens
+
+    def _read_loss(self, epoch: float) -> float:
+        """Mean training loss since the last validation. Reading it waits for the device, so the time of the steps
+        since the last read is accounted here and the metrics loggers get their record; a non-finite loss raises
+        Diverged."""
+        s, summed, tokens = self.state, self._loss_sum.item(), self._loss_tokens
+        now = time.perf_counter()
+        elapsed, self._clock = now - self._clock, now
+        s.train_time_s += elapsed
+        s.step_time_s += elapsed
+        if tokens:
+            self.metrics.train(s, epoch, summed / tokens, tokens / max(elapsed, 1e-9))
+        self._loss_sum.zero_()
+        self._loss_tokens = 0
+        self._since_validation = [self._since_validation[0] + summed, self._since_validation[1] + tokens]
+        if not math.isfinite(summed):
+            self._diverged(f"the training loss is {summed / max(tokens, 1)} at step {s.step}")
+        return self._since_validation[0] / max(self._since_validation[1], 1)
+
+    def _diverged(self, why: str) -> None:
+        self.state.stopped_reason = "diverged"
+        raise Diverged(
+            f"training diverged: {why} with trainer.lr={self.tr.lr} and trainer.warmup_steps={self.tr.warmup_steps}; "
+            "lower the learning rate or lengthen the warmup (each model preset picks its trainer preset: conf/trainer/)"
+        )
 
     def _budget_exhausted(self) -> Optional[str]:
         s, tr = self.state, self.tr
@@ -148,45 +195,50 @@ class Trainer:
             return "max_epochs"
         if tr.max_steps is not None and s.step >= tr.max_steps:
             return "max_steps"
-        if tr.max_time_s is not None and s.train_time_s >= tr.max_time_s:
+        if tr.max_time_s is not None and s.train_time_s + time.perf_counter() - self._clock >= tr.max_time_s:
             return "max_time"
         return None
 
     def fit(self) -> TrainState:
         """Train until early stopping or a budget ends the run; returns the final state."""
-        s, every = self.state, self.tr.validate_every_steps
         # disable=None: tqdm draws only on a terminal, so logs (SLURM, `make demo > log`) stay readable
-        bar = tqdm(desc="train", unit="step", initial=s.step, disable=None if self.tr.progress else True)
-        loss_sum, loss_tokens = 0.0, 0
+        bar = tqdm(desc="train", unit="step", initial=self.state.step, disable=None if self.tr.progress else True)
+        self.metrics.open(self.state.step + 1)  # a resumed run drops what it logged after its checkpoint
+        try:
+            self._train(bar)
+        finally:  # also when the run diverges: the loggers keep what they got
+            bar.close()
+            self.metrics.close()
+        return self.state
+
+    def _train(self, bar: tqdm) -> None:
+        s, every = self.state, self.tr.validate_every_steps
+        self._clock = time.perf_counter()
         while not s.stopped_reason:
-            batches = self._batches(self.data.train, shuffle=True, epoch=s.epoch)
-            for batch in batches[s.batch_in_epoch :]:
-                started = time.perf_counter()
-                loss, n_tokens = self._train_step(batch)
-                elapsed = time.perf_counter() - started
+            groups = self._plan(s.epoch)
+            for group in groups[s.batch_in_epoch :]:
+                batch = self._collate(group)
+                self._train_step(batch)
                 s.step += 1
                 s.batch_in_epoch += 1
-                if s.batch_in_epoch == len(batches):
+                if s.batch_in_epoch == len(groups):
                     s.epoch, s.batch_in_epoch = s.epoch + 1, 0
-                s.train_time_s += elapsed
-                s.step_time_s += elapsed
-                s.train_tokens += n_tokens
-                s.train_sentences += len(batch.tgt_in)
-                loss_sum, loss_tokens = loss_sum + loss, loss_tokens + n_tokens
-                self.metrics.train_step(s, s.epoch + s.batch_in_epoch / len(batches), loss, n_tokens, elapsed)
+                s.train_tokens += batch.n_tokens
+                s.train_sentences += len(batch.indices)
                 bar.update()
-                bar.set_postfix(loss=f"{loss / n_tokens:.3f}", tok_s=f"{s.train_tokens / s.step_time_s:,.0f}")
 
                 budget = self._budget_exhausted()
                 due = s.step % every == 0 if every else s.batch_in_epoch == 0
+                epoch = s.epoch + s.batch_in_epoch / len(groups)
+                if budget or due or s.step % self.tr.log_every_steps == 0:
+                    train_loss = self._read_loss(epoch)
+                    bar.set_postfix(loss=f"{train_loss:.3f}", tok_s=f"{s.train_tokens / s.step_time_s:,.0f}")
                 if budget or due:
-                    self._validate(s.epoch + s.batch_in_epoch / len(batches), loss_sum / loss_tokens, budget)
-                    loss_sum, loss_tokens = 0.0, 0
+                    self._validate(epoch, train_loss, budget)
+                    self._since_validation = [0.0, 0]
+                    self._clock = time.perf_counter()
                     if s.stopped_reason:
                         break
-        bar.close()
-        self.metrics.close()
-        return s
 
     def _validate(self, epoch: float, train_loss: float, budget: Optional[str]) -> None:
         """Validate, update early stopping (sets `stopped_reason`), checkpoint, report."""
@@ -207,6 +259,13 @@ class Trainer:
             s.best_index, s.bad_validations = len(s.history) - 1, 0
         else:
             s.bad_validations += 1
+        if self._diverging(entry, best):
+            if self.on_validation:
+                self.on_validation(s)  # the record shows the curve that diverged
+            self._diverged(
+                f"the validation loss is {entry['valid_loss']:.4g} at step {s.step}, far above its best "
+                f"({self._best_loss():.4g}) or a uniform guess's ({math.log(len(self.data.vocab)):.4g})"
+            )
         if s.bad_validations >= tr.patience:
             s.stopped_reason = "early_stop"
         elif budget:
@@ -227,6 +286,19 @@ class Trainer:
         self._save(best)
         if self.on_validation:
             self.on_validation(s)
+
+    def _best_loss(self) -> float:
+        return min((e["valid_loss"] for e in self.state.history if math.isfinite(e["valid_loss"])), default=math.inf)
+
+    def _diverging(self, entry: dict, best: bool) -> bool:
+        """A non-finite validation loss, or the diverge_validations-th validation in a row far above the best loss
+        (and no improvement) or far above the loss of a uniform guess."""
+        s, tr, loss = self.state, self.tr, entry["valid_loss"]
+        far_above = (not best and loss > tr.diverge_ratio * self._best_loss()) or (
+            loss > tr.diverge_uniform_ratio * math.log(len(self.data.vocab))
+        )
+        s.diverging_validations = s.diverging_validations + 1 if far_above else 0
+        return not math.isfinite(loss) or s.diverging_validations >= tr.diverge_validations
 
     def _score(self, entry: dict) -> float:
         return entry["valid_bleu"] if self.tr.stop_metric == StopMetric.bleu else -entry["valid_loss"]

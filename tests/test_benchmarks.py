@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ["train_throughput", "freeze_speedup", "decode", "checkpoint_size", "batching", "sweep_overhead",
-           "logging_overhead", "busy_cpu"]
+           "logging_overhead", "busy_cpu", "job_throughput", "packing"]
 
 
 def run(script: str, *args: str, timeout: int = 300) -> str:

@@ -238,12 +238,23 @@ def test_batches_deterministic_complete_and_within_budget():
     batches = batch_indices(src, tgt, 256, shuffle=True, seed=3, epoch=0)
     assert batches == batch_indices(src, tgt, 256, shuffle=True, seed=3, epoch=0)
     assert batches != batch_indices(src, tgt, 256, shuffle=True, seed=3, epoch=1)
-    assert sorted(i for b in batches for i in b) == list(range(500))
-    for b in batches:
-        assert len(b) == 1 or len(b) * max(max(src[i], tgt[i]) + 1 for i in b) <= 256
-    assert [7] in batches
-    ordered = [i for b in batch_indices(None, tgt, 256, shuffle=False) for i in b]
+    assert sorted(i for b in batches for i in b.indices) == list(range(500))
+    for length, indices in batches:
+        assert len(indices) == 1 or len(indices) * length <= 256
+        assert all(max(src[i], tgt[i]) + 1 <= length for i in indices)
+    assert (301, [7]) in batches
+    ordered = [i for b in batch_indices(None, tgt, 256, shuffle=False) for i in b.indices]
     assert [tgt[i] for i in ordered] == sorted(tgt)
+
+
+def test_batch_shapes_are_few_and_padded_to_a_multiple():
+    src, tgt = lengths(3000, 0), lengths(3000, 1)
+    for multiple in (1, 8):
+        shapes = {(len(b.indices), b.length) for b in batch_indices(src, tgt, 512, shuffle=True, multiple=multiple)}
+        assert all(length % multiple == 0 for _, length in shapes)
+        buckets = {length for _, length in shapes}
+        assert len(shapes) <= len(buckets) + 2  # one full-batch shape per bucket, remainders carried to the next
+    assert len(buckets) <= 60 // 8 + 1
 
 
 def test_collate():

@@ -1,12 +1,15 @@
 """The training loop on the toy corpus, in-process: optimiser contents, schedule, early stopping, budgets."""
 
+import json
+import math
+
 import pytest
 import torch
 
 from frozen_sweep.data import load_task
-from frozen_sweep.job import build_model
-from frozen_sweep.train import Trainer, inverse_sqrt_schedule
-from tests.conftest import compose_config
+from frozen_sweep.job import build_model, run_job
+from frozen_sweep.train import Diverged, Trainer, inverse_sqrt_schedule
+from tests.conftest import CONF, compose_config
 
 
 def make_trainer(tmp_path, micro_overrides, *extra):
@@ -51,6 +54,19 @@ def test_validation_every_n_steps_and_step_budget(tmp_path, micro_overrides):
     assert all(e["valid_bleu"] is not None and e["valid_metric"] == e["valid_bleu"] for e in state.history)
 
 
+def test_bf16_autocast_on_the_cpu_learns_like_fp32(tmp_path, micro_overrides):
+    valid_loss = {}
+    for amp in (False, True):
+        (tmp_path / str(amp)).mkdir()
+        trainer = make_trainer(tmp_path / str(amp), micro_overrides, f"trainer.amp_cpu={amp}",
+                               "trainer.valid_bleu_sentences=0")  # fmt: skip
+        assert trainer.autocast == amp
+        history = trainer.fit().history
+        assert history[-1]["valid_loss"] < history[0]["valid_loss"]
+        valid_loss[amp] = history[-1]["valid_loss"]
+    assert valid_loss[True] == pytest.approx(valid_loss[False], rel=0.05)
+
+
 def test_compiled_training_matches_eager(tmp_path, micro_overrides):
     """trainer.compile=true (torch.compile, dynamic shapes; meant for CUDA) trains the same model as eager mode."""
     valid_loss = {}
@@ -61,3 +77,58 @@ def test_compiled_training_matches_eager(tmp_path, micro_overrides):
                                "trainer.valid_bleu_sentences=0")  # fmt: skip
         valid_loss[compiled] = trainer.fit().history[-1]["valid_loss"]
     assert valid_loss[True] == pytest.approx(valid_loss[False], rel=1e-4)
+
+
+def test_a_nan_loss_fails_the_job_as_diverged_naming_lr_and_warmup(tmp_path, micro_overrides):
+    cfg = compose_config(*micro_overrides, "trainer.lr=1e30", "trainer.warmup_steps=1")
+    with pytest.raises(Diverged, match=r"training loss is nan .* trainer.lr=1e\+30 and trainer.warmup_steps=1"):
+        run_job(cfg, tmp_path, ["trainer.lr=1e30"])
+    record = json.loads((tmp_path / "result.json").read_text())
+    assert record["status"] == "failed" and record["stopped_reason"] == "diverged"
+    assert "Diverged" in record["error"] and "trainer.lr=1e+30" in record["error"]
+    assert record["test_metric"] is None  # never "completed, BLEU 0.0"
+
+
+def test_a_validation_loss_far_above_its_best_ends_the_run(tmp_path, micro_overrides):
+    # lr 1: the micro model learns a little during warmup, then its validation loss climbs (finite: no NaN)
+    trainer = make_trainer(tmp_path, micro_overrides, "trainer.lr=1", "trainer.warmup_steps=40",
+                           "trainer.validate_every_steps=5", "trainer.max_steps=80", "trainer.patience=30",
+                           "trainer.valid_bleu_sentences=0")  # fmt: skip
+    with pytest.raises(Diverged, match=r"validation loss is .* far above its best .* trainer.warmup_steps=40"):
+        trainer.fit()
+    state = trainer.state
+    losses = [e["valid_loss"] for e in state.history]
+    best = min(losses)
+    assert state.stopped_reason == "diverged" and state.step < 80
+    assert all(loss > 1.2 * best for loss in losses[-3:]) and not losses[-4] > 1.2 * best
+    assert losses[-3] < 2 * math.log(len(trainer.data.vocab))  # caught by "far above its best" alone
+
+
+def test_validation_losses_of_a_healthy_run_do_not_trip_the_guard(tmp_path, micro_overrides):
+    trainer = make_trainer(tmp_path, micro_overrides, "trainer.validate_every_steps=5", "trainer.diverge_validations=1",
+                           "trainer.valid_bleu_sentences=0")  # fmt: skip
+    assert trainer.fit().stopped_reason == "max_epochs"
+
+
+@pytest.mark.parametrize("model", [p.stem for p in sorted((CONF / "model").glob("*.yaml"))])
+def test_every_model_preset_gets_settings_that_learn(model):
+    """Measured on an H100 (model=base): lr 7e-4 / warmup 1000 learns, lr 2e-3 / warmup 200 diverges. Models of
+    d_model >= 256 pick a trainer preset at or below that; the default job keeps the default trainer."""
+    task = ["task=lm_bible_en"] if model.startswith("lm_") else []
+    cfg = compose_config(*task, f"model={model}")
+    if cfg.model.d_model >= 256:
+        assert cfg.trainer.name != "default" and cfg.trainer.lr <= 7e-4 and cfg.trainer.warmup_steps >= 1000
+    else:
+        assert cfg.trainer.name == "default"
+    assert compose_config(*task, f"model={model}", "trainer=quick").trainer.name == "quick"  # the command line wins
+
+
+def test_bad_compile_mode_and_divergence_thresholds_are_config_errors(micro_overrides):
+    from frozen_sweep.config import ConfigError, validate
+
+    for override, words in [("trainer.compile_mode=fast", ["trainer.compile_mode=fast", "reduce-overhead"]),
+                            ("trainer.diverge_ratio=0.9", ["trainer.diverge_ratio=0.9", "> 1"]),
+                            ("trainer.length_multiple=0", ["trainer.length_multiple=0", "> 0"])]:  # fmt: skip
+        with pytest.raises(ConfigError) as error:
+            validate(compose_config(*micro_overrides, override))
+        assert all(word in str(error.value) for word in words)

@@ -1,5 +1,6 @@
-"""`hydra/launcher=local_gpus`: a sweep on this machine, at most one job per GPU at a time, each pinned to its GPU
-with CUDA_VISIBLE_DEVICES, the rest queued; without a GPU, `max_parallel` jobs with the CPU cores split between them.
+"""`hydra/launcher=local_gpus`: a sweep on this machine, at most `jobs_per_gpu` jobs per GPU at a time (small models
+leave most of a GPU idle: several share it), each pinned to its GPU with CUDA_VISIBLE_DEVICES, the rest queued;
+without a GPU, `max_parallel` jobs with the CPU cores split between them.
 
 Jobs are submitit.LocalExecutor jobs: `visible_gpus` is set before each submit, which AutoExecutor (and so Hydra's
 submitit_local) does not allow.
@@ -36,13 +37,17 @@ class LocalGpusLauncher(SweepLauncher):
         gpus: Optional[Sequence[int]],
         max_parallel: int,
         poll_interval_s: float,
+        jobs_per_gpu: int = 1,
     ):
-        if max_parallel < 1:
-            raise ValueError(f"hydra.launcher.max_parallel={max_parallel}: must be >= 1")
+        for key, value in (("max_parallel", max_parallel), ("jobs_per_gpu", jobs_per_gpu)):
+            if value < 1:
+                raise ValueError(f"hydra.launcher.{key}={value}: must be >= 1")
         self.submitit_folder = submitit_folder
         self.gpus = visible_gpus(OmegaConf.to_container(gpus) if OmegaConf.is_config(gpus) else gpus)
-        # a slot per GPU, or max_parallel CPU slots (None: no GPU)
-        self.slots: list[Optional[int]] = list(self.gpus) or [None] * max_parallel
+        self.jobs_per_gpu = jobs_per_gpu
+        # jobs_per_gpu slots per GPU, GPUs in turn (a sweep spreads over them first); or max_parallel CPU slots (None)
+        gpu_slots = [gpu for _ in range(jobs_per_gpu) for gpu in self.gpus]
+        self.slots: list[Optional[int]] = gpu_slots or [None] * max_parallel
         self.poll_interval_s = poll_interval_s
 
     def threads_per_job(self) -> int:
@@ -52,7 +57,8 @@ class LocalGpusLauncher(SweepLauncher):
         import submitit
 
         threads = str(self.threads_per_job())
-        where = f"GPUs {self.gpus}, one job each" if self.gpus else f"CPU, {len(self.slots)} jobs at a time"
+        where = f"GPUs {self.gpus}, {self.jobs_per_gpu} job(s) each" if self.gpus else "CPU"
+        where += f", {len(self.slots)} jobs at a time"
         log.info(f"local_gpus: {where}; threads per job: {threads}")
         executor = submitit.LocalExecutor(folder=self.submitit_folder, max_num_timeout=0)
         free = list(self.slots)

@@ -1,0 +1,42 @@
+"""`hydra.launcher.jobs_per_gpu`: several jobs share one GPU. The scheduling runs here on the CPU path (the jobs are
+pinned to GPU id 0 and, seeing no GPU, train on the CPU); tests/test_cuda.py runs it on a real GPU."""
+
+import os
+from itertools import combinations
+
+import pytest
+
+from tests.test_launch_local import LOCAL, attempts, run_sweep
+
+
+def overlap(a: dict, b: dict) -> bool:
+    return a["started"] < b["ended"] and b["started"] < a["ended"]
+
+
+def test_jobs_per_gpu_runs_that_many_jobs_on_one_gpu_at_a_time(tmp_path, micro_overrides):
+    sweep = tmp_path / "sweep"
+    proc = run_sweep(sweep, *micro_overrides, LOCAL, "hydra.launcher.gpus=[0]", "hydra.launcher.jobs_per_gpu=2",
+                     "seed=1,2,3")  # fmt: skip
+    assert proc.returncode == 0, proc.stdout
+    assert "GPUs [0], 2 job(s) each, 2 jobs at a time" in proc.stdout
+    runs = [attempts(sweep, f"seed={seed}")[0] for seed in (1, 2, 3)]
+    assert all(run["cuda_visible_devices"] == "0" for run in runs)
+    assert all(run["omp_num_threads"] == str(max(1, len(os.sched_getaffinity(0)) // 2)) for run in runs)
+    assert any(overlap(a, b) for a, b in combinations(runs, 2)), "no two jobs shared the GPU"
+    assert not (overlap(runs[0], runs[1]) and overlap(runs[1], runs[2]) and overlap(runs[0], runs[2]))
+    assert "queued 1" in proc.stdout  # the third job waited for a free slot
+
+
+def test_jobs_per_gpu_must_be_positive(tmp_path, micro_overrides):
+    proc = run_sweep(tmp_path / "sweep", *micro_overrides, LOCAL, "hydra.launcher.gpus=[0]",
+                     "hydra.launcher.jobs_per_gpu=0", "seed=1,2")  # fmt: skip
+    assert proc.returncode != 0 and "hydra.launcher.jobs_per_gpu=0: must be >= 1" in proc.stdout
+
+
+@pytest.mark.parametrize("gpus, jobs_per_gpu, slots", [([0, 1], 2, [0, 1, 0, 1]), ([], 3, [None])])
+def test_slots_fill_gpus_in_turn(tmp_path, gpus, jobs_per_gpu, slots):
+    from hydra_plugins.frozen_sweep_launchers.local_gpus import LocalGpusLauncher
+
+    launcher = LocalGpusLauncher(submitit_folder=str(tmp_path), gpus=gpus, max_parallel=1, poll_interval_s=0.1,
+                                 jobs_per_gpu=jobs_per_gpu)  # fmt: skip
+    assert launcher.slots == slots
