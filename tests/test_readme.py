@@ -1,5 +1,6 @@
-"""Every `python -m frozen_sweep …` command in README.md composes, and every job it makes passes the checks a job
-runs before it starts (keys, values, cross-field rules, budgets, the relearn base): the README cannot drift."""
+"""Every `python -m frozen_sweep …` command in README.md and docs/*.md composes, and every job it makes passes the
+checks a job runs before it starts (keys, values, cross-field rules, budgets, the relearn base): the documentation
+cannot drift."""
 
 import re
 import shlex
@@ -17,9 +18,13 @@ from tests.conftest import CONF, ROOT, fake_run_dir
 ENTRY = re.compile(r"^(?:\.venv/bin/)?python -m frozen_sweep(?=\s|$)")
 
 
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
 def readme_commands() -> list[str]:
-    """The README's `python -m frozen_sweep` commands (not .collect), continuation lines joined, comments cut."""
-    text = re.sub(r"\\\n\s*", " ", (ROOT / "README.md").read_text())
+    """The `python -m frozen_sweep` commands (not .collect) of the README and docs/, continuation lines joined,
+    comments cut."""
+    text = "\n".join(re.sub(r"\\\n\s*", " ", path.read_text()) for path in DOCUMENTS)
     blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
     return [line.strip() for block in blocks for line in block.splitlines() if ENTRY.match(line.strip())]
 
