@@ -26,7 +26,7 @@ table:  # every result under outputs/
 bench-collect: setup
 	$(PY) benchmarks/collect_records.py
 
-# Every benchmark (README "Performance"): figures and ratios measured side by side, targets met / not met.
+# Every benchmark (docs/performance.md): figures and ratios measured side by side, targets met / not met.
 # ≈6 min on a quiet 2-core CPU (26 min at load average 4–5); THREADS=1 for one thread. MarianMT needs the `bench` extra.
 THREADS ?= 2
 BENCHMARKS := train_throughput freeze_speedup reservoir_step decode checkpoint_size batching sweep_overhead logging_overhead \

@@ -5,7 +5,7 @@ that finishes its share of a parallel region spins (GOMP_SPINCOUNT, 300,000 by d
 When another process holds one of the cores, every region waits for the thread that lost its core, and the waiting
 thread burns the time its partner needs: a 2-thread training step ran 2.5–3.1× slower beside one busy process
 (≈12× at load average 4), a 1-thread step hardly slower at all. The alternatives measured worse
-(benchmarks/busy_cpu.py, README "Performance"): OMP_WAIT_POLICY=PASSIVE (threads sleep at once) made every quiet
+(benchmarks/busy_cpu.py, docs/performance.md): OMP_WAIT_POLICY=PASSIVE (threads sleep at once) made every quiet
 step 1.4–1.7× longer, since each region then wakes a sleeping thread; libgomp's own OMP_DYNAMIC subtracts the
 15-minute load average, which counts the job's own threads, so it would run one thread on a quiet machine. So the
 wait policy stays libgomp's and the thread count follows the free cores, measured from /proc/stat.

@@ -4,7 +4,7 @@ Every parameter, trainable or frozen, is drawn from its own `torch.Generator` se
 A frozen parameter is therefore a pure function of the seed: checkpoints store only the trainable parameters, and
 loading regenerates the frozen ones bit-exactly (checked against a stored SHA-256 per tensor).
 
-Inits (DESIGN.md section 2):
+Inits (docs/concepts.md):
 - random: what a trainable component gets — Xavier-uniform linear weights, N(0, d^-1/2) embeddings, zero biases,
   layer norms at (1, 0).
 - identity: our reading of the paper's "diagonal zeroed" rows (2.1)/(3.1): every weight matrix is zeros with ones on
@@ -25,7 +25,7 @@ from frozen_sweep.model import COMPONENTS, component_of_parameters
 from frozen_sweep.model.reservoir import Reservoir
 from frozen_sweep.model.transformer import OutputProjection
 
-# Paper row label ← frozen components and their init (other components trainable). DESIGN.md section 2.
+# Paper row label ← frozen components and their init (other components trainable). docs/concepts.md.
 PAPER_ROWS = {
     (): "(0)",
     (("emb", "random"),): "(1)",

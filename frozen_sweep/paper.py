@@ -1,4 +1,4 @@
-"""The paper's row labels, table sections and published numbers (DESIGN.md section 2), as data.
+"""The paper's row labels, table sections and published numbers (docs/concepts.md), as data.
 
 Kept free of torch so that the collector loads in a fraction of a second; tests check ROWS against
 `frozen_sweep.freeze.PAPER_ROWS`.

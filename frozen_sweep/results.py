@@ -1,4 +1,4 @@
-"""The result record every job writes as `result.json` (DESIGN.md section 5), written atomically.
+"""The result record every job writes as `result.json` (docs/training.md, "The result record"), written atomically.
 
 Definitions the collector relies on:
 - `history`: one entry per validation: epoch (fractional when validating every N steps), step, wall_time_s (training

@@ -10,7 +10,7 @@ from tests.conftest import compose_config
 
 ROWS = ["none", "emb", "att", "ffn", "att_identity", "ffn_identity", "emb_ffn", "emb_att", "att_ffn"]
 PAPER_BIG = {"(0)": 1, "(1)": .82, "(2)": .64, "(3)": .52, "(2.1)": .64, "(3.1)": .52, "(4)": .35, "(5)": .47, "(6)": .17}
-# big_ffn1024: the paper's (2) and (4) cells look swapped (DESIGN.md); we check our accounting against the swap.
+# big_ffn1024: the paper's (2) and (4) cells look swapped (docs/concepts.md); we check our accounting against the swap.
 PAPER_BIG_FFN1024 = {"(0)": 1, "(1)": .73, "(2)": .45, "(3)": .82, "(4)": .55, "(5)": .18}
 PAPER_LM = {"(0)": 1, "(1)": .53, "(2)": .81, "(3)": .64, "(4)": .18, "(5)": .36, "(6)": .46}
 

@@ -1,4 +1,4 @@
-"""Sort a model's parameters into the paper's components: emb, att, ffn, other (DESIGN.md section 2)."""
+"""Sort a model's parameters into the paper's components: emb, att, ffn, other (docs/concepts.md)."""
 
 from torch import nn
 
