@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test setup data run table bench bench-gpu bench-collect clean-outputs slurm-up slurm-down
 
-# The seven freeze rows behind findings F1-F3 on the embedded corpus (≈22 min on 2 quiet CPU cores), then their table
+# The seven freeze rows behind findings F1-F3 on the embedded corpus (≈21 min on 2 CPU cores), then their table
 # and curves.
 # The leading `-` collects the table even when a job failed: failures are listed under it.
 demo: setup
