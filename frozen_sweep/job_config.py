@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from frozen_sweep.base_run import load_base_run
 from frozen_sweep.config import ConfigError, CorpusKind, TaskKind, validate
+from frozen_sweep.run_dir import flatten
 
 # Keys that change where or how a job runs, not its result (conf/config.yaml leaves the same keys out of directory
 # names); task.path and task.sword_dir say where the data is: its content is fingerprinted instead.
@@ -100,16 +101,6 @@ def fingerprint(cfg: DictConfig) -> dict:
     data = data_identity(cfg.task)
     digest = hashlib.sha256(json.dumps({"config": config, "data": data}, sort_keys=True).encode()).hexdigest()
     return {"sha256": digest, "config": config, "data": data}
-
-
-def flatten(tree: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, value in tree.items():
-        if isinstance(value, dict) and value:
-            flat.update(flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def data_files(task_cfg) -> dict[str, Path]:

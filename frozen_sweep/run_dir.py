@@ -21,6 +21,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator, Optional
 
+from omegaconf import OmegaConf
+
 from frozen_sweep.config import ConfigError
 from frozen_sweep.results import RESULT_FILE, load_result
 
@@ -55,6 +57,28 @@ def differences(old: dict, new: dict) -> list[str]:
     return out
 
 
+def flatten(tree: dict, prefix: str = "") -> dict:
+    """{"a": {"b": 1}} → {"a.b": 1}: configs compared key by key."""
+    flat = {}
+    for key, value in tree.items():
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def legacy_differences(run_dir: Path, fingerprint: dict) -> list[str]:
+    """For a record from before fingerprints: where the directory's config.yaml differs from this job's config, on
+    the keys both versions know (keys added since then cannot be compared; unresolved interpolations are skipped)."""
+    path = Path(run_dir) / "config.yaml"
+    if not path.is_file():
+        return []
+    saved, new = flatten(OmegaConf.to_container(OmegaConf.load(path), resolve=False)), fingerprint["config"]
+    shared = [key for key in sorted(set(saved) & set(new)) if not (isinstance(saved[key], str) and "${" in saved[key])]
+    return [f"{key}: {saved[key]} → {new[key]}" for key in shared if saved[key] != new[key]]
+
+
 def previous_record(run_dir: Path, fingerprint: dict, force: bool) -> Optional[dict]:
     """The record in `run_dir` (None when there is none), if it belongs to this job; FingerprintMismatch if it
     belongs to another one, unless `force` (the job then replaces it)."""
@@ -62,10 +86,15 @@ def previous_record(run_dir: Path, fingerprint: dict, force: bool) -> Optional[d
         record = load_result(Path(run_dir) / RESULT_FILE)
     except ValueError:
         return None
-    old = record.get("fingerprint") or {}
-    if force or not old or old.get("sha256") == fingerprint["sha256"]:
+    old = record.get("fingerprint")
+    if force or (old and old.get("sha256") == fingerprint["sha256"]):
         return record
-    changes = differences(old, fingerprint) or ["(the code's fingerprint recipe)"]
+    if old:
+        changes = differences(old, fingerprint) or ["(the code's fingerprint recipe)"]
+    else:  # a record from before fingerprints: reused unless its saved config says it belongs to another job
+        changes = legacy_differences(run_dir, fingerprint)
+        if not changes:
+            return record
     raise FingerprintMismatch(
         f"{run_dir} holds a {record['status']} run of a different config: {'; '.join(changes[:8])}"
         f"{' …' if len(changes) > 8 else ''}. To replace it, rerun with force=true; to keep both, give this run "

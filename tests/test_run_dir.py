@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+from omegaconf import OmegaConf
 
 from frozen_sweep.config import ConfigError
 from frozen_sweep.job_config import fingerprint, job_config
@@ -58,6 +59,14 @@ def test_a_record_of_another_config_is_never_reused(micro_overrides, tmp_path):
     assert "model.heads: 2 → 4" in message and "force=true" in message and "name=" in message
     assert previous_record(tmp_path, new, force=True)["status"] == "completed"  # force: the job replaces it
     write_result(tmp_path, RunResult(status="completed"))  # a record from before fingerprints: reused as before
+    assert previous_record(tmp_path, new, force=False)["status"] == "completed"
+    # ... unless the config.yaml it ran with says otherwise, on the keys both versions know
+    (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(checked(*micro_overrides)))
+    with pytest.raises(FingerprintMismatch, match="trainer.lr: 0.003 → 0.01"):
+        previous_record(tmp_path, new, force=False)
+    saved = OmegaConf.to_container(checked(*micro_overrides, "trainer.lr=0.01", "model.heads=4"))
+    del saved["trainer"]["loggers"]  # a key this version added: it cannot be compared
+    (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(saved))
     assert previous_record(tmp_path, new, force=False)["status"] == "completed"
 
 
