@@ -38,9 +38,7 @@ def positive(text: str) -> int:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    from frozen_sweep import collect
-
-    parser = argparse.ArgumentParser(prog="python -m frozen_sweep.collect", description=collect.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m frozen_sweep.collect", description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", help="directories to search for result.json, or result.json files")
     parser.add_argument("--format", choices=("md", "latex", "csv"), default="md",
                         help="GitHub Markdown (default), booktabs LaTeX, or CSV with one row per run")
