@@ -142,8 +142,8 @@ class Trainer:
 
     # ---- training ---------------------------------------------------------------------------------------------------
 
-    def _train_step(self, batch: Batch) -> torch.Tensor:
-        """One update; returns its summed (label-smoothed) loss, on the device and not read (no sync)."""
+    def _train_step(self, batch: Batch) -> None:
+        """One update; its summed (label-smoothed) loss is added to the device-side sum, not read (no sync)."""
         self.model.train()
         batch = batch.to(self.device)
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
