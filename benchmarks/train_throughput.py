@@ -11,6 +11,8 @@ project's code), times side by side, interleaved, median over rounds:
 - MarianMT: Hugging Face `transformers`' MarianMTModel of identical dimensions (skipped when transformers is not
   installed: `pip install -e '.[bench]'`), the same loss, Adam and schedule;
 - ours bf16 (information, not a target): the same step with the trainer's bf16 autocast (trainer.amp_cpu);
+- ours NAME (`--variant NAME:override,...`, information): our step under other trainer settings, e.g.
+  `--variant compiled:trainer.compile=true`;
 - the machine's matmul peak: fp32 n×n matmuls, n = 1024, in the same rounds.
 Achieved FLOP/s counts the matrix products of a step (benchmarks/common.py: step_flops). Targets: ours ≥ 1.3× the
 nn.Transformer's tokens/s and ≥ 1.5× MarianMT's; for `base`, ≥ 50% of the measured matmul peak.
@@ -117,6 +119,8 @@ def main() -> None:
     p.add_argument("--length", type=int, default=32, help="tokens per side of every sentence (incl. bos/eos)")
     p.add_argument("--vocab", type=int, default=None, help="default: the task's vocab_size (4000)")
     p.add_argument("--no-marian", action="store_true")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME:OVERRIDE,...",
+                   help="also time our step with these config overrides, as 'ours NAME'")  # fmt: skip
     p.add_argument(
         "--bf16",
         action=argparse.BooleanOptionalAction,
@@ -148,6 +152,12 @@ def main() -> None:
                 models["ours bf16"] = common.build(cfg, vocab)
                 trainer, steps["ours bf16"] = common.train_step(cfg, models["ours bf16"], Path(tmp), vocab)
                 trainer.autocast = True
+            for variant in args.variant:
+                label, overrides = variant.split(":", 1)
+                variant_cfg = common.compose_config(f"model={name}", *overrides.split(","))
+                models[f"ours {label}"] = common.build(variant_cfg, vocab)
+                _, steps[f"ours {label}"] = common.train_step(variant_cfg, models[f"ours {label}"], Path(tmp), vocab,
+                                                              device)  # fmt: skip
             if transformers:
                 models["MarianMT"], forward = marian(m, vocab)
                 steps["MarianMT"] = reference_step(models["MarianMT"].to(device), forward, cfg.trainer, cuda)

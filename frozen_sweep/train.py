@@ -15,6 +15,7 @@ import logging
 import math
 import time
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Optional
 
@@ -87,8 +88,10 @@ class Trainer:
         self.autocast = self.tr.amp and (device.type == "cuda" or self.tr.amp_cpu)
         if device.type == "cuda":
             torch.backends.cuda.enable_cudnn_sdp(self.tr.cudnn_attention)
-        # the training forward; compiled once for all batch shapes (validation and decoding stay eager)
-        self.forward = torch.compile(model, dynamic=True, mode=self.tr.compile_mode) if self.tr.compile else model
+        # the training forward and loss: compiled as one graph for all batch shapes (validation and decoding stay
+        # eager), so the (B, T, V) logits are never written out in fp32
+        compile_loss = partial(torch.compile, dynamic=True, mode=self.tr.compile_mode)
+        self.loss = compile_loss(self._loss) if self.tr.compile else self._loss
         self.state = TrainState()
         self.on_validation = on_validation  # called with the state after every validation (progress reporting)
         tr = self.tr
@@ -142,19 +145,23 @@ class Trainer:
 
     # ---- training ---------------------------------------------------------------------------------------------------
 
-    def _train_step(self, batch: Batch) -> None:
-        """One update; its summed (label-smoothed) loss is added to the device-side sum, not read (no sync)."""
-        self.model.train()
-        batch = batch.to(self.device)
+    def _loss(self, src, tgt_in, tgt_out) -> torch.Tensor:
+        """The summed label-smoothed cross-entropy of a batch (the training forward)."""
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-            logits = self.forward(batch.src, batch.tgt_in)  # (B, T, V)
-        loss = F.cross_entropy(
+            logits = self.model(src, tgt_in)  # (B, T, V)
+        return F.cross_entropy(
             logits.float().flatten(0, 1),
-            batch.tgt_out.flatten(),
+            tgt_out.flatten(),
             ignore_index=PAD,
             label_smoothing=self.tr.label_smoothing,
             reduction="sum",
         )
+
+    def _train_step(self, batch: Batch) -> None:
+        """One update; its summed (label-smoothed) loss is added to the device-side sum, not read (no sync)."""
+        self.model.train()
+        batch = batch.to(self.device)
+        loss = self.loss(batch.src, batch.tgt_in, batch.tgt_out)
         self.optimizer.zero_grad(set_to_none=True)
         (loss / batch.n_tokens).backward()
         if self.tr.clip_norm > 0:
