@@ -384,8 +384,8 @@ def validate(cfg) -> None:
         for lang in [t.src_lang, t.tgt_lang]:
             if lang is not None and lang not in t.modules:
                 raise ConfigError(f"task.modules has no SWORD module for language '{lang}'; has: {sorted(t.modules)}")
-    validate_relearn(cfg.relearn)
     validate_study(cfg)
+    validate_relearn(cfg.relearn)
 
 
 def validate_study(cfg) -> None:

@@ -134,6 +134,20 @@ def test_only_the_reset_layer_trains_and_resume_is_exact(base_run, cache_dir, tm
         load_checkpoint(interrupted / LAST, from_seed)
 
 
+def test_a_relearn_job_loads_its_base_once(base_run, cache_dir, tmp_path, monkeypatch):
+    loads = []
+
+    def counted_load_run(path, *args):  # the real loader, counted
+        loads.append(path)
+        return load_run(path, *args)
+
+    monkeypatch.setattr(relearn, "load_run", counted_load_run)
+    overrides = relearn_overrides(base_run, cache_dir, "trainer.max_steps=2", "trainer.validate_every_steps=1")
+    result = run_job(compose_config(*overrides), tmp_path, overrides)
+    assert result.status == "completed" and result.study == "relearn" and result.test_metric is not None
+    assert loads == [str(base_run)]  # training model, pre-reset validation and test model all come from one load
+
+
 def test_examples_to_recover_on_hand_made_curves():
     pre = {"valid_loss": 2.0, "valid_bleu": 20.0}
     curve = [
