@@ -2,7 +2,7 @@
 
     python benchmarks/checkpoint_size.py [--models tiny]
 
-For each freeze pattern (frozen_sweep/conf/freeze/*.yaml), builds the model with `frozen_sweep.job.build_model`, takes one
+For each freeze pattern (frozen_sweep/conf/freeze/*.yaml), builds the model with `frozen_sweep.build.build_model`, takes one
 training step (so Adam has state) and writes the trainer's two checkpoints with its own code
 (`Trainer._save` → `frozen_sweep.checkpoint.save_checkpoint`): checkpoint_best.pt (weights) and checkpoint_last.pt
 (weights, Adam state, schedule, trainer state, RNG). A full checkpoint is pattern `none`'s, where every parameter is

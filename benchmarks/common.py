@@ -21,7 +21,8 @@ from hydra import compose, initialize_config_dir
 from frozen_sweep.config import NormPosition, ReservoirType, StackName, register_configs, reservoir_pattern
 from frozen_sweep.data import Split, TaskData
 from frozen_sweep.data.batching import Batch, collate
-from frozen_sweep.job import build_model, keep_freed_memory
+from frozen_sweep.build import build_model
+from frozen_sweep.job import keep_freed_memory
 from frozen_sweep.train import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,8 +113,8 @@ def stub_data(vocab: int, n: int = 8) -> TaskData:
 
 
 def build(cfg, vocab: int) -> torch.nn.Module:
-    """The model as a job builds it: seeded init and the freeze pattern applied (frozen_sweep.job.build_model)."""
-    return build_model(cfg, stub_data(vocab))
+    """The model as a job builds it: seeded init and the freeze pattern applied (frozen_sweep.build.build_model)."""
+    return build_model(cfg, vocab)
 
 
 def train_step(cfg, model, run_dir: Path, vocab: int, device=torch.device("cpu")) -> tuple[Trainer, Callable]:

@@ -21,7 +21,7 @@ from pathlib import Path
 import common
 
 from frozen_sweep.data import load_task
-from frozen_sweep.job import build_model
+from frozen_sweep.build import build_model
 from frozen_sweep.train import Trainer
 
 
@@ -46,7 +46,8 @@ def main() -> None:
         def mark(state) -> None:
             marks.append((state.step_time_s, state.train_tokens))
 
-        trainer = Trainer(cfg, data, build_model(cfg, data).to(device), device, Path(tmp), on_validation=mark)
+        model = build_model(cfg, len(data.vocab)).to(device)
+        trainer = Trainer(cfg, data, model, device, Path(tmp), on_validation=mark)
         tr = cfg.trainer
         print(f"model={args.model}, {len(data.train)} training pairs, trainer={tr.name} (lr {tr.lr}, warmup "
               f"{tr.warmup_steps}, {tr.max_tokens}-token batches, lengths × {tr.length_multiple}), "

@@ -4,7 +4,7 @@
 
 For each model (frozen_sweep/conf/model/*.yaml), at the same fixed batch (sentences × length tokens on each side, collated by the
 project's code), times side by side, interleaved, median over rounds:
-- ours: `frozen_sweep.train.Trainer._train_step` on `frozen_sweep.job.build_model` (forward, label-smoothed loss,
+- ours: `frozen_sweep.train.Trainer._train_step` on `frozen_sweep.build.build_model` (forward, label-smoothed loss,
   backward, Adam, schedule), as a job runs it on this CPU;
 - nn.Transformer: `torch.nn.Transformer` of identical dimensions (post-norm, ReLU, same dropout, one tied
   embedding/output matrix, sinusoidal positions), the same loss, Adam and schedule;

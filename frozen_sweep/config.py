@@ -280,8 +280,17 @@ def parse_reset_layer(spec) -> tuple[str, int]:
     return stack, int(index)
 
 
+class StudyName(Enum):
+    """Which study a job belongs to: its hooks (frozen_sweep/study/<name>.py) and the collector's table for it."""
+
+    freeze = "freeze"
+    reservoir = "reservoir"
+    relearn = "relearn"
+
+
 @dataclass
 class Config:
+    study: StudyName = StudyName.freeze  # the reservoir and relearn groups set their study, experiments too
     task: TaskConfig = MISSING
     model: ModelConfig = MISSING
     freeze: FreezeConfig = MISSING
@@ -375,7 +384,20 @@ def validate(cfg) -> None:
         for lang in [t.src_lang, t.tgt_lang]:
             if lang is not None and lang not in t.modules:
                 raise ConfigError(f"task.modules has no SWORD module for language '{lang}'; has: {sorted(t.modules)}")
+    validate_study(cfg)
     validate_relearn(cfg.relearn)
+
+
+def validate_study(cfg) -> None:
+    """The study key agrees with the groups that make a study (and set it): relearn=layer, reservoir=<type>."""
+    study, relearn, reservoir = StudyName(cfg.study), cfg.relearn.name, cfg.reservoir.name
+    if (relearn != "none") != (study == StudyName.relearn):
+        raise ConfigError(
+            f"study={study.value} with relearn={relearn}: study=relearn goes with relearn=layer (which sets it, and "
+            "takes task, model, freeze and reservoir from the base run); allowed otherwise: freeze, reservoir"
+        )
+    if reservoir != "none" and study == StudyName.freeze:
+        raise ConfigError(f"study=freeze with reservoir={reservoir}: a model with reservoir layers is study=reservoir")
 
 
 def validate_relearn(r) -> None:

@@ -10,24 +10,16 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from frozen_sweep import freeze
 from frozen_sweep.base_run import CONFIG_FILE, load_base_run
+from frozen_sweep.build import build_model
 from frozen_sweep.checkpoint import BEST, load_checkpoint
 from frozen_sweep.config import Config
-from frozen_sweep.data.vocab import PAD
 from frozen_sweep.model import Transformer
 
 
 def typed_config(path) -> DictConfig:
     """A saved config.yaml with the schema's types: enums restored, keys and values checked."""
     return OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.load(path))
-
-
-def seeded_model(cfg, vocab_size: int) -> Transformer:
-    """The model of `cfg` with every parameter initialised from (seed, name) and the freeze pattern applied."""
-    model = Transformer(cfg.model, vocab_size, PAD, cfg.reservoir)
-    freeze.init_and_freeze(model, cfg.freeze, cfg.seed)
-    return model
 
 
 @dataclass
@@ -44,6 +36,6 @@ def load_run(path, checkpoint: str = BEST) -> FinishedRun:
     BaseRunError saying why when `path` is not a completed run."""
     run = load_base_run(path)
     config = typed_config(run.path / CONFIG_FILE)
-    model = seeded_model(config, run.record["data"]["vocab_size"])
+    model = build_model(config, run.record["data"]["vocab_size"])
     extra = load_checkpoint(run.path / checkpoint, model)
     return FinishedRun(run.path, config, run.record, model, extra)

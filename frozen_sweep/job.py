@@ -1,4 +1,7 @@
-"""One job: data → model → freeze → train (resuming) → test → result.json. Launcher-independent."""
+"""One job: data → model → freeze → train (resuming) → test → result.json. Launcher-independent.
+
+The pipeline is the same for every study; the job's study (frozen_sweep.study, named by the config's `study`) makes
+the model and adds to the record at fixed points."""
 
 import ctypes
 import logging
@@ -12,18 +15,17 @@ import torch
 from omegaconf import OmegaConf
 
 import frozen_sweep
-from frozen_sweep import cpu, efficiency, freeze, relearn
+from frozen_sweep import cpu, efficiency, freeze
 from frozen_sweep.checkpoint import BEST, load_checkpoint
 from frozen_sweep.config import Device, TaskKind
 from frozen_sweep.data import TaskData, load_task
 from frozen_sweep.data.batching import make_batches
 from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
-from frozen_sweep.finished_run import seeded_model
 from frozen_sweep.job_config import BUDGETS, fingerprint, job_config
 from frozen_sweep.model import Transformer
-from frozen_sweep.model.reservoir import Reservoir
 from frozen_sweep.results import RunResult, write_result
 from frozen_sweep.run_dir import exclusive_run, previous_record
+from frozen_sweep.study import for_config
 from frozen_sweep.train import Diverged, Trainer
 
 log = logging.getLogger(__name__)
@@ -50,37 +52,6 @@ def pick_device(cfg) -> torch.device:
     if wanted == Device.cpu or not torch.cuda.is_available():
         return torch.device("cpu")
     return torch.device("cuda")
-
-
-def build_model(cfg, data: TaskData) -> Transformer:
-    """The model with every parameter initialised from (seed, name) and the freeze pattern applied."""
-    return seeded_model(cfg, len(data.vocab))
-
-
-def make_model(cfg, data: TaskData) -> Transformer:
-    """A fresh model for this job: built from the seed, or in relearn mode the base run's with its layer reset."""
-    return relearn.prepare(cfg, data) if relearn.active(cfg) else build_model(cfg, data)
-
-
-def in_reservoir_study(cfg, overrides: list[str]) -> bool:
-    """A run with reservoir layers, or a baseline swept beside them (`reservoir=none,...` names the group)."""
-    return cfg.reservoir.name != "none" or any(o.lstrip("+~").startswith("reservoir") for o in overrides)
-
-
-def describe_reservoirs(cfg, model: Transformer) -> dict:
-    """What the collector's reservoir table shows: type, stack pattern, layer counts, frozen reservoir parameters."""
-    stack = getattr(model, cfg.reservoir.stack.value)
-    pattern = stack.pattern
-    return {
-        "type": cfg.reservoir.type.value,
-        "stack": cfg.reservoir.stack.value,
-        "pattern": pattern,
-        "reservoir_layers": pattern.count("R"),
-        "updatable_layers": pattern.count("L"),
-        "backskip": cfg.reservoir.backskip,
-        "init": cfg.reservoir.init.value,
-        "params": sum(p.numel() for layer in stack.layers if isinstance(layer, Reservoir) for p in layer.parameters()),
-    }
 
 
 def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path) -> dict:
@@ -125,7 +96,7 @@ def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
 
 def _run(cfg, run_dir: Path, overrides: list[str], run_fingerprint: dict) -> RunResult:
     result = RunResult(
-        study="reservoir" if in_reservoir_study(cfg, overrides) else "freeze",
+        study=cfg.study.value,
         task=cfg.task.name,
         model=cfg.model.name,
         freeze=freeze.describe(cfg.freeze),
@@ -184,11 +155,11 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
 
     data = load_task(cfg.task)
     result.data = data.stats
-    model = make_model(cfg, data)
+    study = for_config(cfg)
+    model = study.make_model(data)
     for key, value in freeze.parameter_counts(model).items():
         setattr(result, key, value)
-    if result.study == "reservoir":
-        result.reservoir = describe_reservoirs(cfg, model)
+    study.describe(model, result)
     log.info(
         "%s | %s | freeze %s (row %s) | %d parameters, %.1f%% trainable | %s",
         cfg.task.name,
@@ -206,8 +177,7 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
         write_result(run_dir, result)
 
     trainer = Trainer(cfg, data, model.to(device), device, run_dir, on_validation=report_progress)
-    if relearn.active(cfg):
-        relearn.start(cfg, data, trainer, result)  # before resuming: the trainer's model is the freshly reset one
+    study.before_training(trainer, result)  # before resuming: the trainer's model is still the fresh one
     trainer.resume_if_possible()
     started = time.perf_counter()
     try:
@@ -230,11 +200,10 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
     untrained = len(data.vocab) if cfg.task.kind == TaskKind.lm else 0.0  # perplexity of a uniform guess; 0 BLEU
     if all(h["valid_metric"] is not None for h in state.history):  # null when validation BLEU is off
         result.aucc = efficiency.aucc(state.history, result.aucc_cutoff_s, initial=untrained)
-    if relearn.active(cfg):
-        relearn.finish(result)
+    study.after_training(result)
     write_result(run_dir, result)
 
-    model = make_model(cfg, data)
+    model = study.make_model(data)
     load_checkpoint(run_dir / BEST, model)  # a fresh model: its frozen parameters are in place, and verified
     test = evaluate_test(cfg, data, model.to(device), device, run_dir)
     result.test_metric = test["metric"]

@@ -22,9 +22,10 @@ from frozen_sweep.config import ConfigError, CorpusKind, TaskKind, validate
 from frozen_sweep.run_dir import flatten
 
 # Keys that change where or how a job runs, not its result (conf/config.yaml leaves the same keys out of directory
-# names); task.path and task.sword_dir say where the data is: its content is fingerprinted instead.
+# names); task.path and task.sword_dir say where the data is: its content is fingerprinted instead. `study` only
+# labels the record's table (it stays in directory names, so study=freeze and study=reservoir runs never share one).
 NEUTRAL_KEYS = frozenset(
-    {"name", "force", "task.cache_dir", "task.path", "task.sword_dir", "trainer.progress", "trainer.threads",
+    {"name", "force", "study", "task.cache_dir", "task.path", "task.sword_dir", "trainer.progress", "trainer.threads",
      "trainer.device", "trainer.loggers", "trainer.log_every_steps"}
 )  # fmt: skip
 ADOPTED = ("task", "model", "freeze", "reservoir")  # a relearn job takes these from its base run

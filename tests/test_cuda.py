@@ -9,7 +9,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from frozen_sweep.data import load_task
 from frozen_sweep.evaluate import translate
-from frozen_sweep.job import build_model
+from frozen_sweep.build import build_model
 from frozen_sweep.train import Trainer
 from tests.conftest import compose_config
 
@@ -47,17 +47,17 @@ def test_training_resumes_bit_identical_on_the_gpu(tmp_path, micro_overrides, de
     runs = {name: tmp_path / name for name in ("straight", "killed")}
     for run_dir in runs.values():
         run_dir.mkdir()
-    straight_model = build_model(cfg, data).to(CUDA)
+    straight_model = build_model(cfg, len(data.vocab)).to(CUDA)
     before = weights(straight_model)
     torch.manual_seed(cfg.seed)  # as a job does before training: dropout draws from the seeded generators
     straight = Trainer(cfg, data, straight_model, CUDA, runs["straight"]).fit()
     assert straight.step == 8 and any(not torch.equal(a, b) for a, b in zip(before, weights(straight_model)))
 
-    killed_model = build_model(cfg, data).to(CUDA)  # building draws from the global generator too: build, then seed
+    killed_model = build_model(cfg, len(data.vocab)).to(CUDA)  # building draws from the global generator too: build, then seed
     torch.manual_seed(cfg.seed)
     with pytest.raises(Killed):
         Trainer(cfg, data, killed_model, CUDA, runs["killed"], kill_after_first_validation).fit()
-    resumed_model = build_model(cfg, data).to(CUDA)
+    resumed_model = build_model(cfg, len(data.vocab)).to(CUDA)
     trainer = Trainer(cfg, data, resumed_model, CUDA, runs["killed"])
     assert trainer.resume_if_possible() and trainer.state.step == 4
     resumed = trainer.fit()
@@ -68,7 +68,7 @@ def test_training_resumes_bit_identical_on_the_gpu(tmp_path, micro_overrides, de
 def test_beam_search_on_the_gpu_agrees_with_the_cpu(tmp_path, micro_overrides):
     cfg = compose_config(*micro_overrides, "trainer.valid_bleu_sentences=0")
     data = load_task(cfg.task)
-    model = build_model(cfg, data)
+    model = build_model(cfg, len(data.vocab))
     Trainer(cfg, data, model, torch.device("cpu"), tmp_path).fit()  # a trained model: few near-ties between beams
     on_cpu = translate(model, data.test.src, data.vocab, torch.device("cpu"), cfg.eval)
     on_gpu = translate(model.to(CUDA), data.test.src, data.vocab, CUDA, cfg.eval)
@@ -82,7 +82,7 @@ def test_bf16_training_on_the_gpu_learns_like_fp32(tmp_path, micro_overrides):
         cfg = compose_config(*micro_overrides, f"trainer.amp={amp}", "trainer.valid_bleu_sentences=0")
         data = load_task(cfg.task)
         (tmp_path / str(amp)).mkdir()
-        trainer = Trainer(cfg, data, build_model(cfg, data).to(CUDA), CUDA, tmp_path / str(amp))
+        trainer = Trainer(cfg, data, build_model(cfg, len(data.vocab)).to(CUDA), CUDA, tmp_path / str(amp))
         assert trainer.autocast == amp
         history = trainer.fit().history
         valid_loss[amp] = history[-1]["valid_loss"]
@@ -118,6 +118,6 @@ def test_compiled_training_on_the_gpu_matches_eager(tmp_path, micro_overrides, m
                              "trainer.valid_bleu_sentences=0", "trainer.amp=false")  # fmt: skip
         data = load_task(cfg.task)
         (tmp_path / str(compiled)).mkdir()
-        trainer = Trainer(cfg, data, build_model(cfg, data).to(CUDA), CUDA, tmp_path / str(compiled))
+        trainer = Trainer(cfg, data, build_model(cfg, len(data.vocab)).to(CUDA), CUDA, tmp_path / str(compiled))
         valid_loss[compiled] = trainer.fit().history[-1]["valid_loss"]
     assert valid_loss[True] == pytest.approx(valid_loss[False], rel=1e-3)

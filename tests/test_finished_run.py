@@ -6,7 +6,8 @@ from omegaconf import OmegaConf
 
 from frozen_sweep.checkpoint import BEST, save_checkpoint
 from frozen_sweep.config import TieEmbeddings
-from frozen_sweep.finished_run import load_run, seeded_model, typed_config
+from frozen_sweep.build import build_model
+from frozen_sweep.finished_run import load_run, typed_config
 from frozen_sweep.results import RunResult, write_result
 from tests.conftest import CONF, compose_config
 
@@ -27,7 +28,7 @@ def micro(model: str, *extra: str):
 def save_run(run_dir, cfg) -> torch.nn.Module:
     """What a finished job leaves: config.yaml, result.json, checkpoint_best.pt (with trained-looking weights)."""
     run_dir.mkdir(parents=True)
-    model = seeded_model(cfg, VOCAB)
+    model = build_model(cfg, VOCAB)
     with torch.no_grad():
         for p in model.parameters():
             if p.requires_grad:

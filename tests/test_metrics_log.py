@@ -13,7 +13,7 @@ from tensorboardX.proto.event_pb2 import Event
 from frozen_sweep.collect.plots import plot_convergence, train_curves
 from frozen_sweep.collect.render import Table
 from frozen_sweep.data import load_task
-from frozen_sweep.job import build_model
+from frozen_sweep.build import build_model
 from frozen_sweep.metrics_log import JSONL, TENSORBOARD, read_metrics
 from frozen_sweep.train import Trainer
 from tests.conftest import compose_config
@@ -39,7 +39,8 @@ def one_thread():
 def fit(run_dir, micro_overrides, *extra, on_validation=None) -> Trainer:
     cfg = compose_config(*micro_overrides, *LOGGING, *extra)
     data = load_task(cfg.task)
-    trainer = Trainer(cfg, data, build_model(cfg, data), torch.device("cpu"), run_dir, on_validation=on_validation)
+    model = build_model(cfg, len(data.vocab))
+    trainer = Trainer(cfg, data, model, torch.device("cpu"), run_dir, on_validation=on_validation)
     trainer.resume_if_possible()
     trainer.fit()
     return trainer

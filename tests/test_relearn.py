@@ -7,15 +7,17 @@ import sys
 import pytest
 import torch
 
-from frozen_sweep import relearn
 from frozen_sweep.base_run import BaseRunError, examples_to_best
+from frozen_sweep.build import build_model
 from frozen_sweep.checkpoint import LAST, CheckpointError, load_checkpoint
 from frozen_sweep.collect import build_tables, load_runs, markdown, plot_tables
 from frozen_sweep.config import ConfigError, validate
 from frozen_sweep.data import load_task
-from frozen_sweep.job import build_model, run_job
+from frozen_sweep.finished_run import load_run
+from frozen_sweep.job import run_job
 from frozen_sweep.job_config import job_config
 from frozen_sweep.results import RunResult
+from frozen_sweep.study import relearn
 from frozen_sweep.train import Trainer
 from tests.conftest import ROOT, compose_config
 from tests.test_job import result as read_result
@@ -61,17 +63,18 @@ def test_the_job_adopts_the_base_runs_task_and_model(base_run, cache_dir):
 def test_reset_redraws_exactly_the_layer_reproducibly(base_run, cache_dir):
     cfg = relearn_config(base_run, cache_dir)
     data = load_task(cfg.task)
-    trained, model = weights(relearn.load_base(cfg)), relearn.prepare(cfg, data)
+    trained, model = weights(load_run(base_run).model), relearn.RelearnStudy(cfg).make_model(data)
     reset = {n for n in trained if n.startswith("decoder.layers.1.")}
     assert len(reset) == 26  # self- and cross-attention (2 × 8), FFN (4), three layer norms (6)
     for name, p in model.named_parameters():
         assert p.requires_grad == (name in reset), name
         assert torch.equal(p, trained[name]) == (name not in reset), name  # trained biases and gains ≠ 0 and 1
-    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), relearn.prepare(cfg, data).parameters()))
-    other_seed = relearn.prepare(relearn_config(base_run, cache_dir, "seed=2"), data)
+    again = relearn.RelearnStudy(cfg).make_model(data)
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), again.parameters()))
+    other_seed = relearn.RelearnStudy(relearn_config(base_run, cache_dir, "seed=2")).make_model(data)
     drawn = dict(other_seed.named_parameters())
     assert not torch.equal(drawn["decoder.layers.1.ffn.fc1.weight"], model.decoder.layers[1].ffn.fc1.weight)
-    initial = build_model(cfg, data)  # the base run's own init (same seed): a reset is a fresh draw, not a rewind
+    initial = build_model(cfg, len(data.vocab))  # the base's own init (same seed): a reset is a new draw, not a rewind
     assert not torch.equal(initial.decoder.layers[1].ffn.fc1.weight, model.decoder.layers[1].ffn.fc1.weight)
 
 
@@ -82,7 +85,7 @@ def test_reset_redraws_exactly_the_layer_reproducibly(base_run, cache_dir):
 )  # fmt: skip
 def test_reset_parts(base_run, cache_dir, parts, prefixes):
     cfg = relearn_config(base_run, cache_dir, f"relearn.reset_parts={parts}")
-    model = relearn.prepare(cfg, load_task(cfg.task))
+    model = relearn.RelearnStudy(cfg).make_model(load_task(cfg.task))
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     assert trainable and trainable == {
         n for n, _ in model.named_parameters() if n.startswith(tuple(f"decoder.layers.1.{p}" for p in prefixes))
@@ -92,7 +95,7 @@ def test_reset_parts(base_run, cache_dir, parts, prefixes):
 def test_neighbours_train_without_a_reset(base_run, cache_dir):
     cfg = relearn_config(base_run, cache_dir, "relearn.train_neighbours=true", "relearn.reset_parts=ffn")
     data = load_task(cfg.task)
-    trained, model = weights(relearn.load_base(cfg)), relearn.prepare(cfg, data)
+    trained, model = weights(load_run(base_run).model), relearn.RelearnStudy(cfg).make_model(data)
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     assert trainable == {n for n in trained if n.startswith(("decoder.layers.0.", "decoder.layers.1.ffn."))}
     assert all(torch.equal(p, trained[n]) for n, p in model.named_parameters() if n.startswith("decoder.layers.0."))
@@ -110,14 +113,14 @@ def test_only_the_reset_layer_trains_and_resume_is_exact(base_run, cache_dir, tm
             shutil.copy(tmp_path / "straight" / LAST, interrupted / LAST)
 
     (tmp_path / "straight").mkdir()
-    model = relearn.prepare(cfg, data)
+    model = relearn.RelearnStudy(cfg).make_model(data)
     before = weights(model)
     straight = Trainer(cfg, data, model, device, tmp_path / "straight", on_validation=keep_first_checkpoint).fit()
     changed = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
     assert changed == {n for n, p in model.named_parameters() if p.requires_grad}
     assert all(n.startswith("decoder.layers.1.") for n in changed)
 
-    resumed_model = relearn.prepare(cfg, data)
+    resumed_model = relearn.RelearnStudy(cfg).make_model(data)
     trainer = Trainer(cfg, data, resumed_model, device, interrupted)
     assert trainer.resume_if_possible() and trainer.state.step == 4
     resumed = trainer.fit()
@@ -125,10 +128,24 @@ def test_only_the_reset_layer_trains_and_resume_is_exact(base_run, cache_dir, tm
     strip = lambda h: [{k: v for k, v in e.items() if k != "wall_time_s"} for e in h]  # noqa: E731
     assert strip(straight.history) == strip(resumed.history)
 
-    from_seed = build_model(cfg, data)  # the seed alone cannot rebuild a relearn model: the base's weights are lost
+    from_seed = build_model(cfg, len(data.vocab))  # the seed alone cannot rebuild a relearn model: the base is lost
     relearn.reset(from_seed, cfg.relearn, cfg.seed)
     with pytest.raises(CheckpointError, match="regenerated frozen parameters differ"):
         load_checkpoint(interrupted / LAST, from_seed)
+
+
+def test_a_relearn_job_loads_its_base_once(base_run, cache_dir, tmp_path, monkeypatch):
+    loads = []
+
+    def counted_load_run(path, *args):  # the real loader, counted
+        loads.append(path)
+        return load_run(path, *args)
+
+    monkeypatch.setattr(relearn, "load_run", counted_load_run)
+    overrides = relearn_overrides(base_run, cache_dir, "trainer.max_steps=2", "trainer.validate_every_steps=1")
+    result = run_job(compose_config(*overrides), tmp_path, overrides)
+    assert result.status == "completed" and result.study == "relearn" and result.test_metric is not None
+    assert loads == [str(base_run)]  # training model, pre-reset validation and test model all come from one load
 
 
 def test_examples_to_recover_on_hand_made_curves():

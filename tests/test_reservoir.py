@@ -10,7 +10,7 @@ from frozen_sweep import collect
 from frozen_sweep.config import ConfigError, reservoir_pattern, validate
 from frozen_sweep.data import load_task
 from frozen_sweep.efficiency import aucc, time_to_target
-from frozen_sweep.job import build_model
+from frozen_sweep.build import build_model
 from frozen_sweep.model.reservoir import Reservoir
 from frozen_sweep.results import RunResult, write_result
 from frozen_sweep.train import Trainer
@@ -64,7 +64,7 @@ def reservoir_trainer(tmp_path, micro_overrides):
         cfg = compose_config(*micro_overrides, "model.encoder_layers=3", "reservoir=ffn", "reservoir.count=1",
                              *overrides)  # fmt: skip
         data = load_task(cfg.task)
-        return Trainer(cfg, data, build_model(cfg, data), torch.device("cpu"), tmp_path)
+        return Trainer(cfg, data, build_model(cfg, len(data.vocab)), torch.device("cpu"), tmp_path)
 
     return make
 
@@ -82,8 +82,9 @@ def test_reservoirs_are_frozen_orthogonal_and_never_change(reservoir_trainer, ki
             assert torch.allclose(p @ p.T, torch.eye(len(p)), atol=1e-5), name
     trainer.fit()
     assert all(torch.equal(before[name], p) for name, p in reservoir.items())
-    assert not torch.equal(trainer.model.encoder.layers[0].ffn.fc1.weight, build_model(trainer.cfg, trainer.data)
-                           .encoder.layers[0].ffn.fc1.weight)  # fmt: skip  # the trainable layers did train
+    initial = build_model(trainer.cfg, len(trainer.data.vocab))
+    assert not torch.equal(trainer.model.encoder.layers[0].ffn.fc1.weight,
+                           initial.encoder.layers[0].ffn.fc1.weight)  # fmt: skip  # the trainable layers did train
 
 
 def gradients_around_reservoir(trainer):

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from frozen_sweep.data import load_task
-from frozen_sweep.job import build_model, run_job
+from frozen_sweep.build import build_model
+from frozen_sweep.job import run_job
 from frozen_sweep.train import Diverged, Trainer, inverse_sqrt_schedule
 from tests.conftest import CONF, compose_config
 
@@ -15,7 +16,7 @@ from tests.conftest import CONF, compose_config
 def make_trainer(tmp_path, micro_overrides, *extra):
     cfg = compose_config(*micro_overrides, *extra)
     data = load_task(cfg.task)
-    return Trainer(cfg, data, build_model(cfg, data), torch.device("cpu"), tmp_path)
+    return Trainer(cfg, data, build_model(cfg, len(data.vocab)), torch.device("cpu"), tmp_path)
 
 
 def test_optimizer_holds_only_trainable_parameters(tmp_path, micro_overrides):

@@ -6,8 +6,9 @@ the trained weights, train on, and measure how many training examples the layer 
 - The reset re-draws each parameter with the freeze patterns' inits (`relearn.reset_init`) from a generator seeded by
   (job seed, "relearn/" + name): reproducible, and never the base run's own initial values, even with the same seed.
 - Frozen here means the base run's trained weights, not a function of the seed: every model of the job (training,
-  resume, test) is rebuilt by `prepare` — base checkpoint, then the reset — before a relearn checkpoint, which holds
-  the trainable parameters only, is loaded onto it and its frozen ones verified against the saved hashes.
+  resume, test) is made by `RelearnStudy.make_model` — a copy of the base model, then the reset — before a relearn
+  checkpoint, which holds the trainable parameters only, is loaded onto it and its frozen ones verified against the
+  saved hashes. The base run (record, config, best checkpoint) is loaded once per job.
 - Thresholds: the validation loss has recovered "within x" once it is at most (1 + x) × the pre-reset loss; BLEU
   once it is at least (1 − x) × the pre-reset BLEU. Examples to recover are the training sentences (and target
   tokens) seen at the first validation that meets the threshold — the right-after-reset validation counts as 0 —,
@@ -15,19 +16,24 @@ the trained weights, train on, and measure how many training examples the layer 
   steps they are upper bounds, N steps coarse. `recovered`: every threshold met before the budget ran out.
 """
 
+import copy
 import logging
+from functools import cached_property
 from typing import Optional
 
 import torch
 from torch import nn
 
-from frozen_sweep.base_run import examples_to_best, load_base_run
-from frozen_sweep.finished_run import load_run
+from frozen_sweep.base_run import examples_to_best
 from frozen_sweep.config import Init, ResetParts, parse_reset_layer
 from frozen_sweep.data import TaskData
+from frozen_sweep.finished_run import FinishedRun, load_run
 from frozen_sweep.freeze import init_parameter, parameter_owners, parameter_seed
 from frozen_sweep.model import Transformer
 from frozen_sweep.results import RunResult
+from frozen_sweep.study.freeze import FreezeStudy
+from frozen_sweep.study.reservoir import describe_reservoirs
+from frozen_sweep.train import Trainer
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +46,6 @@ PART_PREFIXES = {
     ResetParts.norms: ("self_attn_res.norm.", "cross_attn_res.norm.", "ffn_res.norm."),
 }
 METRICS = (("loss", "valid_loss"), ("bleu", "valid_bleu"))
-
-
-def active(cfg) -> bool:
-    return cfg.relearn.name != "none"
-
-
-def load_base(cfg) -> Transformer:
-    """The base run's model with the weights of its best validation (its frozen parameters regenerated)."""
-    return load_run(cfg.relearn.base_checkpoint).model
 
 
 def layer_parameters(model: nn.Module, stack: str, index: int, parts: ResetParts) -> list[str]:
@@ -75,44 +72,51 @@ def reset(model: nn.Module, relearn_cfg, seed: int) -> list[str]:
     return names
 
 
-def prepare(cfg, data: TaskData) -> Transformer:
-    """The model a relearn job trains: the base run's best weights with the layer reset, all else frozen."""
-    model = load_base(cfg)
-    reset(model, cfg.relearn, cfg.seed)
-    return model
+class RelearnStudy(FreezeStudy):
+    @cached_property
+    def base(self) -> FinishedRun:
+        """The base run, loaded on first use and never trained: its model has the weights of its best validation."""
+        return load_run(self.cfg.relearn.base_checkpoint)
 
+    def make_model(self, data: TaskData) -> Transformer:
+        """The base run's best weights with the layer reset, all else frozen (the job's vocabulary is the base's)."""
+        model = copy.deepcopy(self.base.model)
+        reset(model, self.cfg.relearn, self.cfg.seed)
+        return model
 
-def start(cfg, data: TaskData, trainer, result: RunResult) -> None:
-    """Record the base run and the validations before and right after the reset in `result.relearn`.
+    def describe(self, model: Transformer, result: RunResult) -> None:
+        if self.cfg.reservoir.name != "none":  # adopted from a reservoir base run
+            result.reservoir = describe_reservoirs(self.cfg, model)
 
-    Call before the trainer resumes: `trainer.model` must still be the freshly reset model.
-    """
-    r = cfg.relearn
-    base = load_base_run(r.base_checkpoint)
-    stack, index = parse_reset_layer(r.reset_layer)
-    pre = trainer.validation_scores(load_base(cfg).to(trainer.device))
-    post = {"train_sentences": 0, "train_tokens": 0, **trainer.validation_scores()}
-    result.study = "relearn"
-    result.relearn = {
-        "base_run": str(base.path),
-        "base_seed": base.config.seed,
-        "base_best_metric": base.record["best_metric"],
-        "base_test_metric": base.record["test_metric"],
-        "base_examples_to_best": examples_to_best(base.record),
-        "stack": stack,
-        "layer": index,
-        "parts": ResetParts(r.reset_parts).value,
-        "init": Init(r.reset_init).value,
-        "train_neighbours": r.train_neighbours,
-        "reset_parameters": layer_parameters(trainer.model, stack, index, ResetParts(r.reset_parts)),
-        "thresholds": list(r.thresholds),
-        "pre_reset": pre,
-        "post_reset": post,
-    }
-    log.info(
-        "relearn %s.%d (%s) from %s: valid loss %.3f before the reset, %.3f right after",
-        stack, index, result.relearn["parts"], base.path, pre["valid_loss"], post["valid_loss"],
-    )  # fmt: skip
+    def before_training(self, trainer: Trainer, result: RunResult) -> None:
+        """Record the base run and the validations before and right after the reset in `result.relearn`."""
+        r, base = self.cfg.relearn, self.base
+        stack, index = parse_reset_layer(r.reset_layer)
+        pre = trainer.validation_scores(copy.deepcopy(base.model).to(trainer.device))
+        post = {"train_sentences": 0, "train_tokens": 0, **trainer.validation_scores()}
+        result.relearn = {
+            "base_run": str(base.path),
+            "base_seed": base.config.seed,
+            "base_best_metric": base.record["best_metric"],
+            "base_test_metric": base.record["test_metric"],
+            "base_examples_to_best": examples_to_best(base.record),
+            "stack": stack,
+            "layer": index,
+            "parts": ResetParts(r.reset_parts).value,
+            "init": Init(r.reset_init).value,
+            "train_neighbours": r.train_neighbours,
+            "reset_parameters": layer_parameters(trainer.model, stack, index, ResetParts(r.reset_parts)),
+            "thresholds": list(r.thresholds),
+            "pre_reset": pre,
+            "post_reset": post,
+        }
+        log.info(
+            "relearn %s.%d (%s) from %s: valid loss %.3f before the reset, %.3f right after",
+            stack, index, result.relearn["parts"], base.path, pre["valid_loss"], post["valid_loss"],
+        )  # fmt: skip
+
+    def after_training(self, result: RunResult) -> None:
+        finish(result)
 
 
 def finish(result: RunResult) -> None:
@@ -156,3 +160,6 @@ def _first_within(curve: list[dict], metric: str, key: str, target: float) -> Op
         if value is not None and (value <= target if metric == "loss" else value >= target):
             return point
     return None
+
+
+STUDY = RelearnStudy
