@@ -4,7 +4,8 @@ import pytest
 from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ConfigKeyError, ValidationError
 
-from frozen_sweep.config import ConfigError, validate
+from frozen_sweep.config import ConfigError
+from frozen_sweep.validate import validate
 from tests.conftest import CONF, compose_config
 
 

@@ -12,9 +12,9 @@ from omegaconf import OmegaConf
 
 from frozen_sweep.config import ConfigError
 from frozen_sweep.job_config import fingerprint, job_config
-from frozen_sweep.results import RunResult, write_result
+from frozen_sweep.results import RunResult
 from frozen_sweep.run_dir import (
-    FingerprintMismatch, JobAlreadyRunning, dirname, exclusive_run, live_runner, previous_record,
+    FingerprintMismatch, JobAlreadyRunning, dirname, exclusive_run, live_runner, previous_record, write_result,
 )  # fmt: skip
 from tests.conftest import ROOT, compose_config
 
