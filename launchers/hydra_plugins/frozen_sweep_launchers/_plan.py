@@ -76,7 +76,6 @@ def plan_jobs(
     return jobs
 
 
-
 def _job_dir(config: DictConfig) -> Path:
     """hydra.sweep.dir/hydra.sweep.subdir, evaluated as Hydra's run_job does (with the job's HydraConfig set)."""
     hydra_config = HydraConfig.instance()

@@ -16,7 +16,6 @@ from omegaconf import DictConfig, open_dict, read_write
 from frozen_sweep.run_dir import ATTEMPTS_FILE, exclusive_run, write_json_atomic
 
 
-
 class JobTask(submitit.helpers.Checkpointable):
     """A Checkpointable, so that on preemption or time-out submitit calls `checkpoint()`, which resubmits this same
     task: the requeued job then resumes from checkpoint_last.pt in its directory (frozen_sweep.job.run_job).
