@@ -23,8 +23,8 @@ from frozen_sweep.model import Transformer
 from frozen_sweep.model.reservoir import Reservoir
 from frozen_sweep.results import RunResult
 from frozen_sweep.run_dir import (
-    BEST_CHECKPOINT, CONFIG_FILE, LAST_CHECKPOINT, TEST_HYPOTHESES, TEST_REFERENCES, exclusive_run, is_completed, previous_record,
-    result_of, write_result,
+    BEST_CHECKPOINT, CONFIG_FILE, LAST_CHECKPOINT, TEST_HYPOTHESES, TEST_REFERENCES, exclusive_run, is_completed,
+    previous_record, result_of, write_result,
 )  # fmt: skip
 from frozen_sweep.train import Diverged, Trainer
 
