@@ -2,7 +2,8 @@
 
 OmegaConf checks types and enum values when the config is composed (so a typo in a key or a value stops the
 command before anything runs); frozen_sweep.validate adds the range and cross-field checks a type system cannot
-express. Only the schema here: no torch, no file access, so that the model, the data and the launchers can all import it.
+express. Only the schema here: no torch, no file access, so that the model, the data and the launchers can all
+import it.
 """
 
 from dataclasses import dataclass, field

@@ -36,7 +36,8 @@ RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     )),
     *((f"trainer.{budget}", _positive_or_null, "must be > 0") for budget in ("max_epochs", "max_steps", "max_time_s")),
     ("model.encoder_layers", lambda v: v >= 0, "must be >= 0"),
-    *((f"model.{key}", _fraction, "must be in [0, 1)") for key in ("dropout", "attention_dropout", "activation_dropout")),
+    *((f"model.{key}", _fraction, "must be in [0, 1)")
+      for key in ("dropout", "attention_dropout", "activation_dropout")),
     ("trainer.label_smoothing", _fraction, "must be in [0, 1)"),
     ("trainer.compile_mode", COMPILE_MODES.__contains__, f"allowed: {', '.join(COMPILE_MODES)}"),
     *((f"trainer.{key}", lambda v: v > 1.0, "must be > 1 (a multiple of a validation loss)")
