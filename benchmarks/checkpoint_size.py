@@ -15,7 +15,7 @@ from pathlib import Path
 
 import common
 
-from frozen_sweep.checkpoint import BEST, LAST
+from frozen_sweep.run_dir import BEST_CHECKPOINT, LAST_CHECKPOINT
 from frozen_sweep.freeze import paper_row, parameter_counts
 
 
@@ -37,7 +37,8 @@ def main() -> None:
                 trainer, step = common.train_step(cfg, model, Path(tmp), vocab)
                 step(common.synthetic_batch(4, 8, vocab))
                 trainer._save(best=True)
-                sizes[f] = {kind: (Path(tmp) / file).stat().st_size for kind, file in (("best", BEST), ("last", LAST))}
+                files = (("best", BEST_CHECKPOINT), ("last", LAST_CHECKPOINT))
+                sizes[f] = {kind: (Path(tmp) / file).stat().st_size for kind, file in files}
             ratios[f] = parameter_counts(model)["trainable_ratio"]
         full = sizes["none"]
         print(f"\nmodel={name}: full checkpoint_best.pt {full['best'] / 1e6:.2f} MB, "

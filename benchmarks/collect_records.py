@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 from frozen_sweep import collect, paper
-from frozen_sweep.results import RunResult, write_result
+from frozen_sweep.results import RunResult
+from frozen_sweep.run_dir import write_result
 
 FROZEN = {
     "(0)": (), "(1)": ("emb",), "(2)": ("att",), "(3)": ("ffn",), "(2.1)": ("att",), "(3.1)": ("ffn",),

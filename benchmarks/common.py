@@ -18,11 +18,12 @@ from pathlib import Path
 import torch
 from hydra import compose, initialize_config_dir
 
-from frozen_sweep.config import NormPosition, ReservoirType, StackName, register_configs, reservoir_pattern
+from frozen_sweep.config import NormPosition, ReservoirType, StackName, register_configs
 from frozen_sweep.data import Split, TaskData
 from frozen_sweep.data.batching import Batch, collate
 from frozen_sweep.build import build_model
 from frozen_sweep.job import keep_freed_memory
+from frozen_sweep.stack_layout import reservoir_pattern
 from frozen_sweep.train import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,10 +7,8 @@ from typing import Optional
 
 from omegaconf import DictConfig, OmegaConf
 
-from frozen_sweep.results import RESULT_FILE, best_entry, load_result
-
-CONFIG_FILE = "config.yaml"  # written by frozen_sweep.job into every run directory
-BEST_CHECKPOINT = "checkpoint_best.pt"  # frozen_sweep.checkpoint.BEST, named here to keep torch out of config checks
+from frozen_sweep.results import best_entry
+from frozen_sweep.run_dir import BEST_CHECKPOINT, CONFIG_FILE, RESULT_FILE, is_completed, load_result
 
 
 class BaseRunError(ValueError):
@@ -36,7 +34,7 @@ def load_base_run(path) -> BaseRun:
         record = load_result(path / RESULT_FILE)
     except ValueError as e:
         raise BaseRunError(str(e)) from e
-    if record["status"] != "completed":
+    if not is_completed(record):
         raise BaseRunError(f"the run in {path} is {record['status']}, not completed")
     return BaseRun(path, OmegaConf.load(path / CONFIG_FILE), record)
 

@@ -1,7 +1,5 @@
 """Seed-only checkpoints: trainable parameters + the seed; frozen parameters are regenerated and verified on load."""
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -9,9 +7,7 @@ import torch
 from torch import nn
 
 from frozen_sweep.freeze import frozen_fingerprint, init_and_freeze
-
-LAST = "checkpoint_last.pt"  # everything needed to resume: weights, optimiser, schedule, trainer state, RNG
-BEST = "checkpoint_best.pt"  # weights of the best validation only
+from frozen_sweep.run_dir import write_atomic
 
 
 class CheckpointError(RuntimeError):
@@ -26,15 +22,7 @@ def save_checkpoint(path: Path, model: nn.Module, seed: int, **extra: Any) -> No
         "frozen_sha256": frozen_fingerprint(model),
         **extra,
     }
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save(state, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, lambda f: torch.save(state, f))
 
 
 def load_checkpoint(path: Path, model: nn.Module, freeze_cfg=None) -> dict:
@@ -42,7 +30,7 @@ def load_checkpoint(path: Path, model: nn.Module, freeze_cfg=None) -> dict:
 
     With `freeze_cfg`, the frozen parameters are first regenerated from the stored seed. Without, they must already
     be in place: a model freshly built for the job (its frozen parameters are regenerated as it is built), or a
-    relearn model, whose frozen parameters are a base run's trained weights (frozen_sweep.relearn.prepare).
+    relearn model, whose frozen parameters are a base run's trained weights (frozen_sweep.study.relearn).
     Returns the checkpoint's other entries (optimiser state etc.).
     """
     state = torch.load(path, map_location="cpu", weights_only=False)

@@ -1,7 +1,9 @@
 """Typed schemas for every config group, registered in Hydra's ConfigStore.
 
 OmegaConf checks types and enum values when the config is composed (so a typo in a key or a value stops the
-command before anything runs); `validate` adds the cross-field checks a type system cannot express.
+command before anything runs); frozen_sweep.validate adds the range and cross-field checks a type system cannot
+express. Only the schema here: no torch, no file access, so that the model, the data and the launchers can all
+import it.
 """
 
 from dataclasses import dataclass, field
@@ -9,9 +11,7 @@ from enum import Enum
 from typing import Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
-
-from frozen_sweep.base_run import BaseRunError, load_base_run
+from omegaconf import MISSING, OmegaConf
 
 
 class ConfigError(ValueError):
@@ -95,6 +95,9 @@ class Init(Enum):
     orthogonal = "orthogonal"  # orthogonal weights (reservoir transformers)
 
 
+COMPONENTS = ("emb", "att", "ffn", "other")  # the paper's components: a FreezeConfig field each (docs/concepts.md)
+
+
 @dataclass
 class ComponentSpec:
     frozen: bool = False
@@ -146,34 +149,6 @@ class ReservoirConfig:
     init: Init = Init.orthogonal  # weight matrices; biases and norms get PyTorch's defaults
     backskip: bool = False  # skip the reservoirs' backward pass: their Jacobian is taken as the identity
     conv_kernel: int = 3  # type=conv: odd kernel width
-
-
-def reservoir_pattern(layers: int, r: ReservoirConfig) -> str:
-    """The stack's layers as a string, L trainable and R reservoir; ConfigError when the placement cannot work."""
-    placement, count = Placement(r.placement), r.count
-    if placement == Placement.pattern:
-        pattern = r.pattern or ""
-        if len(pattern) != layers or set(pattern) - {"L", "R"}:
-            raise ConfigError(
-                f"reservoir.pattern={r.pattern}: must be {layers} letters (the {r.stack.value} has {layers} layers), "
-                "each L (trainable) or R (reservoir)"
-            )
-        return pattern
-    if not 0 <= count <= layers:
-        raise ConfigError(f"reservoir.count={count}: must be in [0, {layers}] (the {r.stack.value}'s layers)")
-    if placement == Placement.bottom:
-        return "R" * count + "L" * (layers - count)
-    if placement == Placement.top:
-        return "L" * (layers - count) + "R" * count
-    alternating = "LR" * count
-    block = alternating[1:]  # R L R ... R: count reservoirs, one trainable layer between neighbours
-    if len(block) > layers:
-        raise ConfigError(
-            f"reservoir.count={count} reservoirs cannot alternate with trainable layers in {layers} layers "
-            f"(interleave needs at most {(layers + 1) // 2}); use reservoir.placement=bottom|top|pattern"
-        )
-    left = (layers - len(block)) // 2
-    return "L" * left + block + "L" * (layers - left - len(block))
 
 
 # ---- training and evaluation ---------------------------------------------------------------------------------------
@@ -231,14 +206,11 @@ class TrainerConfig:
     # cuDNN attention builds a plan per batch shape: with it off an H100 job ran 4x faster (issue 11); true: torch picks
     cudnn_attention: bool = False
     compile: bool = False  # torch.compile the training forward (dynamic shapes): pays off on CUDA for long runs
-    compile_mode: str = "default"  # with compile: one of COMPILE_MODES (reduce-overhead: CUDA graphs, one per shape)
+    compile_mode: str = "default"  # with compile: validate.COMPILE_MODES (reduce-overhead: CUDA graphs, one per shape)
     progress: bool = True  # progress bar
     loggers: List[LoggerName] = field(default_factory=lambda: [LoggerName.jsonl])  # metrics as they happen
     # the training loss is read from the device (a sync) every N steps: a train record (loss, lr, tokens/s, grad norm)
     log_every_steps: int = 50
-
-
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # torch.compile's
 
 
 @dataclass
@@ -272,14 +244,6 @@ class RelearnConfig:
     thresholds: List[float] = field(default_factory=lambda: [0.01, 0.05])  # "recovered within x" of pre-reset
 
 
-def parse_reset_layer(spec) -> tuple[str, int]:
-    """"decoder.1" → ("decoder", 1); ConfigError for anything else."""
-    stack, _, index = str(spec).partition(".")
-    if stack not in StackName.__members__ or not index.isdigit():
-        raise ConfigError(f"relearn.reset_layer={spec}: must be encoder.<i> or decoder.<i> (0-based)")
-    return stack, int(index)
-
-
 class StudyName(Enum):
     """Which study a job belongs to: its hooks (frozen_sweep/study/<name>.py) and the collector's table for it."""
 
@@ -303,8 +267,19 @@ class Config:
     force: bool = False  # rerun a job even if its directory holds a completed result
 
 
+# Keys that change where or how a job runs, not what it computes: job directory names leave them out (conf/config.yaml
+# reads them through the `neutral_keys` resolver), fingerprints too (frozen_sweep.job_config) and so do the
+# collector's settings (frozen_sweep.collect.runs).
+NEUTRAL_KEYS = frozenset(
+    {"name", "force", "task.cache_dir", "trainer.progress", "trainer.threads", "trainer.device", "trainer.loggers",
+     "trainer.log_every_steps"}
+)  # fmt: skip
+
+
 def register_configs() -> None:
-    """The schemas live in their own group, so that `freeze=glob(*)` sweeps exactly the YAML options."""
+    """The schemas live in their own group, so that `freeze=glob(*)` sweeps exactly the YAML options; the
+    `neutral_keys` resolver gives conf/config.yaml the NEUTRAL_KEYS (and the extra keys it names)."""
+    OmegaConf.register_new_resolver("neutral_keys", lambda *extra: sorted(NEUTRAL_KEYS | set(extra)), replace=True)
     cs = ConfigStore.instance()
     cs.store(name="config_schema", node=Config)
     cs.store(group="schema", name="task", node=TaskConfig)
@@ -313,138 +288,3 @@ def register_configs() -> None:
     cs.store(group="schema", name="trainer", node=TrainerConfig)
     cs.store(group="schema", name="relearn", node=RelearnConfig)
     cs.store(group="schema", name="reservoir", node=ReservoirConfig)
-
-
-def validate(cfg) -> None:
-    """Cross-field checks; raise ConfigError naming the key and the allowed values."""
-    m, t, tr = cfg.model, cfg.task, cfg.trainer
-    positive = {
-        "model.decoder_layers": m.decoder_layers,
-        "model.d_model": m.d_model,
-        "model.ffn_dim": m.ffn_dim,
-        "model.heads": m.heads,
-        "model.max_positions": m.max_positions,
-        "task.vocab_size": t.vocab_size,
-        "task.max_len": t.max_len,
-        "trainer.max_tokens": tr.max_tokens,
-        "trainer.lr": tr.lr,
-        "trainer.patience": tr.patience,
-        "trainer.length_multiple": tr.length_multiple,
-        "trainer.diverge_validations": tr.diverge_validations,
-        "trainer.log_every_steps": tr.log_every_steps,
-        "eval.beam": cfg.eval.beam,
-        "eval.batch_sentences": cfg.eval.batch_sentences,
-    }
-    positive.update({f"trainer.{b}": tr[b] for b in ("max_epochs", "max_steps", "max_time_s") if tr[b] is not None})
-    for key, value in positive.items():
-        if value <= 0:
-            raise ConfigError(f"{key}={value}: must be > 0")
-    if m.encoder_layers < 0:
-        raise ConfigError(f"model.encoder_layers={m.encoder_layers}: must be >= 0")
-    if m.d_model % m.heads:
-        raise ConfigError(f"model.heads={m.heads} must divide model.d_model={m.d_model}")
-    for key in ("dropout", "attention_dropout", "activation_dropout"):
-        if not 0.0 <= m[key] < 1.0:
-            raise ConfigError(f"model.{key}={m[key]}: must be in [0, 1)")
-    if not 0.0 <= tr.label_smoothing < 1.0:
-        raise ConfigError(f"trainer.label_smoothing={tr.label_smoothing}: must be in [0, 1)")
-    if tr.compile_mode not in COMPILE_MODES:
-        raise ConfigError(f"trainer.compile_mode={tr.compile_mode}: allowed: {', '.join(COMPILE_MODES)}")
-    for key in ("diverge_ratio", "diverge_uniform_ratio"):
-        if tr[key] <= 1.0:
-            raise ConfigError(f"trainer.{key}={tr[key]}: must be > 1 (a multiple of a validation loss)")
-    if len(tr.betas) != 2 or not all(0.0 <= b < 1.0 for b in tr.betas):
-        raise ConfigError(f"trainer.betas={list(tr.betas)}: must be two numbers in [0, 1)")
-    if tr.max_tokens < t.max_len:
-        raise ConfigError(f"trainer.max_tokens={tr.max_tokens} must be >= task.max_len={t.max_len}")
-
-    lm = t.kind == TaskKind.lm
-    if lm and m.encoder_layers:
-        raise ConfigError(
-            f"task.kind=lm needs a decoder-only model (model.encoder_layers=0), "
-            f"but model={m.name} has encoder_layers={m.encoder_layers}; use e.g. model=lm_demo or model=lm_paper"
-        )
-    if not lm and not m.encoder_layers:
-        raise ConfigError(f"task.kind=translation needs model.encoder_layers > 0 (model={m.name} has 0)")
-    if lm and t.src_lang is not None:
-        raise ConfigError(f"task.src_lang={t.src_lang}: must be null for task.kind=lm")
-    if not lm and t.src_lang is None:
-        raise ConfigError("task.src_lang is null: a translation task needs a source language")
-    if lm and tr.stop_metric == StopMetric.bleu:
-        raise ConfigError("trainer.stop_metric=bleu needs a translation task; allowed for task.kind=lm: loss")
-    if tr.stop_metric == StopMetric.bleu and tr.valid_bleu_sentences == 0:
-        raise ConfigError("trainer.stop_metric=bleu needs validation BLEU: trainer.valid_bleu_sentences must not be 0")
-    validate_reservoir(cfg)
-    if t.corpus == CorpusKind.text_files and not t.path:
-        raise ConfigError(
-            "task.path is not set: task=text_files reads {path}/{train,valid,test}.{lang}; "
-            "pass task.path=/dir/with/your/files"
-        )
-    if t.corpus == CorpusKind.bible:
-        for lang in [t.src_lang, t.tgt_lang]:
-            if lang is not None and lang not in t.modules:
-                raise ConfigError(f"task.modules has no SWORD module for language '{lang}'; has: {sorted(t.modules)}")
-    validate_study(cfg)
-    validate_relearn(cfg.relearn)
-
-
-def validate_study(cfg) -> None:
-    """The study key agrees with the groups that make a study (and set it): relearn=layer, reservoir=<type>."""
-    study, relearn, reservoir = StudyName(cfg.study), cfg.relearn.name, cfg.reservoir.name
-    if (relearn != "none") != (study == StudyName.relearn):
-        raise ConfigError(
-            f"study={study.value} with relearn={relearn}: study=relearn goes with relearn=layer (which sets it, and "
-            "takes task, model, freeze and reservoir from the base run); allowed otherwise: freeze, reservoir"
-        )
-    if reservoir != "none" and study == StudyName.freeze:
-        raise ConfigError(f"study=freeze with reservoir={reservoir}: a model with reservoir layers is study=reservoir")
-
-
-def validate_relearn(r) -> None:
-    """A relearn job needs a completed base run, and a layer and parts that its model has."""
-    if r.name == "none":
-        if r.base_checkpoint is not None or r.reset_layer is not None:
-            raise ConfigError("relearn.base_checkpoint/reset_layer are set but relearn=none: add relearn=layer")
-        return
-    if not r.base_checkpoint or r.reset_layer is None:
-        raise ConfigError(
-            f"relearn={r.name} needs relearn.base_checkpoint=<a completed run's directory> and "
-            "relearn.reset_layer=encoder.<i>|decoder.<i>"
-        )
-    try:
-        base = load_base_run(r.base_checkpoint)
-    except BaseRunError as e:
-        raise ConfigError(f"relearn.base_checkpoint={r.base_checkpoint}: {e}") from e
-    stack, index = parse_reset_layer(r.reset_layer)
-    model = base.config.model
-    layers = {"encoder": model.encoder_layers, "decoder": model.decoder_layers}[stack]
-    if not index < layers:
-        allowed = f"{stack}.0 … {stack}.{layers - 1}" if layers else f"none: it has no {stack}"
-        raise ConfigError(
-            f"relearn.reset_layer={r.reset_layer}: the base model ({model.name}, {model.encoder_layers} encoder + "
-            f"{model.decoder_layers} decoder layers) allows {allowed}"
-        )
-    if ResetParts(r.reset_parts) == ResetParts.cross_att and (stack != "decoder" or not model.encoder_layers):
-        raise ConfigError(
-            f"relearn.reset_parts=cross_att: only decoder layers of an encoder–decoder model have cross-attention "
-            f"(reset_layer={r.reset_layer}); allowed: all, att, ffn, norms"
-        )
-    if not all(0 < x < 1 for x in r.thresholds):
-        raise ConfigError(f"relearn.thresholds={list(r.thresholds)}: must be fractions in (0, 1), e.g. [0.01, 0.05]")
-
-
-def validate_reservoir(cfg) -> None:
-    r, m = cfg.reservoir, cfg.model
-    stack = StackName(r.stack)
-    if m.encoder_layers == 0 and stack == StackName.encoder and (r.count or r.placement == Placement.pattern):
-        raise ConfigError(f"reservoir.stack=encoder: model={m.name} is a language model; allowed: decoder")
-    pattern = reservoir_pattern(m.encoder_layers if stack == StackName.encoder else m.decoder_layers, r)
-    if "R" in pattern and stack == StackName.decoder and r.type in (ReservoirType.bigru, ReservoirType.conv):
-        raise ConfigError(
-            f"reservoir.type={r.type.value} reads future positions, so it cannot sit in a decoder; "
-            "allowed in the decoder: transformer, ffn"
-        )
-    if r.conv_kernel < 1 or r.conv_kernel % 2 == 0:
-        raise ConfigError(f"reservoir.conv_kernel={r.conv_kernel}: must be odd and >= 1")
-    if cfg.trainer.aucc_cutoff_s is not None and cfg.trainer.aucc_cutoff_s <= 0:
-        raise ConfigError(f"trainer.aucc_cutoff_s={cfg.trainer.aucc_cutoff_s}: must be > 0 (or null)")

@@ -10,11 +10,12 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from frozen_sweep.base_run import CONFIG_FILE, load_base_run
+from frozen_sweep.base_run import load_base_run
 from frozen_sweep.build import build_model
-from frozen_sweep.checkpoint import BEST, load_checkpoint
+from frozen_sweep.checkpoint import load_checkpoint
 from frozen_sweep.config import Config
 from frozen_sweep.model import Transformer
+from frozen_sweep.run_dir import BEST_CHECKPOINT, CONFIG_FILE
 
 
 def typed_config(path) -> DictConfig:
@@ -31,7 +32,7 @@ class FinishedRun:
     checkpoint: dict  # the checkpoint's other entries (optimiser state etc., for checkpoint_last.pt)
 
 
-def load_run(path, checkpoint: str = BEST) -> FinishedRun:
+def load_run(path, checkpoint: str = BEST_CHECKPOINT) -> FinishedRun:
     """The completed run in `path` with the weights of `checkpoint` (default: its best validation's);
     BaseRunError saying why when `path` is not a completed run."""
     run = load_base_run(path)

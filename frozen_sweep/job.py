@@ -9,22 +9,24 @@ import subprocess
 import time
 import traceback
 from pathlib import Path
-from typing import Optional
 
 import torch
 from omegaconf import OmegaConf
 
 import frozen_sweep
 from frozen_sweep import cpu, efficiency, freeze
-from frozen_sweep.checkpoint import BEST, load_checkpoint
+from frozen_sweep.checkpoint import load_checkpoint
 from frozen_sweep.config import Device, TaskKind
 from frozen_sweep.data import TaskData, load_task
 from frozen_sweep.data.batching import make_batches
 from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
 from frozen_sweep.job_config import BUDGETS, fingerprint, job_config
 from frozen_sweep.model import Transformer
-from frozen_sweep.results import RunResult, write_result
-from frozen_sweep.run_dir import exclusive_run, previous_record
+from frozen_sweep.results import RunResult
+from frozen_sweep.run_dir import (
+    BEST_CHECKPOINT, CONFIG_FILE, LAST_CHECKPOINT, TEST_HYPOTHESES, TEST_REFERENCES, exclusive_run, is_completed,
+    previous_record, result_of, write_atomic, write_result,
+)  # fmt: skip
 from frozen_sweep.study import for_config
 from frozen_sweep.train import Diverged, Trainer
 
@@ -60,18 +62,10 @@ def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path
         batches = make_batches(None, data.test.tgt, cfg.trainer.max_tokens, shuffle=False)
         return {"metric": perplexity(token_nll(model, batches, device))}
     hyps = translate(model, data.test.src, data.vocab, device, cfg.eval)
-    for name, lines in (("test.hyp.txt", hyps), ("test.ref.txt", data.test.tgt_text)):  # for significance tests
+    for name, lines in ((TEST_HYPOTHESES, hyps), (TEST_REFERENCES, data.test.tgt_text)):  # for significance tests
         (run_dir / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     scores = bleu_chrf(hyps, data.test.tgt_text)
     return {"metric": scores["bleu"], "chrf": scores["chrf"], "signature": scores["signature"]}
-
-
-def completed_result(record: Optional[dict]) -> Optional[RunResult]:
-    """The record as a RunResult if it says completed (fields this version does not know are ignored)."""
-    if not record or record["status"] != "completed":
-        return None
-    known = RunResult.__dataclass_fields__
-    return RunResult(**{k: v for k, v in record.items() if k in known})
 
 
 def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
@@ -84,13 +78,13 @@ def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     with exclusive_run(run_dir):
-        completed = completed_result(previous_record(run_dir, run_fingerprint, cfg.force))
-        if completed and not cfg.force:
+        previous = previous_record(run_dir, run_fingerprint, cfg.force)
+        if is_completed(previous) and not cfg.force:
             log.info("%s already holds a completed result; skipping (force=true reruns)", run_dir)
-            return completed
+            return result_of(previous)
         if cfg.force:
-            for stale in run_dir.glob("checkpoint_*.pt"):
-                stale.unlink()
+            for stale in (LAST_CHECKPOINT, BEST_CHECKPOINT):
+                (run_dir / stale).unlink(missing_ok=True)
         return _run(cfg, run_dir, overrides, run_fingerprint)
 
 
@@ -109,7 +103,7 @@ def _run(cfg, run_dir: Path, overrides: list[str], run_fingerprint: dict) -> Run
         fingerprint=run_fingerprint,
         versions=versions(),
     )
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+    write_atomic(run_dir / CONFIG_FILE, lambda f: f.write(OmegaConf.to_yaml(cfg).encode()))
     write_result(run_dir, result)
     try:
         with cpu.threads_for_free_cores(cfg.trainer.threads):  # fewer while other processes hold cores
@@ -204,7 +198,7 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
     write_result(run_dir, result)
 
     model = study.make_model(data)
-    load_checkpoint(run_dir / BEST, model)  # a fresh model: its frozen parameters are in place, and verified
+    load_checkpoint(run_dir / BEST_CHECKPOINT, model)  # a fresh model: its frozen parameters are in place, and verified
     test = evaluate_test(cfg, data, model.to(device), device, run_dir)
     result.test_metric = test["metric"]
     result.test_chrf = test.get("chrf")

@@ -4,9 +4,9 @@ One path for a single job (frozen_sweep.job) and for every job of a sweep before
 budgets resolved, unknown keys rejected, the relearn base adopted, cross-field checks, data files checked. No torch
 here: Hydra's plugin scan imports the launchers, and they import this.
 
-The fingerprint is what determines a job's result: its resolved config less NEUTRAL_KEYS (where or how it runs, not
-what it computes), plus the identity of its data (a hash of the corpus files' content). A job directory's result is
-reused or resumed only by a job with the same fingerprint (frozen_sweep.run_dir).
+The fingerprint is what determines a job's result: its resolved config less config.NEUTRAL_KEYS (where or how it runs,
+not what it computes) and DATA_LOCATION_KEYS, plus the identity of its data (a hash of the corpus files' content).
+A job directory's result is reused or resumed only by a job with the same fingerprint (frozen_sweep.run_dir).
 """
 
 import copy
@@ -18,16 +18,14 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from frozen_sweep.base_run import load_base_run
-from frozen_sweep.config import ConfigError, CorpusKind, TaskKind, validate
+from frozen_sweep.config import NEUTRAL_KEYS, ConfigError, CorpusKind, TaskKind
 from frozen_sweep.run_dir import flatten
+from frozen_sweep.validate import validate
 
-# Keys that change where or how a job runs, not its result (conf/config.yaml leaves the same keys out of directory
-# names); task.path and task.sword_dir say where the data is: its content is fingerprinted instead. `study` only
-# labels the record's table (it stays in directory names, so study=freeze and study=reservoir runs never share one).
-NEUTRAL_KEYS = frozenset(
-    {"name", "force", "study", "task.cache_dir", "task.path", "task.sword_dir", "trainer.progress", "trainer.threads",
-     "trainer.device", "trainer.loggers", "trainer.log_every_steps"}
-)  # fmt: skip
+DATA_LOCATION_KEYS = frozenset({"task.path", "task.sword_dir"})  # where the data is: its content is fingerprinted
+# `study` only labels the record's table; it stays in directory names (study=freeze and study=reservoir runs never
+# share one), and records from before the key existed keep their fingerprint
+LABEL_KEYS = frozenset({"study"})
 ADOPTED = ("task", "model", "freeze", "reservoir")  # a relearn job takes these from its base run
 BUDGETS = ("max_epochs", "max_steps", "max_time_s")  # trainer keys; a run stops at the first one reached
 
@@ -98,7 +96,8 @@ def fingerprint(cfg: DictConfig) -> dict:
     """{"sha256": ..., "config": {dotted key: value}, "data": {file: sha256}}: what determines the job's result."""
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     container.pop("hydra", None)
-    config = {key: value for key, value in flatten(container).items() if key not in NEUTRAL_KEYS}
+    neutral = NEUTRAL_KEYS | DATA_LOCATION_KEYS | LABEL_KEYS
+    config = {key: value for key, value in flatten(container).items() if key not in neutral}
     data = data_identity(cfg.task)
     digest = hashlib.sha256(json.dumps({"config": config, "data": data}, sort_keys=True).encode()).hexdigest()
     return {"sha256": digest, "config": config, "data": data}

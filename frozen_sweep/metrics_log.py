@@ -13,16 +13,12 @@ the interrupted run logged after its checkpoint), and TensorBoard is told to pur
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import torch
 
 from frozen_sweep.config import LoggerName
-
-JSONL = "metrics.jsonl"
-TENSORBOARD = "tensorboard"  # the event files' directory: `tensorboard --logdir outputs/`
+from frozen_sweep.run_dir import METRICS_FILE, TENSORBOARD_DIR, write_atomic
 
 
 def _number(value) -> float | None:
@@ -47,10 +43,7 @@ def read_metrics(path: Path) -> list[dict]:
 def truncate_jsonl(path: Path, step: int) -> None:
     """Keep only the records before `step`, rewriting the file atomically."""
     kept = [r for r in read_metrics(path) if r.get("step", 0) < step]
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r) + "\n" for r in kept)
-    os.replace(tmp, path)
+    write_atomic(path, lambda f: f.write("".join(json.dumps(r) + "\n" for r in kept).encode("utf-8")))
 
 
 class MetricsLog:
@@ -73,7 +66,7 @@ class MetricsLog:
         self.opened = True
         self.run_dir.mkdir(parents=True, exist_ok=True)
         if LoggerName.jsonl in self.names:
-            path = self.run_dir / JSONL
+            path = self.run_dir / METRICS_FILE
             if path.exists():
                 truncate_jsonl(path, step)
             self.jsonl = path.open("a", encoding="utf-8", buffering=1)  # line-buffered: readable while training
@@ -82,7 +75,7 @@ class MetricsLog:
 
             # one event file per start; the suffix keeps a restart within the same second from overwriting one
             self.tensorboard = SummaryWriter(
-                str(self.run_dir / TENSORBOARD), purge_step=step, filename_suffix=f".from_step{step}"
+                str(self.run_dir / TENSORBOARD_DIR), purge_step=step, filename_suffix=f".from_step{step}"
             )
 
     def _write(self, record: dict) -> None:

@@ -1,4 +1,5 @@
-"""The result record every job writes as `result.json` (docs/training.md, "The result record"), written atomically.
+"""The result record every job writes as `result.json` (docs/training.md, "The result record"); frozen_sweep.run_dir
+writes and reads it. No torch here.
 
 Definitions the collector relies on:
 - `history`: one entry per validation: epoch (fractional when validating every N steps), step, wall_time_s (training
@@ -17,18 +18,12 @@ Definitions the collector relies on:
   plus the data files' content hashes), with those inputs: a directory's result is reused or resumed only by a job
   with the same fingerprint, and the collector flags two completed runs with the same one as duplicates.
 - `relearn` (study=relearn): the base run, the reset layer and parts, validations before the reset, right after it
-  and at the end, examples to recover at each threshold, `recovered` (definitions in frozen_sweep/relearn.py).
+  and at the end, examples to recover at each threshold, `recovered` (definitions in frozen_sweep/study/relearn.py).
 """
 
-import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Optional
 
-RESULT_FILE = "result.json"
 STATUSES = ("completed", "failed", "running")
 
 
@@ -73,37 +68,6 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write JSON so that readers see the old file or the new one, never a torn one."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1, default=str)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_result(run_dir: Path, result: RunResult) -> None:
-    result.updated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    write_json_atomic(Path(run_dir) / RESULT_FILE, result.to_dict())
-
-
-def load_result(path: Path) -> dict:
-    """Read a result record; raise ValueError saying why when it is unreadable or not a record."""
-    try:
-        record = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path}: unreadable result record ({e})") from e
-    if not isinstance(record, dict) or record.get("status") not in STATUSES:
-        raise ValueError(f"{path}: not a result record (status must be one of {', '.join(STATUSES)})")
-    return record
 
 
 def best_entry(record: dict) -> Optional[dict]:

@@ -1,10 +1,13 @@
-"""A job's directory: its name, whether the record in it may be reused, and who runs it now. No torch here.
+"""A job's directory: the files in it, how they are written, its name, whether the record in it may be reused, and
+who runs it now. No torch here: the launchers and the collector read run directories too.
 
+- Files: every name a run directory holds is below; files are written atomically (`write_atomic`), so that a reader
+  sees the old file or the new one, never a torn one.
 - Names: the job's overrides (Hydra's override_dirname) with `%` and `/` percent-encoded, so that two different
   override lists never share a directory (`task.path=/a/b_c` and `task.path=/a_b/c` used to) and names stay readable.
 - Reuse: a directory's result is skipped, and its checkpoint resumed, only by a job with the same fingerprint
   (frozen_sweep.job_config); any other job stops with what differs. Records written before fingerprints existed are
-  reused as before.
+  reused unless their config.yaml says they belong to another job.
 - One runner: a job holds an exclusive lock (flock) on `job.lock` in its directory while it runs, and writes who it is
   (host, pid, SLURM job id) into it. The kernel drops the lock when the process ends, however it ends, so a held
   lock means a live runner, and a `running` record without one means a dead run.
@@ -17,16 +20,91 @@ import json
 import os
 import shutil
 import socket
+import tempfile
+from dataclasses import fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Any, BinaryIO, Callable, Iterator, Optional
 
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import ConfigError
-from frozen_sweep.results import RESULT_FILE, load_result
+from frozen_sweep.results import STATUSES, RunResult
 
-LOCK_FILE = "job.lock"
+# ---- the files a run directory holds -------------------------------------------------------------------------------
+
+RESULT_FILE = "result.json"  # the result record (frozen_sweep.results), rewritten as the run goes
+CONFIG_FILE = "config.yaml"  # the config the job ran with
+LAST_CHECKPOINT = "checkpoint_last.pt"  # everything needed to resume: weights, optimiser, schedule, trainer state, RNG
+BEST_CHECKPOINT = "checkpoint_best.pt"  # weights of the best validation only
+METRICS_FILE = "metrics.jsonl"  # metrics as they happen (frozen_sweep.metrics_log)
+TENSORBOARD_DIR = "tensorboard"  # TensorBoard event files: `tensorboard --logdir outputs/`
+TEST_HYPOTHESES, TEST_REFERENCES = "test.hyp.txt", "test.ref.txt"  # test translations, for significance tests
+LOCK_FILE = "job.lock"  # held by the job's one runner
+ATTEMPTS_FILE = "attempts.json"  # launchers: one entry per time the job ran: where, with which GPU, when, how it ended
+SUBMISSION_FILE = "submission.json"  # launchers: which SLURM job was submitted for this directory
+
+
+def write_atomic(path: Path, write: Callable[[BinaryIO], Any]) -> None:
+    """Write `path` through `write(file)`: into a temporary file beside it, flushed to disk, then renamed over it,
+    so that readers see the old file or the new one, never a torn one."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp's 0o600 would hide shared results and caches from other users
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    write_atomic(path, lambda f: f.write(json.dumps(obj, indent=1, default=str).encode()))
+
+
+# ---- the result record ---------------------------------------------------------------------------------------------
+
+
+def write_result(run_dir: Path, result: RunResult) -> None:
+    result.updated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    write_json_atomic(Path(run_dir) / RESULT_FILE, result.to_dict())
+
+
+def load_result(path: Path) -> dict:
+    """Read a result record; raise ValueError saying why when it is unreadable or not a record."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: unreadable result record ({e})") from e
+    if not isinstance(record, dict) or record.get("status") not in STATUSES:
+        raise ValueError(f"{path}: not a result record (status must be one of {', '.join(STATUSES)})")
+    return record
+
+
+def read_record(run_dir: Path) -> Optional[dict]:
+    """The record in `run_dir`, or None when it holds none (or none that can be read)."""
+    try:
+        return load_result(Path(run_dir) / RESULT_FILE)
+    except ValueError:
+        return None
+
+
+def is_completed(record: Optional[dict]) -> bool:
+    return bool(record) and record["status"] == "completed"
+
+
+def result_of(record: dict) -> RunResult:
+    """The record as a RunResult; fields this version does not know are dropped."""
+    known = {f.name for f in fields(RunResult)}
+    return RunResult(**{key: value for key, value in record.items() if key in known})
+
+
+# ---- the directory's name, and whether its record belongs to this job ----------------------------------------------
+
 MAX_NAME = 200  # characters; longer names keep their start and end with a hash of the whole
 
 
@@ -71,7 +149,7 @@ def flatten(tree: dict, prefix: str = "") -> dict:
 def legacy_differences(run_dir: Path, fingerprint: dict) -> list[str]:
     """For a record from before fingerprints: where the directory's config.yaml differs from this job's config, on
     the keys both versions know (keys added since then cannot be compared; unresolved interpolations are skipped)."""
-    path = Path(run_dir) / "config.yaml"
+    path = Path(run_dir) / CONFIG_FILE
     if not path.is_file():
         return []
     saved, new = flatten(OmegaConf.to_container(OmegaConf.load(path), resolve=False)), fingerprint["config"]
@@ -82,9 +160,8 @@ def legacy_differences(run_dir: Path, fingerprint: dict) -> list[str]:
 def previous_record(run_dir: Path, fingerprint: dict, force: bool) -> Optional[dict]:
     """The record in `run_dir` (None when there is none), if it belongs to this job; FingerprintMismatch if it
     belongs to another one, unless `force` (the job then replaces it)."""
-    try:
-        record = load_result(Path(run_dir) / RESULT_FILE)
-    except ValueError:
+    record = read_record(run_dir)
+    if record is None:
         return None
     old = record.get("fingerprint")
     if force or (old and old.get("sha256") == fingerprint["sha256"]):
@@ -100,6 +177,9 @@ def previous_record(run_dir: Path, fingerprint: dict, force: bool) -> Optional[d
         f"{' …' if len(changes) > 8 else ''}. To replace it, rerun with force=true; to keep both, give this run "
         "another name=… (its own folder under outputs/)"
     )
+
+
+# ---- one runner at a time -----------------------------------------------------------------------------------------
 
 
 class JobAlreadyRunning(RuntimeError):

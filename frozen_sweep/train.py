@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from frozen_sweep.checkpoint import BEST, LAST, load_checkpoint, save_checkpoint
+from frozen_sweep.checkpoint import load_checkpoint, save_checkpoint
 from frozen_sweep.config import StopMetric, TaskKind
 from frozen_sweep.data import TaskData
 from frozen_sweep.data.batching import Batch, Group, collate, make_batches, plan_batches
@@ -32,6 +32,7 @@ from frozen_sweep.data.vocab import PAD
 from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
 from frozen_sweep.freeze import trainable_parameters
 from frozen_sweep.metrics_log import MetricsLog
+from frozen_sweep.run_dir import BEST_CHECKPOINT, LAST_CHECKPOINT
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ class Trainer:
     # ---- resume -----------------------------------------------------------------------------------------------------
 
     def resume_if_possible(self) -> bool:
-        path = self.run_dir / LAST
+        path = self.run_dir / LAST_CHECKPOINT
         if not path.exists():
             return False
         extra = load_checkpoint(path, self.model)  # a model built for this job: its frozen parameters are in place
@@ -131,7 +132,7 @@ class Trainer:
 
     def _save(self, best: bool) -> None:
         save_checkpoint(
-            self.run_dir / LAST,
+            self.run_dir / LAST_CHECKPOINT,
             self.model,
             self.cfg.seed,
             optimizer=self.optimizer.state_dict(),
@@ -141,7 +142,7 @@ class Trainer:
             cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
         )
         if best:
-            save_checkpoint(self.run_dir / BEST, self.model, self.cfg.seed)
+            save_checkpoint(self.run_dir / BEST_CHECKPOINT, self.model, self.cfg.seed)
 
     # ---- training ---------------------------------------------------------------------------------------------------
 

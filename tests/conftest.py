@@ -8,7 +8,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import register_configs
-from frozen_sweep.results import RunResult, write_result
+from frozen_sweep.results import RunResult
+from frozen_sweep.run_dir import write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "frozen_sweep" / "conf"

@@ -13,7 +13,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from frozen_sweep import collect, paper
-from frozen_sweep.results import RunResult, write_result
+from frozen_sweep.results import RunResult
+from frozen_sweep.run_dir import write_result
 from tests.conftest import CONF, ROOT, compose_config, fake_run_dir
 
 FROZEN = {  # paper row → frozen components and their init
@@ -237,7 +238,7 @@ def experiment_sweep(experiment: str) -> dict[str, list[str]]:
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_experiment_configs_compose(experiment, tmp_path):
     """Each composes and validates at every point of its sweep, and names its output folder."""
-    from frozen_sweep.config import validate
+    from frozen_sweep.validate import validate
 
     needs_data = ["task.path=/data"] if experiment in paper.REFERENCES else []
     if experiment.startswith("relearn"):  # a demo-model base run (the default job's)

@@ -1,11 +1,19 @@
 """Every option of every group composes; bad values fail at composition or validation, naming key and choices."""
 
+import os
+import subprocess
+import sys
+
 import pytest
+from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
-from frozen_sweep.config import ConfigError, validate
-from tests.conftest import CONF, compose_config
+from frozen_sweep.collect.runs import setting_of
+from frozen_sweep.config import NEUTRAL_KEYS, ConfigError
+from frozen_sweep.validate import RANGES, validate
+from tests.conftest import CONF, ROOT, compose_config
 
 
 @pytest.mark.parametrize("group", ["model", "freeze", "task", "trainer"])
@@ -64,3 +72,53 @@ def test_cross_field_errors_name_the_key(overrides, words):
         validate(compose_config(*overrides))
     for word in words:
         assert word in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("model.encoder_layers=-1", "model.encoder_layers=-1: must be >= 0"),
+        ("trainer.max_steps=0", "trainer.max_steps=0: must be > 0"),
+        ("trainer.betas=[0.9,1.5]", "trainer.betas=[0.9, 1.5]: must be two numbers in [0, 1)"),
+        ("trainer.compile_mode=fast", "trainer.compile_mode=fast: allowed: default, reduce-overhead, max-autotune,"),
+        ("trainer.diverge_ratio=0.5", "trainer.diverge_ratio=0.5: must be > 1 (a multiple of a validation loss)"),
+        ("trainer.aucc_cutoff_s=0", "trainer.aucc_cutoff_s=0.0: must be > 0 (or null)"),
+        ("reservoir.conv_kernel=4", "reservoir.conv_kernel=4: must be odd and >= 1"),
+        ("eval.beam=0", "eval.beam=0: must be > 0"),
+    ],
+)
+def test_range_errors_name_the_key_the_value_and_what_is_allowed(override, message):
+    with pytest.raises(ConfigError) as info:
+        validate(compose_config(override))
+    assert str(info.value).startswith(message)
+
+
+def test_every_range_row_names_a_key_of_the_schema():
+    cfg = compose_config()
+    missing = [key for key, _, _ in RANGES if OmegaConf.select(cfg, key, default=KeyError) is KeyError]
+    assert not missing
+
+
+def test_directory_names_fingerprints_and_the_collector_share_the_neutral_keys():
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=["trainer.threads=3", "name=x", "seed=2"], return_hydra_config=True)
+    assert list(cfg.hydra.job.config.override_dirname.exclude_keys) == sorted(NEUTRAL_KEYS | {"experiment"})
+    assert cfg.hydra.job.override_dirname == "seed=2"
+    assert setting_of([f"{key}=1" for key in NEUTRAL_KEYS] + ["trainer.lr=0.1"]) == ("trainer.lr=0.1",)
+
+
+NO_TORCH = """
+import sys
+import frozen_sweep.config
+assert sorted(m for m in sys.modules if m.startswith("frozen_sweep")) == ["frozen_sweep", "frozen_sweep.config"]
+import frozen_sweep.collect.runs, frozen_sweep.job_config, frozen_sweep.run_dir, frozen_sweep.validate
+import hydra_plugins.frozen_sweep_launchers.local_gpus, hydra_plugins.frozen_sweep_launchers.slurm
+assert "torch" not in sys.modules, "torch imported"
+"""
+
+
+def test_the_schema_reads_no_files_and_the_launchers_import_no_torch():
+    """The schema imports nothing of the project (the model and data import it); what the launchers import at Hydra's
+    plugin scan, and the collector, stay free of torch."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'launchers'}"}
+    subprocess.run([sys.executable, "-c", NO_TORCH], cwd=ROOT, env=env, check=True)

@@ -4,11 +4,12 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from frozen_sweep.checkpoint import BEST, save_checkpoint
+from frozen_sweep.checkpoint import save_checkpoint
 from frozen_sweep.config import TieEmbeddings
 from frozen_sweep.build import build_model
 from frozen_sweep.finished_run import load_run, typed_config
-from frozen_sweep.results import RunResult, write_result
+from frozen_sweep.results import RunResult
+from frozen_sweep.run_dir import BEST_CHECKPOINT, write_result
 from tests.conftest import CONF, compose_config
 
 MODELS = sorted(p.stem for p in (CONF / "model").glob("*.yaml"))
@@ -35,7 +36,7 @@ def save_run(run_dir, cfg) -> torch.nn.Module:
                 p.add_(0.01)  # differ from the seeded init: loading must bring the checkpoint's values
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
     write_result(run_dir, RunResult(status="completed", data={"vocab_size": VOCAB}))
-    save_checkpoint(run_dir / BEST, model, cfg.seed)
+    save_checkpoint(run_dir / BEST_CHECKPOINT, model, cfg.seed)
     return model
 
 

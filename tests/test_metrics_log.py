@@ -14,7 +14,8 @@ from frozen_sweep.collect.plots import plot_convergence, train_curves
 from frozen_sweep.collect.render import Table
 from frozen_sweep.data import load_task
 from frozen_sweep.build import build_model
-from frozen_sweep.metrics_log import JSONL, TENSORBOARD, read_metrics
+from frozen_sweep.metrics_log import read_metrics
+from frozen_sweep.run_dir import METRICS_FILE, TENSORBOARD_DIR
 from frozen_sweep.train import Trainer
 from tests.conftest import compose_config
 
@@ -64,7 +65,7 @@ def comparable(records: list[dict]) -> list[tuple]:
 
 def test_records_every_n_steps_and_at_each_validation(tmp_path, micro_overrides):
     trainer = fit(tmp_path, micro_overrides, "trainer.max_steps=10")
-    records = read_metrics(tmp_path / JSONL)
+    records = read_metrics(tmp_path / METRICS_FILE)
     train = [r for r in records if r["event"] == "train"]
     valid = [r for r in records if r["event"] == "valid"]
     assert [r["step"] for r in train] == [2, 4, 6, 8, 10]
@@ -77,7 +78,7 @@ def test_records_every_n_steps_and_at_each_validation(tmp_path, micro_overrides)
     ]
     assert all(a["wall_time_s"] <= b["wall_time_s"] for a, b in zip(records, records[1:]))
 
-    events = [e for _, e in tb_events(tmp_path / TENSORBOARD) if e.HasField("summary")]
+    events = [e for _, e in tb_events(tmp_path / TENSORBOARD_DIR) if e.HasField("summary")]
     scalars = {(v.tag, e.step): v.simple_value for e in events for v in e.summary.value}
     for r in train:
         assert scalars["train/loss", r["step"]] == pytest.approx(r["loss"], rel=1e-6)
@@ -95,19 +96,19 @@ def test_resumed_run_appends_without_duplicates(tmp_path, micro_overrides):
 
     with pytest.raises(Killed):
         fit(resumed, micro_overrides, "trainer.max_steps=12", on_validation=kill_after_step_8)
-    with (resumed / JSONL).open("a") as f:  # what the lost steps logged after the checkpoint, and a torn line
+    with (resumed / METRICS_FILE).open("a") as f:  # what the lost steps logged after the checkpoint, and a torn line
         f.write(json.dumps({"event": "train", "step": 10, "loss": 99.0}) + "\n" + '{"event": "tr')
     fit(resumed, micro_overrides, "trainer.max_steps=12")
-    records = read_metrics(resumed / JSONL)
-    assert comparable(records) == comparable(read_metrics(straight / JSONL))  # CPU resume is exact
+    records = read_metrics(resumed / METRICS_FILE)
+    assert comparable(records) == comparable(read_metrics(straight / METRICS_FILE))  # CPU resume is exact
     assert [r["step"] for r in records if r["event"] == "train"] == [2, 4, 6, 8, 10, 12]
-    starts = [(name, e.step) for name, e in tb_events(resumed / TENSORBOARD) if e.HasField("session_log")]
+    starts = [(name, e.step) for name, e in tb_events(resumed / TENSORBOARD_DIR) if e.HasField("session_log")]
     assert sorted(step for _, step in starts) == [1, 9]  # TensorBoard hides what the first file holds from step 9
 
 
 def test_no_loggers_write_nothing(tmp_path, micro_overrides):
     fit(tmp_path, micro_overrides, "trainer.max_steps=4", "trainer.loggers=[]")
-    assert not (tmp_path / JSONL).exists() and not (tmp_path / TENSORBOARD).exists()
+    assert not (tmp_path / METRICS_FILE).exists() and not (tmp_path / TENSORBOARD_DIR).exists()
 
 
 def test_unknown_logger_is_rejected(micro_overrides):

@@ -9,16 +9,18 @@ import torch
 
 from frozen_sweep.base_run import BaseRunError, examples_to_best
 from frozen_sweep.build import build_model
-from frozen_sweep.checkpoint import LAST, CheckpointError, load_checkpoint
+from frozen_sweep.checkpoint import CheckpointError, load_checkpoint
 from frozen_sweep.collect import build_tables, load_runs, markdown, plot_tables
-from frozen_sweep.config import ConfigError, validate
+from frozen_sweep.config import ConfigError
 from frozen_sweep.data import load_task
 from frozen_sweep.finished_run import load_run
 from frozen_sweep.job import run_job
 from frozen_sweep.job_config import job_config
 from frozen_sweep.results import RunResult
+from frozen_sweep.run_dir import LAST_CHECKPOINT
 from frozen_sweep.study import relearn
 from frozen_sweep.train import Trainer
+from frozen_sweep.validate import validate
 from tests.conftest import ROOT, compose_config
 from tests.test_job import result as read_result
 
@@ -110,7 +112,7 @@ def test_only_the_reset_layer_trains_and_resume_is_exact(base_run, cache_dir, tm
 
     def keep_first_checkpoint(state) -> None:  # as if the job were killed after its first validation
         if len(state.history) == 1:
-            shutil.copy(tmp_path / "straight" / LAST, interrupted / LAST)
+            shutil.copy(tmp_path / "straight" / LAST_CHECKPOINT, interrupted / LAST_CHECKPOINT)
 
     (tmp_path / "straight").mkdir()
     model = relearn.RelearnStudy(cfg).make_model(data)
@@ -131,7 +133,7 @@ def test_only_the_reset_layer_trains_and_resume_is_exact(base_run, cache_dir, tm
     from_seed = build_model(cfg, len(data.vocab))  # the seed alone cannot rebuild a relearn model: the base is lost
     relearn.reset(from_seed, cfg.relearn, cfg.seed)
     with pytest.raises(CheckpointError, match="regenerated frozen parameters differ"):
-        load_checkpoint(interrupted / LAST, from_seed)
+        load_checkpoint(interrupted / LAST_CHECKPOINT, from_seed)
 
 
 def test_a_relearn_job_loads_its_base_once(base_run, cache_dir, tmp_path, monkeypatch):

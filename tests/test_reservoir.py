@@ -7,13 +7,16 @@ import pytest
 import torch
 
 from frozen_sweep import collect
-from frozen_sweep.config import ConfigError, reservoir_pattern, validate
+from frozen_sweep.config import ConfigError
 from frozen_sweep.data import load_task
 from frozen_sweep.efficiency import aucc, time_to_target
 from frozen_sweep.build import build_model
 from frozen_sweep.model.reservoir import Reservoir
-from frozen_sweep.results import RunResult, write_result
+from frozen_sweep.results import RunResult
+from frozen_sweep.run_dir import write_result
+from frozen_sweep.stack_layout import reservoir_pattern
 from frozen_sweep.train import Trainer
+from frozen_sweep.validate import validate
 from tests.conftest import compose_config
 from tests.test_job import run_cli
 

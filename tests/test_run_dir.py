@@ -1,8 +1,10 @@
 """A job's identity: directory names, fingerprints, budgets, unknown keys, data checks and the one-runner lock."""
 
+import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -12,9 +14,10 @@ from omegaconf import OmegaConf
 
 from frozen_sweep.config import ConfigError
 from frozen_sweep.job_config import fingerprint, job_config
-from frozen_sweep.results import RunResult, write_result
+from frozen_sweep.results import RunResult
 from frozen_sweep.run_dir import (
-    FingerprintMismatch, JobAlreadyRunning, dirname, exclusive_run, live_runner, previous_record,
+    RESULT_FILE, FingerprintMismatch, JobAlreadyRunning, dirname, exclusive_run, is_completed, live_runner,
+    previous_record, read_record, result_of, write_atomic, write_json_atomic, write_result,
 )  # fmt: skip
 from tests.conftest import ROOT, compose_config
 
@@ -134,3 +137,28 @@ def test_one_runner_per_directory_until_it_dies(tmp_path):
     with exclusive_run(tmp_path), exclusive_run(tmp_path):  # re-entrant: a launcher's task, then its job
         assert live_runner(tmp_path)["pid"] == os.getpid()
     assert live_runner(tmp_path) is None
+
+
+def test_files_are_replaced_whole_or_not_at_all(tmp_path):
+    path = tmp_path / "record.json"
+    write_json_atomic(path, {"status": "running"})
+
+    def dies_half_way(f):
+        f.write(b'{"status": "compl')
+        raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError):  # the old file stays, and no temporary one is left behind
+        write_atomic(path, dies_half_way)
+    assert json.loads(path.read_text()) == {"status": "running"}
+    assert [p.name for p in tmp_path.iterdir()] == ["record.json"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644  # readable by the other users of a shared outputs/ folder
+
+
+def test_a_record_becomes_a_result_of_this_version(tmp_path):
+    assert read_record(tmp_path) is None and not is_completed(None)
+    (tmp_path / RESULT_FILE).write_text('{"status": "completed", "tas')  # torn: no record
+    assert read_record(tmp_path) is None
+    write_result(tmp_path, RunResult(status="completed", test_metric=12.5))
+    record = {**read_record(tmp_path), "field_of_a_later_version": 1}
+    assert is_completed(record) and not is_completed({**record, "status": "failed"})
+    assert result_of(record).test_metric == 12.5 and result_of(record).updated_at == record["updated_at"]

@@ -4,10 +4,11 @@ every study module present, and a reservoir baseline recorded in the reservoir s
 import pytest
 from hydra.errors import ConfigCompositionException
 
-from frozen_sweep.config import ConfigError, StudyName, validate
+from frozen_sweep.config import ConfigError, StudyName
 from frozen_sweep.job import run_job
 from frozen_sweep.study import for_config
 from frozen_sweep.study.freeze import FreezeStudy
+from frozen_sweep.validate import validate
 from tests.conftest import compose_config
 
 

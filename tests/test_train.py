@@ -125,7 +125,8 @@ def test_every_model_preset_gets_settings_that_learn(model):
 
 
 def test_bad_compile_mode_and_divergence_thresholds_are_config_errors(micro_overrides):
-    from frozen_sweep.config import ConfigError, validate
+    from frozen_sweep.config import ConfigError
+    from frozen_sweep.validate import validate
 
     for override, words in [("trainer.compile_mode=fast", ["trainer.compile_mode=fast", "reduce-overhead"]),
                             ("trainer.diverge_ratio=0.9", ["trainer.diverge_ratio=0.9", "> 1"]),

@@ -16,7 +16,7 @@ from frozen_sweep.collect.reservoir_tables import reservoir_tables
 from frozen_sweep.collect.runs import load_runs
 from frozen_sweep.collect.significance import with_p_values
 from frozen_sweep.paper import REFERENCES, Reference
-from frozen_sweep.results import RESULT_FILE
+from frozen_sweep.run_dir import RESULT_FILE
 
 
 def build_tables(

@@ -5,7 +5,7 @@ at the end of re-training, and the training examples it took to recover, as % of
   are the stacks (encoder, decoder), one row per run: layer index, reset parts (with the init when not random, "+
   neighbours" when the layers next to it trained too), trainable/all, test metric.
 - Valid loss and valid BLEU: pre (the base model), post (right after the reset), final (last validation).
-- To recover, % of base (frozen_sweep.relearn): training sentences seen at the first validation within x of the
+- To recover, % of base (frozen_sweep.study.relearn): training sentences seen at the first validation within x of the
   pre-reset value, as % of the sentences the base run had seen at its best validation; "✗ (>b)" when the budget, b%
   of them, ran out first.
 """

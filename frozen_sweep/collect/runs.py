@@ -6,17 +6,11 @@ from typing import Optional
 
 import pandas as pd
 
-from frozen_sweep import job_config
+from frozen_sweep.config import COMPONENTS, NEUTRAL_KEYS
 from frozen_sweep.paper import ROWS
-from frozen_sweep.results import RESULT_FILE, load_result
-from frozen_sweep.run_dir import live_runner
-
-# Overrides that change where or how a job runs, not what it computes (those the fingerprint leaves out), except
-# where the data is: runs on another corpus are another setting.
-NEUTRAL_KEYS = job_config.NEUTRAL_KEYS - {"task.path", "task.sword_dir"}
+from frozen_sweep.run_dir import RESULT_FILE, live_runner, load_result
 STALE_FACTOR, STALE_MARGIN_S = 2, 300  # a running record silent for longer than 2 × its validation interval + 5 min
 STALE_BEFORE_VALIDATION_S = 3600  # ... or for an hour before its first validation: its runner is gone
-COMPONENTS = ("emb", "att", "ffn", "other")
 RECORD_KEYS = (
     "seed", "metric_name", "test_metric", "best_metric", "best_epoch", "epochs_to_convergence", "stopped_reason",
     "trainable_ratio", "params_trainable", "params_total", "steps", "wall_time_s",

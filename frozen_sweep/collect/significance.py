@@ -20,8 +20,8 @@ from sacrebleu.metrics import BLEU
 from sacrebleu.significance import PairedTest
 
 from frozen_sweep.paper import BASELINE
+from frozen_sweep.run_dir import TEST_HYPOTHESES, TEST_REFERENCES
 
-HYPOTHESES, REFERENCES = "test.hyp.txt", "test.ref.txt"
 ALPHA = 0.05
 MARK = "†"
 SCORE_TOLERANCE = 0.01  # BLEU points between the saved translations' score and the record's test_metric
@@ -38,7 +38,7 @@ def read_lines(path: Path) -> Optional[list[str]]:
 def outputs(result_path: str) -> tuple[Optional[list[str]], Optional[list[str]]]:
     """A run's saved test translations and references (None where a file is missing)."""
     run_dir = Path(result_path).parent
-    return read_lines(run_dir / HYPOTHESES), read_lines(run_dir / REFERENCES)
+    return read_lines(run_dir / TEST_HYPOTHESES), read_lines(run_dir / TEST_REFERENCES)
 
 
 def paired_p_values(runs: pd.DataFrame) -> pd.Series:

@@ -8,13 +8,12 @@ therefore the same as reading the SWORD module, and alignment, cleaning and the 
 """
 
 import gzip
-import os
-import tempfile
 import zlib
 from pathlib import Path
 
 from frozen_sweep.data.kjv_canon import TESTAMENTS
 from frozen_sweep.data.sword import VerseRef, index_layout
+from frozen_sweep.run_dir import write_atomic
 
 VERSES_DIR = Path(__file__).with_name("verses")
 SUFFIX = ".txt.gz"
@@ -49,12 +48,9 @@ def write_shipped(path: Path, verses: list[tuple[VerseRef, str]]) -> None:
     if any("\n" in text for _, text in verses):
         raise ValueError(f"{path}: a verse holds a line break; verses are one per line")
     data = "".join(text + "\n" for _, text in verses).encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f:
+
+    def write(raw) -> None:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f:
             f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+
+    write_atomic(path, write)

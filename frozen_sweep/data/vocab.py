@@ -7,11 +7,11 @@ BPE rather than unigram: the paper's setup is a joint BPE vocabulary, and spm tr
 import hashlib
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import sentencepiece as spm
+
+from frozen_sweep.run_dir import write_atomic
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
@@ -90,8 +90,5 @@ def train_or_load_vocab(texts: list[str], vocab_size: int, cache_dir: Path) -> V
         sentence_iterator=iter(texts), model_writer=buffer, vocab_size=vocab_size, **TRAINER_SETTINGS
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.stem}.", delete=False) as tmp:
-        tmp.write(buffer.getvalue())
-    os.chmod(tmp.name, 0o644)  # the cache may be shared
-    os.replace(tmp.name, path)  # atomic: a concurrent reader sees no model or a whole one
+    write_atomic(path, lambda f: f.write(buffer.getvalue()))  # a concurrent reader sees no model or a whole one
     return Vocab(buffer.getvalue(), path)

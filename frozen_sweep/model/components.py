@@ -2,10 +2,9 @@
 
 from torch import nn
 
+from frozen_sweep.config import COMPONENTS
 from frozen_sweep.model.layers import Attention, FeedForward
 from frozen_sweep.model.transformer import Embeddings, OutputProjection
-
-COMPONENTS = ("emb", "att", "ffn", "other")
 
 _MODULE_COMPONENT = ((Embeddings, "emb"), (OutputProjection, "emb"), (Attention, "att"), (FeedForward, "ffn"))
 

@@ -1,19 +1,16 @@
 """How a job ended, read from its result.json first: a job that died without recording it is recorded as failed."""
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from hydra.core.utils import JobReturn
 
-from frozen_sweep.results import RESULT_FILE, RunResult, load_result, write_result
-
-from frozen_sweep.run_dir import describe_runner, live_runner
+from frozen_sweep.run_dir import describe_runner, is_completed, live_runner, read_record, result_of, write_result
 
 from ._plan import PlannedJob
 
 TRACE_RULE = "-" * 22  # submitit frames a failed job's traceback with this line
-RECORD_FIELDS = {f.name for f in fields(RunResult)}
 
 
 @dataclass
@@ -61,10 +58,10 @@ def settle_adopted(job: PlannedJob) -> Outcome:
 
 def _from_record(job: PlannedJob, reason: str, logs: tuple, job_return: Optional[JobReturn]) -> Outcome:
     """Completed or failed as the job's record says; without one written by this run, failed for `reason`."""
-    record = _read_record(job)
+    record = read_record(job.job_dir)
     if record == job.previous and not job.runner:  # not written by this run: the job died before it started
         record = None
-    if record and record["status"] == "completed":
+    if is_completed(record):
         return Outcome(job, "completed", logs=logs, job_return=job_return)
     if record and record["status"] == "failed" and record.get("error"):
         return Outcome(job, "failed", _first_line(record["error"]), logs)
@@ -74,18 +71,10 @@ def _from_record(job: PlannedJob, reason: str, logs: tuple, job_return: Optional
 
 def _record_failure(job: PlannedJob, reason: str) -> None:
     """Mark the job's result.json failed with `reason`, keeping whatever the job recorded before it died."""
-    record = _read_record(job) or {"overrides": job.overrides}
-    result = RunResult(**{key: value for key, value in record.items() if key in RECORD_FIELDS})
+    result = result_of(read_record(job.job_dir) or {"overrides": job.overrides})
     result.status, result.error = "failed", reason
     job.job_dir.mkdir(parents=True, exist_ok=True)
     write_result(job.job_dir, result)
-
-
-def _read_record(job: PlannedJob) -> Optional[dict]:
-    try:
-        return load_result(job.job_dir / RESULT_FILE)
-    except ValueError:
-        return None
 
 
 def _why(error: Exception) -> str:

@@ -13,12 +13,9 @@ from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import ConfigError
 from frozen_sweep.job_config import fingerprint, job_config, override_key
-from frozen_sweep.results import write_json_atomic
-from frozen_sweep.run_dir import live_runner, previous_record
-
-RESUME_CHECKPOINT = "checkpoint_last.pt"  # frozen_sweep.checkpoint.LAST, named here to keep torch out of plugin scans
-ATTEMPTS_FILE = "attempts.json"  # one entry per time the job ran: where, with which GPU, when, how it ended
-SUBMISSION_FILE = "submission.json"  # which SLURM job a launcher submitted for this directory, and when
+from frozen_sweep.run_dir import (
+    LAST_CHECKPOINT, SUBMISSION_FILE, is_completed, live_runner, previous_record, write_json_atomic,
+)  # fmt: skip
 
 
 class SweepConfigError(CompactHydraException):
@@ -37,11 +34,11 @@ class PlannedJob:
 
     @property
     def already_completed(self) -> bool:
-        return bool(self.previous) and self.previous["status"] == "completed" and not self.config.force
+        return is_completed(self.previous) and not self.config.force
 
     @property
     def resumes(self) -> bool:
-        return (self.job_dir / RESUME_CHECKPOINT).exists() and not self.config.force
+        return (self.job_dir / LAST_CHECKPOINT).exists() and not self.config.force
 
 
 def plan_jobs(
@@ -77,7 +74,6 @@ def plan_jobs(
     for job in jobs:
         job.label = " ".join(o for o in job.overrides if o not in shared) or job.job_dir.name
     return jobs
-
 
 
 def _job_dir(config: DictConfig) -> Path:

@@ -13,11 +13,7 @@ from hydra.core.utils import JobReturn, JobRuntime, JobStatus, run_job, setup_gl
 from hydra.types import HydraContext
 from omegaconf import DictConfig, open_dict, read_write
 
-from frozen_sweep.results import write_json_atomic
-from frozen_sweep.run_dir import exclusive_run
-
-from ._plan import ATTEMPTS_FILE
-
+from frozen_sweep.run_dir import ATTEMPTS_FILE, exclusive_run, write_json_atomic
 
 
 class JobTask(submitit.helpers.Checkpointable):

@@ -16,11 +16,11 @@ from typing import Iterator, Optional, Sequence
 
 from omegaconf import OmegaConf
 
-from ._base import SweepLauncher
-from frozen_sweep.run_dir import live_runner
+from frozen_sweep.run_dir import ATTEMPTS_FILE, live_runner
 
+from ._base import SweepLauncher
 from ._outcome import settle, settle_adopted
-from ._plan import ATTEMPTS_FILE, PlannedJob
+from ._plan import PlannedJob
 from ._progress import Progress
 
 log = logging.getLogger(__name__)

@@ -13,9 +13,9 @@ from typing import Any, Optional, Sequence
 
 from omegaconf import OmegaConf
 
-from ._base import SweepLauncher
 from frozen_sweep.run_dir import describe_runner
 
+from ._base import SweepLauncher
 from ._outcome import Outcome, settle
 from ._plan import PlannedJob, record_submission, submitted_slurm_job
 from ._progress import Progress
