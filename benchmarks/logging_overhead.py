@@ -16,7 +16,7 @@ from pathlib import Path
 import common
 
 from frozen_sweep.metrics_log import MetricsLog
-from frozen_sweep.train import TrainState
+from frozen_sweep.stopping import TrainState
 
 CALLS = 50  # logger calls per timed call of a logging contender (a step is long; one call is microseconds)
 

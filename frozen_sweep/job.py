@@ -28,7 +28,8 @@ from frozen_sweep.run_dir import (
     previous_record, result_of, write_atomic, write_result,
 )  # fmt: skip
 from frozen_sweep.study import for_config
-from frozen_sweep.train import Diverged, Trainer
+from frozen_sweep.stopping import Diverged
+from frozen_sweep.train import Trainer
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""Training loop: Adam + inverse-square-root schedule, validation, early stopping, checkpoint/resume.
+"""Training loop: Adam + inverse-square-root schedule, checkpoint/resume; validation scores come from validation.py, the
+rules that end a run (early stopping, divergence) from stopping.py.
 
 Only trainable parameters reach the optimiser: a frozen one has no gradient, no optimiser state and no weight decay.
 A checkpoint is written after every validation; a job that finds `checkpoint_last.pt` in its directory resumes from
@@ -14,7 +15,7 @@ with `Diverged` (stopped_reason "diverged"), never a quiet "completed".
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Optional
@@ -25,38 +26,16 @@ from torch import nn
 from tqdm import tqdm
 
 from frozen_sweep.checkpoint import load_checkpoint, save_checkpoint
-from frozen_sweep.config import StopMetric, TaskKind
 from frozen_sweep.data import TaskData
-from frozen_sweep.data.batching import Batch, Group, collate, make_batches, plan_batches
+from frozen_sweep.data.batching import Batch, Group, collate, plan_batches
 from frozen_sweep.data.vocab import PAD
-from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
 from frozen_sweep.freeze import trainable_parameters
 from frozen_sweep.metrics_log import MetricsLog
 from frozen_sweep.run_dir import BEST_CHECKPOINT, LAST_CHECKPOINT
+from frozen_sweep.stopping import Diverged, TrainState, add_validation, best_loss, diverging
+from frozen_sweep.validation import Validation
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class TrainState:
-    """Everything besides weights and optimiser that a resumed run needs to continue exactly."""
-
-    step: int = 0
-    epoch: int = 0  # completed epochs
-    batch_in_epoch: int = 0  # batches of the current epoch already trained on
-    train_time_s: float = 0.0
-    step_time_s: float = 0.0  # time in the training loop (steps, batch preparation), validation excluded
-    train_tokens: int = 0  # target tokens trained on (all epochs, resumes included)
-    train_sentences: int = 0  # training examples trained on
-    history: list = field(default_factory=list)
-    best_index: Optional[int] = None  # index into history of the best validation
-    bad_validations: int = 0
-    diverging_validations: int = 0  # consecutive bad validations with a loss above diverge_ratio × the best loss
-    stopped_reason: Optional[str] = None
-
-
-class Diverged(RuntimeError):
-    """The loss blew up; the message names the learning rate and warmup that caused it."""
 
 
 def inverse_sqrt_schedule(warmup_steps: int, warmup_init_lr: float, lr: float):
@@ -74,7 +53,6 @@ class Trainer:
     def __init__(self, cfg, data: TaskData, model, device: torch.device, run_dir: Path, on_validation=None):
         self.cfg, self.tr, self.data, self.model, self.device = cfg, cfg.trainer, data, model, device
         self.run_dir = Path(run_dir)
-        self.is_lm = cfg.task.kind == TaskKind.lm
         self.optimizer = torch.optim.Adam(
             trainable_parameters(model),
             lr=self.tr.lr,
@@ -95,10 +73,8 @@ class Trainer:
         self.loss = compile_loss(self._loss) if self.tr.compile else self._loss
         self.state = TrainState()
         self.on_validation = on_validation  # called with the state after every validation (progress reporting)
-        tr = self.tr
-        valid = make_batches(data.valid.src, data.valid.tgt, tr.max_tokens, False, multiple=tr.length_multiple)
-        self.valid_batches = [batch.to(device) for batch in valid]  # copied to the device once, for every validation
-        self.metrics = MetricsLog(self.run_dir, tr, self.optimizer)  # metrics.jsonl, TensorBoard
+        self.validation = Validation(cfg, data, device)
+        self.metrics = MetricsLog(self.run_dir, self.tr, self.optimizer)  # metrics.jsonl, TensorBoard
         self._loss_sum = torch.zeros((), device=device)  # training loss since the last read, summed on the device
         self._loss_tokens = 0
         self._since_validation = [0.0, 0]  # summed loss and tokens of the reads since the last validation
@@ -261,18 +237,13 @@ class Trainer:
             "train_loss": train_loss,
             **self.validation_scores(),
         }
-        best = s.best_index is None or self._score(entry) > self._score(s.history[s.best_index])
-        s.history.append(entry)
-        if best:
-            s.best_index, s.bad_validations = len(s.history) - 1, 0
-        else:
-            s.bad_validations += 1
-        if self._diverging(entry, best):
+        best = add_validation(s, entry, tr)
+        if diverging(s, entry, best, tr, len(self.data.vocab)):
             if self.on_validation:
                 self.on_validation(s)  # the record shows the curve that diverged
             self._diverged(
                 f"the validation loss is {entry['valid_loss']:.4g} at step {s.step}, far above its best "
-                f"({self._best_loss():.4g}) or a uniform guess's ({math.log(len(self.data.vocab)):.4g})"
+                f"({best_loss(s):.4g}) or a uniform guess's ({math.log(len(self.data.vocab)):.4g})"
             )
         if s.bad_validations >= tr.patience:
             s.stopped_reason = "early_stop"
@@ -295,43 +266,6 @@ class Trainer:
         if self.on_validation:
             self.on_validation(s)
 
-    def _best_loss(self) -> float:
-        return min((e["valid_loss"] for e in self.state.history if math.isfinite(e["valid_loss"])), default=math.inf)
-
-    def _diverging(self, entry: dict, best: bool) -> bool:
-        """A non-finite validation loss, or the diverge_validations-th validation in a row far above the best loss
-        (and no improvement) or far above the loss of a uniform guess."""
-        s, tr, loss = self.state, self.tr, entry["valid_loss"]
-        far_above = (not best and loss > tr.diverge_ratio * self._best_loss()) or (
-            loss > tr.diverge_uniform_ratio * math.log(len(self.data.vocab))
-        )
-        s.diverging_validations = s.diverging_validations + 1 if far_above else 0
-        return not math.isfinite(loss) or s.diverging_validations >= tr.diverge_validations
-
-    def _score(self, entry: dict) -> float:
-        return entry["valid_bleu"] if self.tr.stop_metric == StopMetric.bleu else -entry["valid_loss"]
-
     def validation_scores(self, model: Optional[nn.Module] = None) -> dict:
-        """valid_loss, valid_ppl, valid_bleu (None for LM or when disabled), valid_metric of `model` (default: the
-        model being trained)."""
-        model = self.model if model is None else model
-        valid_loss = token_nll(model, self.valid_batches, self.device)
-        valid_bleu = None
-        if not self.is_lm and (self.tr.stop_metric == StopMetric.bleu or self.tr.valid_bleu_sentences != 0):
-            valid_bleu = self.valid_bleu(model)
-        valid_ppl = perplexity(valid_loss)
-        return {
-            "valid_loss": valid_loss,
-            "valid_ppl": valid_ppl,
-            "valid_bleu": valid_bleu,
-            "valid_metric": valid_ppl if self.is_lm else valid_bleu,
-        }
-
-    def valid_bleu(self, model: nn.Module) -> float:
-        """Greedy-decoded BLEU on the validation set (or its first `trainer.valid_bleu_sentences`)."""
-        n = self.tr.valid_bleu_sentences
-        valid = self.data.valid
-        sources = valid.src if n is None else valid.src[:n]
-        refs = valid.tgt_text if n is None else valid.tgt_text[:n]
-        hyps = translate(model, sources, self.data.vocab, self.device, self.cfg.eval, beam=1)
-        return bleu_chrf(hyps, refs)["bleu"]
+        """The validation scores of `model` (default: the model being trained)."""
+        return self.validation.scores(self.model if model is None else model)

@@ -92,7 +92,7 @@ def test_reservoirs_are_frozen_orthogonal_and_never_change(reservoir_trainer, ki
 
 def gradients_around_reservoir(trainer):
     """Gradient at the reservoir's output and input, and the trainable layer below's weight gradient."""
-    model, batch = trainer.model.train(), trainer.valid_batches[0]
+    model, batch = trainer.model.train(), trainer.validation.batches[0]
     seen = {}
 
     def record_gradient(key):  # a forward pre-hook: keep the gradient that arrives at the layer's input
@@ -122,7 +122,7 @@ def test_gradients_flow_through_reservoirs_or_skip_them(reservoir_trainer):
 def test_reservoirs_with_nothing_trainable_below_record_no_graph(reservoir_trainer):
     trainer = reservoir_trainer("freeze=emb", "reservoir.placement=bottom")
     assert trainer.model.encoder.pattern == "RLL"
-    batch = trainer.valid_batches[0]
+    batch = trainer.validation.batches[0]
     outputs = []
     trainer.model.encoder.layers[0].register_forward_hook(lambda m, args, out: outputs.append(out))
     trainer.model.train()(batch.src, batch.tgt_in).sum().backward()

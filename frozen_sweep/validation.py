@@ -1,0 +1,41 @@
+"""Validation scores of a model during training: loss and perplexity on the validation set, whose batches are copied
+to the device once, and greedy BLEU on its first `trainer.valid_bleu_sentences` sentences (translation only)."""
+
+from torch import nn
+
+from frozen_sweep.config import StopMetric, TaskKind
+from frozen_sweep.data import TaskData
+from frozen_sweep.data.batching import make_batches
+from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
+
+
+class Validation:
+    def __init__(self, cfg, data: TaskData, device):
+        self.cfg, self.tr, self.data, self.device = cfg, cfg.trainer, data, device
+        self.is_lm = cfg.task.kind == TaskKind.lm
+        tr = self.tr
+        valid = make_batches(data.valid.src, data.valid.tgt, tr.max_tokens, False, multiple=tr.length_multiple)
+        self.batches = [batch.to(device) for batch in valid]  # copied to the device once, for every validation
+
+    def scores(self, model: nn.Module) -> dict:
+        """valid_loss, valid_ppl, valid_bleu (None for LM or when disabled), valid_metric of `model`."""
+        valid_loss = token_nll(model, self.batches, self.device)
+        valid_bleu = None
+        if not self.is_lm and (self.tr.stop_metric == StopMetric.bleu or self.tr.valid_bleu_sentences != 0):
+            valid_bleu = self.bleu(model)
+        valid_ppl = perplexity(valid_loss)
+        return {
+            "valid_loss": valid_loss,
+            "valid_ppl": valid_ppl,
+            "valid_bleu": valid_bleu,
+            "valid_metric": valid_ppl if self.is_lm else valid_bleu,
+        }
+
+    def bleu(self, model: nn.Module) -> float:
+        """Greedy-decoded BLEU on the validation set (or its first `trainer.valid_bleu_sentences`)."""
+        n = self.tr.valid_bleu_sentences
+        valid = self.data.valid
+        sources = valid.src if n is None else valid.src[:n]
+        refs = valid.tgt_text if n is None else valid.tgt_text[:n]
+        hyps = translate(model, sources, self.data.vocab, self.device, self.cfg.eval, beam=1)
+        return bleu_chrf(hyps, refs)["bleu"]
