@@ -19,7 +19,7 @@ import pandas as pd
 
 from frozen_sweep.collect.plots import METRIC_LABELS, plot_convergence
 from frozen_sweep.collect.render import Table, fraction, mean_std, number
-from frozen_sweep.collect.runs import completed, distinguishing
+from frozen_sweep.collect.runs import completed, per_setting
 from frozen_sweep.collect.significance import ALPHA, MARK
 from frozen_sweep.paper import BASELINE, SECTION_OF, Reference
 
@@ -115,18 +115,16 @@ def display(summary: pd.DataFrame, metric: str, reference: Optional[Reference]) 
 def freeze_tables(runs: pd.DataFrame, reference: Optional[Reference] = None) -> list[Table]:
     """One table per task × model × setting, from the completed freeze-study runs only."""
     tables = []
-    for (task, model), group in completed(runs, "freeze").groupby(["task", "model"], sort=False, dropna=False):
-        names = distinguishing(list(group.setting.unique()))
-        for (metric_name, setting), table_runs in group.groupby(["metric_name", "setting"], dropna=False):
-            metric = METRIC_LABELS.get(metric_name, metric_name)
-            summary = summarise(table_runs)
-            footnotes = [LOWER_BOUND_NOTE] if summary.lower_bound.any() else []
-            footnotes += [SIGNIFICANCE_NOTE] if summary.tested.any() else []
-            if reference:
-                footnotes.append(f"Paper: {reference.title}. {metric} / (0): as a fraction of row (0).")
-                if summary.index.isin(reference.doubtful_ratios).any():
-                    footnotes.append(f"{DOUBTFUL} {reference.footnote}.")
-            title = " · ".join(filter(None, [task, model, names[setting]]))
-            rows = display(summary, metric, reference)
-            tables.append(Table(title, metric_name, rows, table_runs, footnotes, plot=plot_convergence))
+    for (task, model), metric_name, setting, table_runs in per_setting(completed(runs, "freeze"), ["task", "model"]):
+        metric = METRIC_LABELS.get(metric_name, metric_name)
+        summary = summarise(table_runs)
+        footnotes = [LOWER_BOUND_NOTE] if summary.lower_bound.any() else []
+        footnotes += [SIGNIFICANCE_NOTE] if summary.tested.any() else []
+        if reference:
+            footnotes.append(f"Paper: {reference.title}. {metric} / (0): as a fraction of row (0).")
+            if summary.index.isin(reference.doubtful_ratios).any():
+                footnotes.append(f"{DOUBTFUL} {reference.footnote}.")
+        title = " · ".join(filter(None, [task, model, setting]))
+        rows = display(summary, metric, reference)
+        tables.append(Table(title, metric_name, rows, table_runs, footnotes, plot=plot_convergence))
     return tables

@@ -16,7 +16,7 @@ import pandas as pd
 
 from frozen_sweep.collect.plots import METRIC_LABELS, pyplot
 from frozen_sweep.collect.render import Table, number
-from frozen_sweep.collect.runs import completed, distinguishing, setting_of
+from frozen_sweep.collect.runs import completed, per_setting, setting_of
 
 DEFINITIONS = (
     "Pre: the base model; post: right after the reset; final: the last validation of re-training. To recover: "
@@ -94,16 +94,14 @@ def relearn_tables(runs: pd.DataFrame) -> list[Table]:
         setting=runs.record.map(lambda r: setting_of([str(o) for o in r["overrides"]], frozenset({"relearn"}))),
     )
     tables = []
-    for (task, model, base_run), group in runs.groupby(["task", "model", "base_run"], sort=False, dropna=False):
-        names = distinguishing(list(group.setting.unique()))
-        for setting, table_runs in group.groupby("setting", sort=False):
-            table_runs = table_runs.loc[sorted(table_runs.index, key=lambda i: order(table_runs.record[i]))]
-            metric_name = table_runs.metric_name.iloc[0]
-            metric = METRIC_LABELS.get(metric_name, metric_name)
-            title = " · ".join(filter(None, [task, model, f"relearn from {short_path(base_run)}", names[setting]]))
-            footnotes = [base_note(table_runs.record.iloc[0]["relearn"]), DEFINITIONS]
-            tables.append(Table(title, metric_name, rows(table_runs, metric), table_runs, footnotes,
-                                plot=plot_recovery))  # fmt: skip
+    for (task, model, base_run), metric_name, setting, table_runs in per_setting(
+        runs, ["task", "model", "base_run"], sort=False
+    ):
+        table_runs = table_runs.loc[sorted(table_runs.index, key=lambda i: order(table_runs.record[i]))]
+        metric = METRIC_LABELS.get(metric_name, metric_name)
+        title = " · ".join(filter(None, [task, model, f"relearn from {short_path(base_run)}", setting]))
+        footnotes = [base_note(table_runs.record.iloc[0]["relearn"]), DEFINITIONS]
+        tables.append(Table(title, metric_name, rows(table_runs, metric), table_runs, footnotes, plot=plot_recovery))
     return tables
 
 

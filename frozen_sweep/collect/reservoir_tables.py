@@ -12,7 +12,7 @@ import pandas as pd
 
 from frozen_sweep.collect.plots import METRIC_LABELS, curves, plotted_metric, pyplot
 from frozen_sweep.collect.render import Table, fraction, mean_std, number
-from frozen_sweep.collect.runs import completed, distinguishing, setting_of
+from frozen_sweep.collect.runs import completed, per_setting, setting_of
 from frozen_sweep.efficiency import time_to_target
 from frozen_sweep.results import best_entry
 
@@ -108,14 +108,12 @@ def reservoir_tables(runs: pd.DataFrame) -> list[Table]:
         return []
     done = reservoir_columns(done)
     tables = []
-    for (task, model), group in done.groupby(["task", "model"], sort=False, dropna=False):
-        names = distinguishing(list(group.setting.unique()))
-        for (metric_name, setting), table_runs in group.groupby(["metric_name", "setting"], dropna=False):
-            metric = METRIC_LABELS.get(metric_name, metric_name)
-            table_runs = add_time_to_target(table_runs)
-            title = " · ".join(filter(None, [task, model, "reservoirs", names[setting]]))
-            rows = display(summarise(table_runs), metric)
-            tables.append(Table(title, metric_name, rows, table_runs, footnotes(table_runs, metric), plot_aucc))
+    for (task, model), metric_name, setting, table_runs in per_setting(done, ["task", "model"]):
+        metric = METRIC_LABELS.get(metric_name, metric_name)
+        table_runs = add_time_to_target(table_runs)
+        title = " · ".join(filter(None, [task, model, "reservoirs", setting]))
+        rows = display(summarise(table_runs), metric)
+        tables.append(Table(title, metric_name, rows, table_runs, footnotes(table_runs, metric), plot_aucc))
     return tables
 
 

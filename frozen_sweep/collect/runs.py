@@ -47,6 +47,15 @@ def distinguishing(settings: list[tuple[str, ...]]) -> dict[tuple[str, ...], str
     return {s: " ".join(f"{k}={overrides.get(k, '(default)')}" for k in differing) for s, overrides in parsed.items()}
 
 
+def per_setting(runs: pd.DataFrame, keys: list[str], sort: bool = True):
+    """Each table's runs: for every group of `keys` (task, model, ...), every metric × setting, as (the group's key
+    values, metric name, the overrides that tell the setting apart within the group, its runs)."""
+    for key, group in runs.groupby(keys, sort=False, dropna=False):
+        names = distinguishing(list(group.setting.unique()))
+        for (metric_name, setting), table_runs in group.groupby(["metric_name", "setting"], sort=sort, dropna=False):
+            yield key, metric_name, names[setting], table_runs
+
+
 def pattern_label(freeze: dict) -> str:
     """A label for a pattern the paper has no row for, e.g. "att (orthogonal)+other frozen"."""
     groups = {"frozen": [], "trainable": []}
