@@ -1,35 +1,19 @@
 """End to end through the real Hydra entry point (`python -m frozen_sweep`), in subprocesses."""
 
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from tests.conftest import ROOT
-
-
-def run_cli(*args: str, timeout: int = 180) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "frozen_sweep", *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,  # Hydra logs to stdout, errors go to stderr: one stream to search
-        text=True,
-        timeout=timeout,
-    )
+from tests.helpers.jobs import result, run_cli
 
 
 def start_cli(*args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "frozen_sweep", *args], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def result(run_dir: Path) -> dict:
-    return json.loads((run_dir / "result.json").read_text())
 
 
 def test_micro_translation_job_writes_a_complete_result(tmp_path, micro_overrides):

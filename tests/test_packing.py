@@ -6,7 +6,7 @@ from itertools import combinations
 
 import pytest
 
-from tests.test_launch_local import LOCAL, attempts, run_sweep
+from tests.helpers.sweeps import LOCAL, attempts, run_sweep
 
 
 def overlap(a: dict, b: dict) -> bool:

@@ -12,10 +12,10 @@ from frozen_sweep.data import load_task
 from frozen_sweep.efficiency import aucc, time_to_target
 from frozen_sweep.job import build_model
 from frozen_sweep.model.reservoir import Reservoir
-from frozen_sweep.results import RunResult, write_result
 from frozen_sweep.train import Trainer
 from tests.conftest import compose_config
-from tests.test_job import run_cli
+from tests.helpers.jobs import run_cli
+from tests.helpers.records import write_reservoir_run
 
 
 def pattern(layers, *overrides):
@@ -165,22 +165,6 @@ def test_micro_reservoir_run_end_to_end(tmp_path, micro_overrides):
     checkpoint = torch.load(run_dir / "checkpoint_best.pt", weights_only=False)
     assert not any(".layers.1." in name for name in checkpoint["trainable"] if name.startswith("encoder"))
     assert math.isfinite(r["test_metric"])
-
-
-def write_reservoir_run(root, name, pattern, kind, best, reach_s, seed=1, backskip=False):
-    """A completed reservoir-study record whose validation BLEU climbs linearly to `best` at `reach_s` seconds."""
-    history = [{"epoch": i, "step": 10 * i, "wall_time_s": reach_s * i / 4, "valid_loss": 5 - i,
-                "valid_metric": best * i / 4} for i in (1, 2, 3, 4)]  # fmt: skip
-    record = RunResult(
-        status="completed", study="reservoir", task="bible_es_en", model="demo", seed=seed, metric_name="bleu",
-        test_metric=best - 1, best_metric=best, best_epoch=4, trainable_ratio=1 - pattern.count("R") / 10,
-        reservoir={"type": kind, "stack": "encoder", "pattern": pattern, "reservoir_layers": pattern.count("R"),
-                   "updatable_layers": pattern.count("L"), "backskip": backskip},
-        aucc=aucc(history, 100, initial=0.0), aucc_cutoff_s=100, history=history,
-        overrides=[f"reservoir={kind}", f"model.encoder_layers={len(pattern)}", f"seed={seed}", "name=reservoir_mt"],
-    )  # fmt: skip
-    (root / name).mkdir(parents=True)
-    write_result(root / name, record)
 
 
 def test_reservoir_table_and_aucc_plot(tmp_path):

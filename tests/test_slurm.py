@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from tests.slurm_cluster import slurm_cluster  # noqa: F401  (the session's cluster, a fixture)
-from tests.test_launch_local import attempts, job_dir, job_dirs, read_json, record, run_sweep, start_sweep, wait_for
+from tests.helpers.sweeps import attempts, job_dir, job_dirs, read_json, record, run_sweep, start_sweep, wait_for
 
 SLURM = ["hydra/launcher=slurm", "hydra.launcher.cpus_per_task=1", "hydra.launcher.poll_interval_s=1"]
 
