@@ -52,3 +52,9 @@ def test_a_launcher_typo_stops_the_command_before_any_job_starts(tmp_path, micro
     proc = run_sweep(sweep, *micro_overrides, LOCAL, "hydra.launcher.jobs_per_gpux=2")
     assert proc.returncode != 0 and "Key 'jobs_per_gpux' not in 'LocalGpusConf'" in proc.stdout, proc.stdout
     assert not sweep.exists()
+
+
+def test_slurm_jobs_are_named_after_the_sweep():
+    assert compose_config("hydra/launcher=slurm", "name=paper", with_hydra=True).hydra.launcher.job_name == (
+        "frozen_sweep_paper"
+    )

@@ -51,7 +51,7 @@ class SlurmConf:
     max_num_timeout: int = 3  # requeues after a time-out (preemptions do not count)
     signal_delay_s: int = 120  # the job is warned (USR2) this long before its time limit, to requeue itself
     array_parallelism: int = 64  # jobs of the array running at once
-    job_name: str = "frozen_sweep_${name}"
+    job_name: str = "frozen_sweep_${oc.select:name,${hydra.job.name}}"  # the sweep's name (another app: its job's)
     setup: list[str] = field(default_factory=list)  # shell lines run before each job, e.g. ["module load cuda/12.4"]
     additional_parameters: dict[str, Any] = field(default_factory=dict)  # other sbatch options: {qos: high}
     poll_interval_s: float = 5  # how often sacct is asked for the jobs' states
