@@ -38,11 +38,13 @@ def test_train_throughput_compares_with_references():
         assert "ours / MarianMT" in out
 
 
+@pytest.mark.slow
 def test_sweep_overhead_runs():  # launches real sweeps (basic and local_gpus) of two micro jobs
     out = run("sweep_overhead", "--slurm", "no", timeout=600)
     assert "local_gpus" in out and "collector" in out
 
 
+@pytest.mark.slow
 def test_busy_cpu_runs():  # worker processes, a stopped and resumed competitor, real local_gpus sweeps of micro jobs
     out = run("busy_cpu", timeout=600)
     assert "TARGET job: busy / quiet" in out and "local_gpus sweeps" in out

@@ -18,6 +18,7 @@ from tests.helpers.sweeps import (
 )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_failed_and_killed_jobs_are_recorded_and_the_others_complete(tmp_path, micro_overrides, toy_corpus):
     broken = tmp_path / "broken"  # every file there, but valid.en is one line short: the job fails as it loads it
     shutil.copytree(toy_corpus, broken)
@@ -58,6 +59,7 @@ def test_missing_data_stops_the_sweep_before_any_job_starts(tmp_path, micro_over
     assert not (tmp_path / "sweep").exists()
 
 
+@pytest.mark.slow
 def test_each_job_gets_a_gpu_of_its_own(tmp_path, micro_overrides):
     sweep = tmp_path / "sweep"
     proc = run_sweep(sweep, *micro_overrides, LOCAL, "hydra.launcher.gpus=[0,1]", "seed=1,2,3")
@@ -87,6 +89,7 @@ def test_a_bad_config_stops_the_sweep_before_any_job_starts(tmp_path, micro_over
     assert not sweep.exists()
 
 
+@pytest.mark.slow
 def test_an_interrupted_sweep_resumes_to_the_results_of_an_uninterrupted_one(tmp_path, micro_overrides):
     args = [
         *micro_overrides, LOCAL, "hydra.launcher.max_parallel=1", "trainer.threads=1", "trainer.max_epochs=8",
@@ -131,6 +134,7 @@ def test_gpus_named_by_uuid_must_be_configured(monkeypatch):
         visible_gpus(None)
 
 
+@pytest.mark.slow
 def test_relaunches_adopt_the_jobs_of_an_interrupted_or_killed_launcher_instead_of_running_them_twice(
     tmp_path, micro_overrides
 ):

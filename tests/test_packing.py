@@ -13,6 +13,7 @@ def overlap(a: dict, b: dict) -> bool:
     return a["started"] < b["ended"] and b["started"] < a["ended"]
 
 
+@pytest.mark.slow
 def test_jobs_per_gpu_runs_that_many_jobs_on_one_gpu_at_a_time(tmp_path, micro_overrides):
     sweep = tmp_path / "sweep"
     proc = run_sweep(sweep, *micro_overrides, LOCAL, "hydra.launcher.gpus=[0]", "hydra.launcher.jobs_per_gpu=2",
