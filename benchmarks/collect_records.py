@@ -1,6 +1,6 @@
 """How long the collector takes on a large sweep: 1,000 synthetic records by default.
 
-    python benchmarks/collect_records.py [--records 1000]
+    python benchmarks/collect_records.py [--records 1000] [--quick: 40 records]
 
 Writes the records (several tasks, models, learning rates, all nine rows plus an unlisted pattern, several seeds, 20
 validations each; about 2% failed, 1% running, 1% corrupt) to a temporary directory, then times, in this process:
@@ -9,7 +9,6 @@ loading, building the tables, rendering each format, and separately the plots; a
 to collect 1,000 records.
 """
 
-import argparse
 import itertools
 import random
 import subprocess
@@ -17,6 +16,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import common
 
 from frozen_sweep import collect, paper
 from frozen_sweep.results import RunResult
@@ -71,9 +72,11 @@ def timed(label: str, fn):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.parser(__doc__)  # --threads is accepted for `make bench`: the collector is single-threaded
     parser.add_argument("--records", type=int, default=1000)
     args = parser.parse_args()
+    if args.quick:
+        args.records = 40
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "outputs"
         timed(f"write {args.records} records", lambda: write_records(root, args.records))
@@ -87,9 +90,12 @@ def main() -> None:
         print(f"  {'total (load + tables + 3 formats)':<36} {time.perf_counter() - started:7.3f} s")
         plots = timed(f"plots ({len(tables)} figures)", lambda: collect.plot_tables(tables, Path(tmp) / "curves.png"))
         command = [sys.executable, "-m", "frozen_sweep.collect", str(root), "--out", str(Path(tmp) / "t.md")]
+        started = time.perf_counter()
         timed("command line, md (imports included)", lambda: subprocess.run(command, check=True, capture_output=True))
+        command_s = time.perf_counter() - started
         counts = runs.status.value_counts().to_dict()
         print(f"{len(runs)} runs {counts}, {len(tables)} tables, {len(plots)} plots")
+        common.verdict(f"command line on {args.records} records", command_s, 2.0, unit=" s", at_most=True)
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from frozen_sweep.config import Init
-from frozen_sweep.model import COMPONENTS, component_of_parameters
+from frozen_sweep.config import COMPONENTS, Init
+from frozen_sweep.model import component_of_parameters
 from frozen_sweep.model.reservoir import Reservoir
 from frozen_sweep.model.transformer import OutputProjection
 

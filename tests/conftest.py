@@ -53,10 +53,10 @@ def cache_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
-def compose_config(*overrides: str):
-    """The real config tree, composed as `python -m frozen_sweep` would."""
+def compose_config(*overrides: str, with_hydra: bool = False):
+    """The real config tree, composed as `python -m frozen_sweep` would (with its `hydra` node: `with_hydra`)."""
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose("config", overrides=list(overrides))
+        return compose("config", overrides=list(overrides), return_hydra_config=with_hydra)
 
 
 def fake_run_dir(directory: Path, *overrides: str) -> Path:

@@ -11,9 +11,8 @@ import sacrebleu
 from frozen_sweep import collect, paper
 from frozen_sweep.collect.claims import FAILS, HOLDS, NOT_ENOUGH, paper_check
 from frozen_sweep.collect.significance import p_values
-from tests.test_collect import write_run
-from tests.test_job import run_cli as run_job
-from tests.test_reservoir import write_reservoir_run
+from tests.helpers.jobs import run_cli as run_job
+from tests.helpers.records import write_reservoir_run, write_run
 
 BIG = {row: values[0] for row, values in paper.REFERENCES["paper_big"].rows.items()}
 BIG_EPOCHS = {row: values[1] for row, values in paper.REFERENCES["paper_big"].rows.items()}

@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 from frozen_sweep.collect import build_tables, load_runs
 from frozen_sweep.run_dir import exclusive_run, load_result, write_json_atomic
-from tests.test_collect import write_run
+from tests.helpers.records import write_run
 
 
 def age(path, minutes: float) -> None:

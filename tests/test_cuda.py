@@ -91,7 +91,7 @@ def test_bf16_training_on_the_gpu_learns_like_fp32(tmp_path, micro_overrides):
 
 
 def test_packed_jobs_share_the_gpu(tmp_path, micro_overrides):
-    from tests.test_launch_local import LOCAL, attempts, record, run_sweep
+    from tests.helpers.sweeps import LOCAL, attempts, record, run_sweep
 
     sweep = tmp_path / "sweep"
     proc = run_sweep(sweep, *micro_overrides, LOCAL, "hydra.launcher.gpus=[0]", "hydra.launcher.jobs_per_gpu=2",

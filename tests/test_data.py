@@ -1,6 +1,6 @@
 """Tests of frozen_sweep.data: SWORD reader, Bible extraction and split, text files, vocabulary, batching, load_task.
 
-They build their own zText modules with tests/ztext_writer.py; only the last test reads the installed modules.
+They build their own zText modules with tests/helpers/ztext_writer.py; only the last test reads the installed modules.
 """
 
 import gzip
@@ -13,7 +13,7 @@ import pytest
 import sentencepiece as spm
 import torch
 from omegaconf import OmegaConf
-from ztext_writer import write_ztext
+from tests.helpers.ztext_writer import write_ztext
 
 from frozen_sweep.config import CorpusKind, TaskConfig, TaskKind
 from frozen_sweep.data import batch_indices, collate, load_task, pad_fraction

@@ -1,78 +1,24 @@
 """The local_gpus launcher end to end: real sweeps of micro jobs through `python -m frozen_sweep -m`."""
 
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from itertools import combinations
-from pathlib import Path
 
 import pytest
-import yaml
 from hydra_plugins.frozen_sweep_launchers.local_gpus import visible_gpus
 
 from frozen_sweep.run_dir import live_runner
 
 from tests.conftest import CONF, ROOT
-
-LOCAL = "hydra/launcher=local_gpus"
-
-
-def sweep_command(sweep_dir: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "frozen_sweep", "-m", f"hydra.sweep.dir={sweep_dir}", *args]
+from tests.helpers.sweeps import (
+    LOCAL, attempts, job_dir, job_dirs, read_json, record, run_sweep, start_sweep, wait_for,
+)  # fmt: skip
 
 
-def run_sweep(sweep_dir: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    """Run a sweep to its end; stdout and stderr in one stream, as a user sees them."""
-    return subprocess.run(
-        sweep_command(sweep_dir, *args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        timeout=timeout,
-    )  # fmt: skip
-
-
-def start_sweep(sweep_dir: Path, *args: str, output: Path) -> subprocess.Popen:
-    """Start a sweep in a process group of its own (its jobs included), so that it can be killed as a whole."""
-    with open(output, "w") as out:
-        return subprocess.Popen(
-            sweep_command(sweep_dir, *args), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-
-
-def wait_for(condition, what: str, timeout: float = 120):
-    deadline = time.time() + timeout
-    while not (value := condition()):
-        assert time.time() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-    return value
-
-
-def job_dirs(sweep_dir: Path, *overrides: str) -> list[Path]:
-    """Directories of the started jobs whose overrides include all of `overrides` (from .hydra/overrides.yaml:
-    directory names can be cut short)."""
-    found = sweep_dir.glob("*/.hydra/overrides.yaml")
-    return [f.parent.parent for f in found if set(overrides) <= set(yaml.safe_load(f.read_text()) or [])]
-
-
-def job_dir(sweep_dir: Path, *overrides: str) -> Path:
-    (found,) = job_dirs(sweep_dir, *overrides)
-    return found
-
-
-def read_json(path: Path):
-    return json.loads(path.read_text())
-
-
-def record(sweep_dir: Path, *overrides: str) -> dict:
-    return read_json(job_dir(sweep_dir, *overrides) / "result.json")
-
-
-def attempts(sweep_dir: Path, *overrides: str) -> list[dict]:
-    return read_json(job_dir(sweep_dir, *overrides) / "attempts.json")
-
-
+@pytest.mark.slow
 def test_failed_and_killed_jobs_are_recorded_and_the_others_complete(tmp_path, micro_overrides, toy_corpus):
     broken = tmp_path / "broken"  # every file there, but valid.en is one line short: the job fails as it loads it
     shutil.copytree(toy_corpus, broken)
@@ -113,6 +59,7 @@ def test_missing_data_stops_the_sweep_before_any_job_starts(tmp_path, micro_over
     assert not (tmp_path / "sweep").exists()
 
 
+@pytest.mark.slow
 def test_each_job_gets_a_gpu_of_its_own(tmp_path, micro_overrides):
     sweep = tmp_path / "sweep"
     proc = run_sweep(sweep, *micro_overrides, LOCAL, "hydra.launcher.gpus=[0,1]", "seed=1,2,3")
@@ -142,6 +89,7 @@ def test_a_bad_config_stops_the_sweep_before_any_job_starts(tmp_path, micro_over
     assert not sweep.exists()
 
 
+@pytest.mark.slow
 def test_an_interrupted_sweep_resumes_to_the_results_of_an_uninterrupted_one(tmp_path, micro_overrides):
     args = [
         *micro_overrides, LOCAL, "hydra.launcher.max_parallel=1", "trainer.threads=1", "trainer.max_epochs=8",
@@ -186,6 +134,7 @@ def test_gpus_named_by_uuid_must_be_configured(monkeypatch):
         visible_gpus(None)
 
 
+@pytest.mark.slow
 def test_relaunches_adopt_the_jobs_of_an_interrupted_or_killed_launcher_instead_of_running_them_twice(
     tmp_path, micro_overrides
 ):

@@ -24,10 +24,9 @@ IN_WHEEL = [
     "frozen_sweep/conf/config.yaml",
     "frozen_sweep/conf/__init__.py",
     "frozen_sweep/conf/experiment/demo_table.yaml",
-    "frozen_sweep/conf/hydra/launcher/local_gpus.yaml",
-    "frozen_sweep/conf/hydra/launcher/slurm.yaml",
     "frozen_sweep/data/verses/spaRV1909eb.txt.gz",
     "frozen_sweep/data/verses/engKJV2006eb.txt.gz",
+    "hydra_plugins/frozen_sweep_launchers/config.py",  # the launchers' settings (hydra/launcher=local_gpus|slurm)
     "hydra_plugins/frozen_sweep_launchers/local_gpus.py",
 ]
 MICRO = ["model=micro", "trainer=quick", "trainer.max_steps=4", "trainer.valid_bleu_sentences=0", "eval.beam=1"]

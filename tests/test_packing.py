@@ -6,13 +6,14 @@ from itertools import combinations
 
 import pytest
 
-from tests.test_launch_local import LOCAL, attempts, run_sweep
+from tests.helpers.sweeps import LOCAL, attempts, run_sweep
 
 
 def overlap(a: dict, b: dict) -> bool:
     return a["started"] < b["ended"] and b["started"] < a["ended"]
 
 
+@pytest.mark.slow
 def test_jobs_per_gpu_runs_that_many_jobs_on_one_gpu_at_a_time(tmp_path, micro_overrides):
     sweep = tmp_path / "sweep"
     proc = run_sweep(sweep, *micro_overrides, LOCAL, "hydra.launcher.gpus=[0]", "hydra.launcher.jobs_per_gpu=2",

@@ -22,7 +22,7 @@ from frozen_sweep.study import relearn
 from frozen_sweep.train import Trainer
 from frozen_sweep.validate import validate
 from tests.conftest import ROOT, compose_config
-from tests.test_job import result as read_result
+from tests.helpers.jobs import result as read_result
 
 @pytest.fixture(scope="module")
 def base_run(tmp_path_factory, toy_corpus, cache_dir):

@@ -12,13 +12,12 @@ from frozen_sweep.data import load_task
 from frozen_sweep.efficiency import aucc, time_to_target
 from frozen_sweep.build import build_model
 from frozen_sweep.model.reservoir import Reservoir
-from frozen_sweep.results import RunResult
-from frozen_sweep.run_dir import write_result
 from frozen_sweep.stack_layout import reservoir_pattern
 from frozen_sweep.train import Trainer
 from frozen_sweep.validate import validate
 from tests.conftest import compose_config
-from tests.test_job import run_cli
+from tests.helpers.jobs import run_cli
+from tests.helpers.records import write_reservoir_run
 
 
 def pattern(layers, *overrides):
@@ -80,14 +79,21 @@ def test_reservoirs_are_frozen_orthogonal_and_never_change(reservoir_trainer, ki
     reservoir = dict(model.encoder.layers[1].named_parameters())
     before = {name: p.detach().clone() for name, p in reservoir.items()}
     assert not any(p.requires_grad for p in reservoir.values())
-    for name, p in reservoir.items():
-        if p.dim() == 2 and p.shape[0] == p.shape[1]:  # square weight matrices are orthogonal
-            assert torch.allclose(p @ p.T, torch.eye(len(p)), atol=1e-5), name
+    weights = {name: p for name, p in reservoir.items() if p.dim() > 1}
+    assert weights and all(is_orthogonal(p) for p in weights.values()), kind
     trainer.fit()
     assert all(torch.equal(before[name], p) for name, p in reservoir.items())
     initial = build_model(trainer.cfg, len(trainer.data.vocab))
     assert not torch.equal(trainer.model.encoder.layers[0].ffn.fc1.weight,
                            initial.encoder.layers[0].ffn.fc1.weight)  # fmt: skip  # the trainable layers did train
+
+
+def is_orthogonal(weight: torch.Tensor) -> bool:
+    """As nn.init.orthogonal_ draws it: trailing dimensions flattened, the rows (or the columns, when there are fewer)
+    orthonormal. Rectangular and 3-d weights too: ffn, bigru and conv reservoirs have no square one."""
+    w = weight.flatten(1)
+    gram = w @ w.T if w.shape[0] <= w.shape[1] else w.T @ w
+    return torch.allclose(gram, torch.eye(len(gram)), atol=1e-5)
 
 
 def gradients_around_reservoir(trainer):
@@ -169,22 +175,6 @@ def test_micro_reservoir_run_end_to_end(tmp_path, micro_overrides):
     checkpoint = torch.load(run_dir / "checkpoint_best.pt", weights_only=False)
     assert not any(".layers.1." in name for name in checkpoint["trainable"] if name.startswith("encoder"))
     assert math.isfinite(r["test_metric"])
-
-
-def write_reservoir_run(root, name, pattern, kind, best, reach_s, seed=1, backskip=False):
-    """A completed reservoir-study record whose validation BLEU climbs linearly to `best` at `reach_s` seconds."""
-    history = [{"epoch": i, "step": 10 * i, "wall_time_s": reach_s * i / 4, "valid_loss": 5 - i,
-                "valid_metric": best * i / 4} for i in (1, 2, 3, 4)]  # fmt: skip
-    record = RunResult(
-        status="completed", study="reservoir", task="bible_es_en", model="demo", seed=seed, metric_name="bleu",
-        test_metric=best - 1, best_metric=best, best_epoch=4, trainable_ratio=1 - pattern.count("R") / 10,
-        reservoir={"type": kind, "stack": "encoder", "pattern": pattern, "reservoir_layers": pattern.count("R"),
-                   "updatable_layers": pattern.count("L"), "backskip": backskip},
-        aucc=aucc(history, 100, initial=0.0), aucc_cutoff_s=100, history=history,
-        overrides=[f"reservoir={kind}", f"model.encoder_layers={len(pattern)}", f"seed={seed}", "name=reservoir_mt"],
-    )  # fmt: skip
-    (root / name).mkdir(parents=True)
-    write_result(root / name, record)
 
 
 def test_reservoir_table_and_aucc_plot(tmp_path):

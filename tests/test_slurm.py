@@ -9,8 +9,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.slurm_cluster import slurm_cluster  # noqa: F401  (the session's cluster, a fixture)
-from tests.test_launch_local import attempts, job_dir, job_dirs, read_json, record, run_sweep, start_sweep, wait_for
+from tests.helpers.sweeps import attempts, job_dir, job_dirs, read_json, record, run_sweep, start_sweep, wait_for
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 SLURM = ["hydra/launcher=slurm", "hydra.launcher.cpus_per_task=1", "hydra.launcher.poll_interval_s=1"]
 

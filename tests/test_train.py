@@ -69,6 +69,7 @@ def test_bf16_autocast_on_the_cpu_learns_like_fp32(tmp_path, micro_overrides):
     assert valid_loss[True] == pytest.approx(valid_loss[False], rel=0.05)
 
 
+@pytest.mark.slow
 def test_compiled_training_matches_eager(tmp_path, micro_overrides):
     """trainer.compile=true (torch.compile, dynamic shapes; meant for CUDA) trains the same model as eager mode."""
     valid_loss = {}

@@ -34,8 +34,6 @@ TRAINER_SETTINGS = {
 class Vocab:
     """Token ids <-> text. Ids 0-3 are pad, unk, bos, eos; encode adds none of them."""
 
-    pad, unk, bos, eos = PAD, UNK, BOS, EOS
-
     def __init__(self, model: bytes, path: Path | None = None):
         self.model = model
         self.path = path

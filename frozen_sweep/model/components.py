@@ -2,7 +2,6 @@
 
 from torch import nn
 
-from frozen_sweep.config import COMPONENTS
 from frozen_sweep.model.layers import Attention, FeedForward
 from frozen_sweep.model.transformer import Embeddings, OutputProjection
 
@@ -19,10 +18,3 @@ def component_of_parameters(model: nn.Module) -> dict[str, str]:
                     owner[id(p)] = component
     return {name: owner.get(id(p), "other") for name, p in model.named_parameters()}
 
-
-def count_by_component(model: nn.Module) -> dict[str, int]:
-    counts = dict.fromkeys(COMPONENTS, 0)
-    params = dict(model.named_parameters())
-    for name, component in component_of_parameters(model).items():
-        counts[component] += params[name].numel()
-    return counts

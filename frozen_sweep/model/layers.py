@@ -1,7 +1,7 @@
 """Transformer building blocks: attention, feed-forward, encoder and decoder layers.
 
-Module names matter: `frozen_sweep.model.components` sorts parameters into the paper's groups by them
-(`*_attn` → att, `ffn` → ffn, `*_norm` → other).
+Module types matter: `frozen_sweep.model.components` sorts parameters into the paper's groups by the type of the
+module that owns them (`Attention` → att, `FeedForward` → ffn, anything else here, such as layer norms → other).
 """
 
 import math

@@ -8,14 +8,16 @@ from typing import Optional, Sequence
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import CompactHydraException
 from hydra.types import HydraContext
-from omegaconf import DictConfig, open_dict, read_write
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
-from frozen_sweep.config import ConfigError
+from frozen_sweep.config import Config, ConfigError
 from frozen_sweep.job_config import fingerprint, job_config, override_key
 from frozen_sweep.run_dir import (
     LAST_CHECKPOINT, SUBMISSION_FILE, is_completed, live_runner, previous_record, write_json_atomic,
 )  # fmt: skip
+
+NOT_A_FROZEN_SWEEP_APP = "frozen_sweep's launchers run frozen_sweep jobs only"
 
 
 class SweepConfigError(CompactHydraException):
@@ -53,6 +55,12 @@ def plan_jobs(
 
     `launcher_overrides` (e.g. the thread count a launcher gives each job) apply unless a job sets the same key.
     """
+    if OmegaConf.get_type(sweep_config) is not Config:  # e.g. Hydra's own launcher tests: docs/architecture.md
+        launcher = sweep_config.hydra.runtime.choices.get("hydra/launcher")
+        raise SweepConfigError(
+            f"hydra/launcher={launcher}: {NOT_A_FROZEN_SWEEP_APP} (a config composed on frozen_sweep.config.Config, "
+            "checked as a job before any starts); use hydra/launcher=basic for another app. No job was started."
+        )
     jobs = []
     for num, overrides in enumerate(job_overrides, start=initial_job_idx):
         overrides = list(overrides) + [o for o in launcher_overrides if override_key(o) not in {override_key(x) for x in overrides}]

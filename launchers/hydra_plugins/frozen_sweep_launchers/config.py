@@ -1,0 +1,61 @@
+"""Typed settings of `hydra/launcher=local_gpus` and `hydra/launcher=slurm`, registered in Hydra's ConfigStore as
+hydra_submitit_launcher's config.py registers its own: OmegaConf checks every `hydra.launcher.*` key and type when a
+sweep is composed, so a typo (`hydra.launcher.jobs_per_gpux=2`) or a wrong type stops the command like any other key,
+before any job starts. Hydra's plugin scan imports this module; it imports nothing but Hydra.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+
+SUBMITIT_FOLDER = "${hydra.sweep.dir}/.submitit/%j"
+
+
+@dataclass
+class LocalGpusConf:
+    """A sweep on this machine: at most `jobs_per_gpu` jobs per GPU at a time, each pinned to its GPU
+    (CUDA_VISIBLE_DEVICES), the rest queued; without a GPU, `max_parallel` jobs at a time with the CPU cores split
+    between them (trainer.threads and OMP/MKL_NUM_THREADS = cores // jobs at a time, unless the command line sets
+    trainer.threads). Completed jobs are skipped, interrupted ones resume from their checkpoint; force=true reruns.
+
+        python -m frozen_sweep -m hydra/launcher=local_gpus freeze=none,emb,att,ffn seed=1,2,3
+    """
+
+    _target_: str = "hydra_plugins.frozen_sweep_launchers.local_gpus.LocalGpusLauncher"
+    submitit_folder: str = SUBMITIT_FOLDER  # submitit's pickles and each job's stdout/stderr
+    gpus: Optional[list[int]] = None  # GPU ids to use, e.g. [0,1]; None: every GPU this process sees
+    max_parallel: int = 1  # jobs at a time when there is no GPU
+    jobs_per_gpu: int = 1  # jobs sharing one GPU at a time: raise it for small models (demo: 4)
+    poll_interval_s: float = 0.2  # how often running jobs are checked
+
+
+@dataclass
+class SlurmConf:
+    """A sweep on a SLURM cluster: one job array through submitit, at most `array_parallelism` jobs at once. A job
+    requeued on preemption or after a time-out resumes from its own checkpoint (checkpoint_last.pt in its directory).
+    Jobs run with this Python (the same virtual environment) in the directory the sweep was started from. Completed
+    jobs are skipped before submission (no slot spent), interrupted ones resume; force=true reruns them.
+
+        python -m frozen_sweep -m hydra/launcher=slurm hydra.launcher.partition=gpu hydra.launcher.gpus_per_node=1 \\
+          freeze=none,emb,att,ffn seed=1,2,3
+    """
+
+    _target_: str = "hydra_plugins.frozen_sweep_launchers.slurm.SlurmLauncher"
+    submitit_folder: str = SUBMITIT_FOLDER  # sbatch scripts, pickles, each job's stdout/stderr
+    partition: Optional[str] = None  # None: the cluster's default partition
+    gpus_per_node: Optional[int] = None  # GPUs per job (--gpus-per-node); None: none
+    cpus_per_task: int = 1  # CPUs per job; also the job's trainer.threads and OMP/MKL_NUM_THREADS unless set
+    mem_gb: Optional[float] = None  # memory per job; None: the cluster's default
+    timeout_min: int = 1440  # time limit per job; before it, the job checkpoints and is requeued (max_num_timeout)
+    max_num_timeout: int = 3  # requeues after a time-out (preemptions do not count)
+    signal_delay_s: int = 120  # the job is warned (USR2) this long before its time limit, to requeue itself
+    array_parallelism: int = 64  # jobs of the array running at once
+    job_name: str = "frozen_sweep_${oc.select:name,${hydra.job.name}}"  # the sweep's name (another app: its job's)
+    setup: list[str] = field(default_factory=list)  # shell lines run before each job, e.g. ["module load cuda/12.4"]
+    additional_parameters: dict[str, Any] = field(default_factory=dict)  # other sbatch options: {qos: high}
+    poll_interval_s: float = 5  # how often sacct is asked for the jobs' states
+
+
+ConfigStore.instance().store(group="hydra/launcher", name="local_gpus", node=LocalGpusConf, provider="frozen_sweep")
+ConfigStore.instance().store(group="hydra/launcher", name="slurm", node=SlurmConf, provider="frozen_sweep")

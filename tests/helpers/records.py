@@ -1,0 +1,59 @@
+"""Result records written by hand, as jobs write them: for the collector, its tables and its findings."""
+
+from pathlib import Path
+
+from frozen_sweep.efficiency import aucc
+from frozen_sweep.results import RunResult
+from frozen_sweep.run_dir import write_result
+
+FROZEN = {  # paper row → frozen components and their init
+    "(0)": {},
+    "(1)": {"emb": "frozen:random"},
+    "(2)": {"att": "frozen:random"},
+    "(3)": {"ffn": "frozen:random"},
+    "(2.1)": {"att": "frozen:identity"},
+    "(3.1)": {"ffn": "frozen:identity"},
+    "(4)": {"emb": "frozen:random", "ffn": "frozen:random"},
+    "(5)": {"emb": "frozen:random", "att": "frozen:random"},
+    "(6)": {"att": "frozen:random", "ffn": "frozen:random"},
+}
+RATIO = {"(0)": 1, "(1)": 0.8, "(2)": 0.7, "(3)": 0.5, "(2.1)": 0.7, "(3.1)": 0.5, "(4)": 0.3, "(5)": 0.45, "(6)": 0.2}
+
+
+def write_run(root: Path, row, metric: float = 10.0, seed: int = 1, overrides=(), **fields) -> Path:
+    """A record as a job writes it; `row` is a paper row label or a {component: state} dict for other patterns."""
+    frozen, name = (FROZEN[row], row) if isinstance(row, str) else (row, "custom")
+    freeze = {c: frozen.get(c, "trainable") for c in ("emb", "att", "ffn", "other")}
+    history = [
+        {"epoch": e, "step": 100 * e, "wall_time_s": 30.0 * e, "train_loss": 5 - e, "valid_loss": 6 - e,
+         "valid_ppl": 400 / e, "valid_bleu": metric * e / 4, "valid_metric": metric * e / 4}
+        for e in (1, 2, 3, 4)
+    ]  # fmt: skip
+    record = dict(
+        status="completed", task="bible_es_en", model="demo", freeze=freeze, seed=seed,
+        row=row if isinstance(row, str) else None, metric_name="bleu", test_metric=metric,
+        best_metric=metric, best_epoch=4, epochs_to_convergence=4, stopped_reason="early_stop",
+        trainable_ratio=RATIO.get(row, 0.6) if isinstance(row, str) else 0.6, params_total=1000, history=history,
+        overrides=[f"freeze={name}", f"seed={seed}", "name=sweep", *overrides],
+    )  # fmt: skip
+    record.update(fields)
+    run_dir = root / f"{record['task']}-{record['model']}-{name}-{seed}-{'_'.join(overrides)}-{record['status']}"
+    run_dir.mkdir(parents=True)
+    write_result(run_dir, RunResult(**record))
+    return run_dir / "result.json"
+
+
+def write_reservoir_run(root, name, pattern, kind, best, reach_s, seed=1, backskip=False):
+    """A completed reservoir-study record whose validation BLEU climbs linearly to `best` at `reach_s` seconds."""
+    history = [{"epoch": i, "step": 10 * i, "wall_time_s": reach_s * i / 4, "valid_loss": 5 - i,
+                "valid_metric": best * i / 4} for i in (1, 2, 3, 4)]  # fmt: skip
+    record = RunResult(
+        status="completed", study="reservoir", task="bible_es_en", model="demo", seed=seed, metric_name="bleu",
+        test_metric=best - 1, best_metric=best, best_epoch=4, trainable_ratio=1 - pattern.count("R") / 10,
+        reservoir={"type": kind, "stack": "encoder", "pattern": pattern, "reservoir_layers": pattern.count("R"),
+                   "updatable_layers": pattern.count("L"), "backskip": backskip},
+        aucc=aucc(history, 100, initial=0.0), aucc_cutoff_s=100, history=history,
+        overrides=[f"reservoir={kind}", f"model.encoder_layers={len(pattern)}", f"seed={seed}", "name=reservoir_mt"],
+    )  # fmt: skip
+    (root / name).mkdir(parents=True)
+    write_result(root / name, record)

@@ -1,0 +1,65 @@
+"""Real sweeps through `python -m frozen_sweep -m`, and what their job directories hold."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import ROOT
+
+LOCAL = "hydra/launcher=local_gpus"
+
+
+def sweep_command(sweep_dir: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "frozen_sweep", "-m", f"hydra.sweep.dir={sweep_dir}", *args]
+
+
+def run_sweep(sweep_dir: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    """Run a sweep to its end; stdout and stderr in one stream, as a user sees them."""
+    return subprocess.run(
+        sweep_command(sweep_dir, *args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        timeout=timeout,
+    )  # fmt: skip
+
+
+def start_sweep(sweep_dir: Path, *args: str, output: Path) -> subprocess.Popen:
+    """Start a sweep in a process group of its own (its jobs included), so that it can be killed as a whole."""
+    with open(output, "w") as out:
+        return subprocess.Popen(
+            sweep_command(sweep_dir, *args), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def wait_for(condition, what: str, timeout: float = 120):
+    deadline = time.time() + timeout
+    while not (value := condition()):
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+    return value
+
+
+def job_dirs(sweep_dir: Path, *overrides: str) -> list[Path]:
+    """Directories of the started jobs whose overrides include all of `overrides` (from .hydra/overrides.yaml:
+    directory names can be cut short)."""
+    found = sweep_dir.glob("*/.hydra/overrides.yaml")
+    return [f.parent.parent for f in found if set(overrides) <= set(yaml.safe_load(f.read_text()) or [])]
+
+
+def job_dir(sweep_dir: Path, *overrides: str) -> Path:
+    (found,) = job_dirs(sweep_dir, *overrides)
+    return found
+
+
+def read_json(path: Path):
+    return json.loads(path.read_text())
+
+
+def record(sweep_dir: Path, *overrides: str) -> dict:
+    return read_json(job_dir(sweep_dir, *overrides) / "result.json")
+
+
+def attempts(sweep_dir: Path, *overrides: str) -> list[dict]:
+    return read_json(job_dir(sweep_dir, *overrides) / "attempts.json")
