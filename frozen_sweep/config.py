@@ -205,8 +205,10 @@ class TrainerConfig:
     amp_cpu: bool = False  # bf16 autocast on the CPU too
     # cuDNN attention builds a plan per batch shape: with it off an H100 job ran 4x faster (issue 11); true: torch picks
     cudnn_attention: bool = False
-    compile: bool = False  # torch.compile the training forward (dynamic shapes): pays off on CUDA for long runs
-    compile_mode: str = "default"  # with compile: validate.COMPILE_MODES (reduce-overhead: CUDA graphs, one per shape)
+    compile: bool = False  # torch.compile forward + loss (dynamic shapes): a base step 1.33x eager on an H100
+    # with compile: validate.COMPILE_MODES; reduce-overhead (CUDA graphs, one per shape) segfaulted with torch 2.11 on
+    # an H100 (docs/performance.md, "On a GPU")
+    compile_mode: str = "default"
     progress: bool = True  # progress bar
     loggers: List[LoggerName] = field(default_factory=lambda: [LoggerName.jsonl])  # metrics as they happen
     # the training loss is read from the device (a sync) every N steps: a train record (loss, lr, tokens/s, grad norm)
