@@ -6,8 +6,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test setup data run table bench bench-gpu bench-collect clean-outputs slurm-up slurm-down
 
-# The seven freeze rows behind findings F1-F3 on the embedded corpus (≈21 min on 2 CPU cores), then their table
-# and curves.
+# The seven freeze rows behind findings F1-F3 on the embedded corpus (23 min 51 s on 2 busy CPU cores, ≈20 min
+# quiet; F3 holds, F1 and F2 do not: README), then their table and curves.
 # The leading `-` collects the table even when a job failed: failures are listed under it.
 demo: setup
 	-$(PY) -m frozen_sweep -m experiment=demo_table
