@@ -4,7 +4,7 @@
 
 Loads the embedded Spanish→English corpus (`task=bible_es_en`: the Bible modules must be installed, `make data`)
 with `frozen_sweep.data.load_task`, builds one shuffled training epoch with `frozen_sweep.data.batching.make_batches`
-as the trainer does (trainer.max_tokens 4096 by default, 2048 in experiment=demo_table, 8192 for model=base), for
+as the trainer does (trainer.max_tokens 4096 by default, 1024 in experiment=demo_table, 8192 for model=base), for
 each padded-length multiple (trainer.length_multiple), and reports `pad_fraction` (pad tokens / all tokens of the
 source and target tensors), batches, distinct (batch, length) shapes, sentences per batch and the time to build the
 epoch. Targets at the trainer's default multiple: pad fraction ≤ 10%, ≤ 32 shapes per epoch (kernels that plan per
