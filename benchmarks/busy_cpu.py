@@ -10,8 +10,8 @@ The contenders, each in its own process (libgomp reads its environment when torc
   sleep at once instead of spinning), `spin10k:GOMP_SPINCOUNT=10000`, `one:OMP_NUM_THREADS=1`.
 Each times `Trainer._train_step` on the demo model (model=demo, a 64×32 batch: 2,048 target tokens). A competitor,
 one torch thread of matrix products and element-wise work, keeps one core busy while "busy" and is stopped
-(SIGSTOP) while "quiet". Every round times every contender under both conditions in rotated order, each block after 2.5 s of untimed steps (so the job has measured the block's load:
-a job adapts within two seconds of a change); a figure is the median step over rounds. Then a 2-job `local_gpus`
+(SIGSTOP) while "quiet". Every round times every contender under both conditions in rotated order, each block
+after 2.5 s of untimed steps (so the job has measured the block's load: a job adapts within two seconds of a change); a figure is the median step over rounds. Then a 2-job `local_gpus`
 sweep of demo jobs (its default max_parallel=1, as `make demo` runs) on a toy corpus, quiet and busy, with the
 job's code only (a sweep's jobs cannot run the fixed threads any more): its wall time, and the jobs' own training
 tokens/s from their result.json. The load average is printed with every round: other work on the machine
