@@ -8,16 +8,15 @@ The contenders, each in its own process (libgomp reads its environment when torc
   processes leave free, re-measured every second;
 - --also: today's threads with extra environment, e.g. `passive:OMP_WAIT_POLICY=PASSIVE` (libgomp's threads
   sleep at once instead of spinning), `spin10k:GOMP_SPINCOUNT=10000`, `one:OMP_NUM_THREADS=1`.
-Each times `Trainer._train_step` on the demo model (model=demo, a 64×32 batch: 2,048 target tokens). A competitor,
-one torch thread of matrix products and element-wise work, keeps one core busy while "busy" and is stopped
-(SIGSTOP) while "quiet". Every round times every contender under both conditions in rotated order, each block
-after 2.5 s of untimed steps (so the job has measured the block's load: a job adapts within two seconds of a change); a figure is the median step over rounds. Then a 2-job `local_gpus`
-sweep of demo jobs (its default max_parallel=1, as `make demo` runs) on a toy corpus, quiet and busy, with the
-job's code only (a sweep's jobs cannot run the fixed threads any more): its wall time, and the jobs' own training
-tokens/s from their result.json. The load average is printed with every round: other work on the machine
-counts as well. Targets: job busy/quiet ≤ 1.5×, job quiet ≥ 0.97× today's quiet speed. --threads is not used:
-the contenders choose their threads.
-"""
+Each times `Trainer._train_step` on the demo model (model=demo, a 64×32 batch: 2,048 target tokens). A competitor, one
+torch thread of matrix products and element-wise work, keeps one core busy while "busy" and is stopped (SIGSTOP) while
+"quiet". Every round times every contender under both conditions in rotated order, each block after 2.5 s of untimed
+steps (so the job has measured the block's load: a job adapts within two seconds of a change); a figure is the median
+step over rounds. Then a 2-job `local_gpus` sweep of demo jobs (its default max_parallel=1, as `make demo` runs) on a
+toy corpus, quiet and busy, with the job's code only (a sweep's jobs cannot run the fixed threads any more): its wall
+time, and the jobs' own training tokens/s from their result.json. The load average is printed with every round: other
+work on the machine counts as well. Targets: job busy/quiet ≤ 1.5×, job quiet ≥ 0.97× today's quiet speed. --threads is
+not used: the contenders choose their threads. """
 
 import argparse
 import contextlib
