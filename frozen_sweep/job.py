@@ -25,7 +25,7 @@ from frozen_sweep.model import Transformer
 from frozen_sweep.results import RunResult
 from frozen_sweep.run_dir import (
     BEST_CHECKPOINT, CONFIG_FILE, LAST_CHECKPOINT, TEST_HYPOTHESES, TEST_REFERENCES, exclusive_run, is_completed,
-    previous_record, result_of, write_atomic, write_result,
+    previous_record, result_of, write_result, write_text_atomic,
 )  # fmt: skip
 from frozen_sweep.study import for_config
 from frozen_sweep.stopping import Diverged
@@ -64,7 +64,7 @@ def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path
         return {"metric": perplexity(token_nll(model, batches, device))}
     hyps = translate(model, data.test.src, data.vocab, device, cfg.eval)
     for name, lines in ((TEST_HYPOTHESES, hyps), (TEST_REFERENCES, data.test.tgt_text)):  # for significance tests
-        (run_dir / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        write_text_atomic(run_dir / name, "".join(line + "\n" for line in lines))
     scores = bleu_chrf(hyps, data.test.tgt_text)
     return {"metric": scores["bleu"], "chrf": scores["chrf"], "signature": scores["signature"]}
 
@@ -104,7 +104,7 @@ def _run(cfg, run_dir: Path, overrides: list[str], run_fingerprint: dict) -> Run
         fingerprint=run_fingerprint,
         versions=versions(),
     )
-    write_atomic(run_dir / CONFIG_FILE, lambda f: f.write(OmegaConf.to_yaml(cfg).encode()))
+    write_text_atomic(run_dir / CONFIG_FILE, OmegaConf.to_yaml(cfg))
     write_result(run_dir, result)
     try:
         with cpu.threads_for_free_cores(cfg.trainer.threads):  # fewer while other processes hold cores

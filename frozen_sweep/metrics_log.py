@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from frozen_sweep.config import LoggerName
-from frozen_sweep.run_dir import METRICS_FILE, TENSORBOARD_DIR, write_atomic
+from frozen_sweep.run_dir import METRICS_FILE, TENSORBOARD_DIR, write_text_atomic
 
 
 def _number(value) -> float | None:
@@ -43,7 +43,7 @@ def read_metrics(path: Path) -> list[dict]:
 def truncate_jsonl(path: Path, step: int) -> None:
     """Keep only the records before `step`, rewriting the file atomically."""
     kept = [r for r in read_metrics(path) if r.get("step", 0) < step]
-    write_atomic(path, lambda f: f.write("".join(json.dumps(r) + "\n" for r in kept).encode("utf-8")))
+    write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in kept))
 
 
 class MetricsLog:

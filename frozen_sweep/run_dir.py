@@ -62,8 +62,12 @@ def write_atomic(path: Path, write: Callable[[BinaryIO], Any]) -> None:
         raise
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    write_atomic(path, lambda f: f.write(text.encode("utf-8")))
+
+
 def write_json_atomic(path: Path, obj: Any) -> None:
-    write_atomic(path, lambda f: f.write(json.dumps(obj, indent=1, default=str).encode()))
+    write_text_atomic(path, json.dumps(obj, indent=1, default=str))
 
 
 # ---- the result record ---------------------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ import logging
 import math
 import time
 from dataclasses import asdict
-from functools import partial
 from pathlib import Path
 from typing import Optional
 
@@ -67,10 +66,10 @@ class Trainer:
         self.autocast = self.tr.amp and (device.type == "cuda" or self.tr.amp_cpu)
         if device.type == "cuda":
             torch.backends.cuda.enable_cudnn_sdp(self.tr.cudnn_attention)
-        # the training forward and loss: compiled as one graph for all batch shapes (validation and decoding stay
-        # eager), so the (B, T, V) logits are never written out in fp32
-        compile_loss = partial(torch.compile, dynamic=True, mode=self.tr.compile_mode)
-        self.loss = compile_loss(self._loss) if self.tr.compile else self._loss
+        self.loss = self._loss
+        if self.tr.compile:  # the training forward and loss as one graph for all batch shapes (validation and
+            # decoding stay eager), so the fp32 cast of the (B, T, V) logits and the loss can fuse
+            self.loss = torch.compile(self._loss, dynamic=True, mode=self.tr.compile_mode)
         self.state = TrainState()
         self.on_validation = on_validation  # called with the state after every validation (progress reporting)
         self.validation = Validation(cfg, data, device)

@@ -20,8 +20,8 @@ CUDA = torch.device("cuda")
 
 @pytest.fixture
 def deterministic():
-    """Deterministic kernels. SDPA's flash and memory-efficient backward passes are not deterministic (measured on an
-    H100: two straight runs already differ), so attention runs on its math backend."""
+    """Deterministic kernels. SDPA's memory-efficient backward pass is documented as non-deterministic, so attention
+    runs on its math backend."""
     torch.use_deterministic_algorithms(True)
     with sdpa_kernel(SDPBackend.MATH):
         yield
