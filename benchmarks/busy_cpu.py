@@ -6,8 +6,10 @@ The contenders, each in its own process (libgomp reads its environment when torc
 - today: torch's default threads (one per core), fixed: what a job did before frozen_sweep.cpu;
 - job: what a job does now (frozen_sweep.cpu.threads_for_free_cores): as many threads as the cores other
   processes leave free, re-measured every second;
+- one: one thread (OMP_NUM_THREADS=1): the best a job can do with one core free (2 threads on 1⅓ cores spin-wait),
+  so its busy step over today's quiet step is the floor of the job's busy/quiet ratio;
 - --also: today's threads with extra environment, e.g. `passive:OMP_WAIT_POLICY=PASSIVE` (libgomp's threads
-  sleep at once instead of spinning), `spin10k:GOMP_SPINCOUNT=10000`, `one:OMP_NUM_THREADS=1`.
+  sleep at once instead of spinning), `spin10k:GOMP_SPINCOUNT=10000`.
 Each times `Trainer._train_step` on the demo model (model=demo, a 64×32 batch: 2,048 target tokens). A competitor, one
 torch thread of matrix products and element-wise work, keeps one core busy while "busy" and is stopped (SIGSTOP) while
 "quiet". Every round times every contender under both conditions in rotated order, each block after 2.5 s of untimed
@@ -162,7 +164,7 @@ def sweep(env: dict, directory: Path, corpus: Path, model: str, steps: int) -> t
 
 def contenders(also: list[str]) -> dict[str, tuple[str, dict]]:
     """name → (worker mode, extra environment)."""
-    out = {"today": ("fixed", {}), "job": ("job", {})}
+    out = {"today": ("fixed", {}), "job": ("job", {}), "one": ("fixed", {"OMP_NUM_THREADS": "1"})}
     for spec in also:
         name, _, assignments = spec.partition(":")
         out[name] = ("fixed", dict(a.split("=", 1) for a in assignments.split(",") if a))
@@ -280,6 +282,9 @@ def main() -> None:
         competitor.close()
     print(f"\nload average {load()} at the end; {time.perf_counter() - started:.0f} s in all")
     common.verdict("job: busy / quiet step time", times["job", "busy"] / times["job", "quiet"], 1.5, at_most=True)
+    print(f"floor of that ratio (one thread beside the busy process / today's quiet step): "
+          f"{times['one', 'busy'] / times['today', 'quiet']:.2f}×; the job's busy step / one thread's: "
+          f"{times['job', 'busy'] / times['one', 'busy']:.3f}")  # fmt: skip
     common.verdict("job / today's quiet speed", times["today", "quiet"] / times["job", "quiet"], 0.97)
 
 

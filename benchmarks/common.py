@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 from hydra import compose, initialize_config_dir
 
+from frozen_sweep import cpu
 from frozen_sweep.config import NormPosition, ReservoirType, StackName, register_configs
 from frozen_sweep.data import Split, TaskData
 from frozen_sweep.data.batching import Batch, collate
@@ -49,7 +50,7 @@ def setup(args) -> torch.device:
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda: no CUDA device is visible")
     keep_freed_memory()
-    torch.set_num_threads(args.threads)
+    cpu.set_threads(args.threads)  # as a job sets them
     torch.manual_seed(0)
     if args.device == "cuda":
         print(f"device: {torch.cuda.get_device_name()}")

@@ -9,12 +9,23 @@ thread burns the time its partner needs: a 2-thread training step ran 2.5–3.1�
 step 1.4–1.7× longer, since each region then wakes a sleeping thread; libgomp's own OMP_DYNAMIC subtracts the
 15-minute load average, which counts the job's own threads, so it would run one thread on a quiet machine. So the
 wait policy stays libgomp's and the thread count follows the free cores, measured from /proc/stat.
+
+The count is set through the OpenMP runtime (omp_set_num_threads), not torch.set_num_threads: torch's call also pins
+MKL's thread count (mkl_set_num_threads_local, mkl_set_dynamic(0)) and resizes its own thread pool, and every later
+`demo` training step ran 5.5% slower for it (2 threads either way: 166 vs 157 ms, side by side, 12 rounds). MKL,
+oneDNN and torch's own parallel loops all follow the OpenMP count, and torch.get_num_threads() reads it back. MKL
+stops following it where MKL_NUM_THREADS is set, so the launchers set only OMP_NUM_THREADS: with both set, a sweep's
+jobs beside a busy process kept 2-thread matrix products and ran 4.3× slower instead of 1.5×.
 """
 
 import contextlib
+import ctypes
+import functools
 import os
 import time
-from typing import Iterator, Optional
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Optional
 
 import torch
 
@@ -38,6 +49,28 @@ def job_threads(requested: Optional[int], environ=os.environ) -> int:
     if omp.isdigit() and int(omp) > 0:
         return int(omp)
     return usable_cores()
+
+
+@functools.cache
+def _omp_set_num_threads() -> Optional[Callable[[int], None]]:
+    """omp_set_num_threads of the OpenMP runtime torch's kernels use, looked up through torch's own library, whose
+    dependencies are searched first (sentencepiece loads a libgomp of its own); None where that fails."""
+    try:
+        return ctypes.CDLL(str(Path(torch.__file__).parent / "lib" / "libtorch_cpu.so")).omp_set_num_threads
+    except (OSError, AttributeError):  # another platform's name, or a build without OpenMP
+        return None
+
+
+def set_threads(n: int) -> None:
+    """torch's CPU threads from now on, for this thread; nothing is called when n already is the count. Where
+    MKL_NUM_THREADS is set, MKL no longer follows the OpenMP count: then torch.set_num_threads sets both."""
+    if n == torch.get_num_threads():
+        return
+    omp_set_num_threads = _omp_set_num_threads()
+    if omp_set_num_threads is None or "MKL_NUM_THREADS" in os.environ:
+        torch.set_num_threads(n)
+    else:
+        omp_set_num_threads(n)
 
 
 def busy_seconds(cpus: set[int], stat: str = "/proc/stat") -> float:
@@ -76,10 +109,9 @@ class FreeCoreThreads:
         if time.monotonic() - self.last[0] < CHECK_EVERY_S:
             return
         now = self.sample()
-        threads = max(1, min(self.most, round(self.free_cores(now))))
+        free = self.free_cores(now)
         self.last = now
-        if threads != torch.get_num_threads():
-            torch.set_num_threads(threads)
+        set_threads(max(1, min(self.most, round(free))))
 
 
 @contextlib.contextmanager
@@ -87,7 +119,7 @@ def threads_for_free_cores(requested: Optional[int]) -> Iterator[None]:
     """Inside the block torch uses job_threads(requested) threads, fewer while other processes keep cores busy
     (re-measured at most every CHECK_EVERY_S, before a module's forward); afterwards job_threads(requested)."""
     most = job_threads(requested)
-    torch.set_num_threads(most)
+    set_threads(most)
     if most == 1 or not os.path.exists("/proc/stat") or not hasattr(os, "sched_getaffinity"):
         yield
         return
@@ -96,4 +128,4 @@ def threads_for_free_cores(requested: Optional[int]) -> Iterator[None]:
         yield
     finally:
         hook.remove()
-        torch.set_num_threads(most)
+        set_threads(most)

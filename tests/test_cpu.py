@@ -40,6 +40,34 @@ def test_free_cores_leave_out_this_process_and_idle_time():
     assert cpu.busy_seconds(governor.cpus) > 0
 
 
+def test_threads_are_set_through_the_openmp_runtime_that_mkl_follows():
+    """torch.set_num_threads would also pin MKL's count and slow every later step (cpu.py); the OpenMP call must still
+    reach torch's loops and MKL's products."""
+    import sentencepiece  # noqa: F401  it loads a libgomp of its own: the call must reach torch's
+
+    if sys.platform != "linux":
+        pytest.skip("torch's library is looked up as libtorch_cpu.so")
+    assert cpu._omp_set_num_threads() is not None, "not found: jobs fall back to torch.set_num_threads"
+    before = torch.get_num_threads()
+    try:
+        for n in (1, 2, 1):
+            cpu.set_threads(n)
+            assert torch.get_num_threads() == n
+            assert f"mkl_get_max_threads() : {n}" in torch.__config__.parallel_info()
+    finally:
+        cpu.set_threads(before)
+
+
+def test_mkl_num_threads_in_the_environment_still_gives_way():
+    """MKL ignores the OpenMP count where MKL_NUM_THREADS is set: set_threads must then set MKL's too."""
+    code = ("import torch; from frozen_sweep import cpu; cpu.set_threads(1); "
+            "print(torch.__config__.parallel_info().count('max_threads() : 1'))")  # fmt: skip
+    env = {**os.environ, "MKL_NUM_THREADS": "2", "OMP_NUM_THREADS": "2"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+                          check=True)  # fmt: skip
+    assert done.stdout.strip() == "2"  # omp_get_max_threads and mkl_get_max_threads
+
+
 def test_a_job_beside_busy_processes_drops_threads_and_restores_them(monkeypatch):
     if cpu.usable_cores() < 2:
         pytest.skip("one core: nothing to adapt")
@@ -63,7 +91,7 @@ def test_a_job_beside_busy_processes_drops_threads_and_restores_them(monkeypatch
         for p in busy:
             p.kill()
             p.wait()
-        torch.set_num_threads(before)
+        cpu.set_threads(before)
 
 
 def test_one_thread_needs_no_check():
@@ -73,4 +101,4 @@ def test_one_thread_needs_no_check():
             assert torch.get_num_threads() == 1
             assert not torch.nn.modules.module._global_forward_pre_hooks
     finally:
-        torch.set_num_threads(before)
+        cpu.set_threads(before)

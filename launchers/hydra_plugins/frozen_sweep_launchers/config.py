@@ -16,7 +16,7 @@ SUBMITIT_FOLDER = "${hydra.sweep.dir}/.submitit/%j"
 class LocalGpusConf:
     """A sweep on this machine: at most `jobs_per_gpu` jobs per GPU at a time, each pinned to its GPU
     (CUDA_VISIBLE_DEVICES), the rest queued; without a GPU, `max_parallel` jobs at a time with the CPU cores split
-    between them (trainer.threads and OMP/MKL_NUM_THREADS = cores // jobs at a time, unless the command line sets
+    between them (trainer.threads and OMP_NUM_THREADS = cores // jobs at a time, unless the command line sets
     trainer.threads). Completed jobs are skipped, interrupted ones resume from their checkpoint; force=true reruns.
 
         python -m frozen_sweep -m hydra/launcher=local_gpus freeze=none,emb,att,ffn seed=1,2,3
@@ -45,7 +45,7 @@ class SlurmConf:
     submitit_folder: str = SUBMITIT_FOLDER  # sbatch scripts, pickles, each job's stdout/stderr
     partition: Optional[str] = None  # None: the cluster's default partition
     gpus_per_node: Optional[int] = None  # GPUs per job (--gpus-per-node); None: none
-    cpus_per_task: int = 1  # CPUs per job; also the job's trainer.threads and OMP/MKL_NUM_THREADS unless set
+    cpus_per_task: int = 1  # CPUs per job; also the job's trainer.threads and OMP_NUM_THREADS unless set
     mem_gb: Optional[float] = None  # memory per job; None: the cluster's default
     timeout_min: int = 1440  # time limit per job; before it, the job checkpoints and is requeued (max_num_timeout)
     max_num_timeout: int = 3  # requeues after a time-out (preemptions do not count)

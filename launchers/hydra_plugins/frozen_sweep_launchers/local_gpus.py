@@ -74,7 +74,7 @@ class LocalGpusLauncher(SweepLauncher):
                     gpus_per_node=0 if slot is None else 1,
                     visible_gpus=() if slot is None else [slot],
                 )
-                with environment(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads):  # read by the job at start
+                with environment(OMP_NUM_THREADS=threads):  # read by the job at start; MKL follows it (frozen_sweep.cpu)
                     running.append((slot, job, executor.submit(self.task(job))))
             time.sleep(self.poll_interval_s)
             for entry in [entry for entry in running if _ended(*entry[1:])]:

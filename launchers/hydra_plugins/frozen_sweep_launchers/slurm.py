@@ -54,7 +54,7 @@ class SlurmLauncher(SweepLauncher):
         self.cpus_per_task = cpus_per_task
         self.max_num_timeout = max_num_timeout
         self.poll_interval_s = poll_interval_s
-        threads = f"export OMP_NUM_THREADS={cpus_per_task} MKL_NUM_THREADS={cpus_per_task}"
+        threads = f"export OMP_NUM_THREADS={cpus_per_task}"  # MKL follows it (frozen_sweep.cpu)
         sbatch = {
             "job_name": job_name,
             "partition": partition,
