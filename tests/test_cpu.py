@@ -1,5 +1,6 @@
 """CPU threads (frozen_sweep.cpu): the most a job uses, and fewer while other processes keep the cores busy."""
 
+import importlib
 import os
 import subprocess
 import sys
@@ -43,7 +44,7 @@ def test_free_cores_leave_out_this_process_and_idle_time():
 def test_threads_are_set_through_the_openmp_runtime_that_mkl_follows():
     """torch.set_num_threads would also pin MKL's count and slow every later step (cpu.py); the OpenMP call must still
     reach torch's loops and MKL's products."""
-    import sentencepiece  # noqa: F401  it loads a libgomp of its own: the call must reach torch's
+    importlib.import_module("sentencepiece")  # it loads a libgomp of its own: the call must reach torch's
 
     if sys.platform != "linux":
         pytest.skip("torch's library is looked up as libtorch_cpu.so")
