@@ -16,7 +16,7 @@ from frozen_sweep.collect.reservoir_tables import reservoir_tables
 from frozen_sweep.collect.runs import load_runs
 from frozen_sweep.collect.significance import with_p_values
 from frozen_sweep.paper import REFERENCES, Reference
-from frozen_sweep.run_dir import RESULT_FILE
+from frozen_sweep.run_dir import RESULT_FILE, write_text_atomic
 
 
 def build_tables(
@@ -66,11 +66,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     text = csv(runs) if args.format == "csv" else (markdown if args.format == "md" else latex)(tables, runs)
     checks = checks_csv(tables) if args.format == "csv" and args.claims else None
     if args.out:
-        args.out.write_text(text)
+        write_text_atomic(args.out, text)  # a reader (or a rerun killed halfway) never sees half a table
         print(f"collect: wrote {args.out}: {len(tables)} tables from {len(runs)} runs", file=sys.stderr)
         if checks:
             claims_out = args.out.with_suffix(".claims.csv")
-            claims_out.write_text(checks)
+            write_text_atomic(claims_out, checks)
             print(f"collect: wrote {claims_out}: the findings checked", file=sys.stderr)
         for r in problems(runs).itertuples():  # in the file too, but easy to miss there
             print(f"collect: not included: {r.path} ({r.status}: {r.reason})", file=sys.stderr)
