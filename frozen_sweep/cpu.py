@@ -15,7 +15,7 @@ MKL's thread count (mkl_set_num_threads_local, mkl_set_dynamic(0)) and resizes i
 `demo` training step ran 5.5% slower for it (2 threads either way: 166 vs 157 ms, side by side, 12 rounds). MKL,
 oneDNN and torch's own parallel loops all follow the OpenMP count, and torch.get_num_threads() reads it back. MKL
 stops following it where MKL_NUM_THREADS is set, so the launchers set only OMP_NUM_THREADS: with both set, a sweep's
-jobs beside a busy process kept 2-thread matrix products and ran 4.3× slower instead of 1.5×.
+jobs beside a busy process kept 2-thread matrix products and trained 4.3× slower instead of 1.57×.
 """
 
 import contextlib

@@ -10,6 +10,7 @@ import pytest
 import torch
 from tensorboardX.proto.event_pb2 import Event
 
+from frozen_sweep import cpu
 from frozen_sweep.collect.plots import plot_convergence, train_curves
 from frozen_sweep.collect.render import Table
 from frozen_sweep.data import load_task
@@ -32,9 +33,9 @@ class Killed(Exception):
 def one_thread():
     """As a job with trainer=quick runs (trainer.threads=1): on a busy 2-core machine, several times faster."""
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    cpu.set_threads(1)
     yield
-    torch.set_num_threads(threads)
+    cpu.set_threads(threads)
 
 
 def fit(run_dir, micro_overrides, *extra, on_validation=None) -> Trainer:
