@@ -123,3 +123,31 @@ def test_a_relaunch_reattaches_to_the_array_of_an_interrupted_or_killed_launcher
 def queued() -> list[str]:
     """Ids of the jobs squeue lists (pending, running or completing)."""
     return subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True).stdout.split()
+
+
+def test_a_job_counts_as_gone_only_when_slurm_says_so_twice_and_a_failing_squeue_never_counts(
+    slurm_cluster,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+):
+    import submitit
+
+    from hydra_plugins.frozen_sweep_launchers.slurm import _gone, _listed
+
+    executor = submitit.SlurmExecutor(folder=tmp_path / "submitit")
+    executor.update_parameters(cpus_per_task=1, time=5)
+    job = executor.submit(time.sleep, 3)
+    gone_since = {}
+    wait_for(lambda: job.state == "RUNNING", "the job to run")
+    assert not _gone(job, gone_since, confirm_after_s=0.5) and not gone_since
+    wait_for(lambda: job.watcher.is_done(job.job_id, mode="force") and not _listed(job.job_id), "the job to end")
+    assert not _gone(job, gone_since, confirm_after_s=0.5)  # one look is not enough: a requeue looks like this
+    time.sleep(0.6)
+    assert _gone(job, gone_since, confirm_after_s=0.5)
+
+    assert not _listed("999999")  # squeue: "Invalid job id specified"
+    conf = Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf")).read_text()
+    unreachable = re.sub(r"(?m)^SlurmctldHost=.*$", "SlurmctldHost=localhost\nSlurmctldPort=1", conf)
+    (tmp_path / "slurm.conf").write_text(unreachable + "\nMessageTimeout=1\n")
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "slurm.conf"))
+    assert _listed("999999")  # no answer from the controller says nothing about the job

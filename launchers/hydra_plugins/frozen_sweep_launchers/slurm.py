@@ -101,6 +101,7 @@ class SlurmLauncher(SweepLauncher):
             return
         watcher = waiting[0][1].watcher  # shared by all jobs: one sacct call per poll
         asked = float("-inf")
+        gone_since: dict[str, float] = {}  # job id → when sacct and squeue first both said it had ended
         while waiting:
             time.sleep(RESULT_CHECK_S)
             returned = [entry for entry in waiting if entry[1].paths.result_pickle.exists()]
@@ -110,9 +111,7 @@ class SlurmLauncher(SweepLauncher):
             died = [
                 (job, sjob)
                 for job, sjob in waiting
-                if (job, sjob) not in returned
-                and watcher.is_done(sjob.job_id, mode="cache")
-                and not _listed(sjob.job_id)
+                if (job, sjob) not in returned and _gone(sjob, gone_since, self.poll_interval_s)
             ]
             if died:
                 watcher.update()  # the state SLURM gave the job once it ended, not one read while it still ran
@@ -133,11 +132,26 @@ class SlurmLauncher(SweepLauncher):
         )
 
 
+def _gone(sjob: Any, gone_since: dict[str, float], confirm_after_s: float) -> bool:
+    """Whether a job without a result has ended for good: sacct says it ended and squeue no longer lists it, and
+    both still say so `confirm_after_s` (the launcher's poll interval: a fresh sacct) later. A preempted job exits
+    and is requeued (PENDING again) within a second; one look in between, on a loaded machine, took it for dead."""
+    if not sjob.watcher.is_done(sjob.job_id, mode="cache") or _listed(sjob.job_id):
+        gone_since.pop(sjob.job_id, None)
+        return False
+    first_seen = gone_since.setdefault(sjob.job_id, time.monotonic())
+    return time.monotonic() - first_seen > confirm_after_s
+
+
 def _listed(job_id: str) -> bool:
     """Whether squeue still lists the job: a cancelled job stays COMPLETING until its processes are gone, and
-    until then they may still write its result record."""
+    until then they may still write its result record. Only squeue's own answer that it no longer knows the id
+    means no: when squeue fails (the controller busy or unreachable), the job counts as listed, so that a
+    launcher never records a running job as dead nor submits a live one twice."""
     squeue = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True)
-    return squeue.returncode == 0 and bool(squeue.stdout.strip())
+    if squeue.returncode != 0:
+        return "Invalid job id" not in squeue.stderr
+    return bool(squeue.stdout.strip())
 
 
 def _died(state: str) -> Optional[str]:
