@@ -30,7 +30,7 @@ bench-collect: setup
 # ≈6 min on a quiet 2-core CPU (26 min at load average 4–5); THREADS=1 for one thread. MarianMT needs the `bench` extra.
 THREADS ?= 2
 BENCHMARKS := train_throughput freeze_speedup reservoir_step decode checkpoint_size batching sweep_overhead logging_overhead \
-	busy_cpu collect_records
+	busy_cpu cpu_bf16 collect_records
 bench: setup $(VENV)/.bench-installed
 	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py --threads $(THREADS) || exit 1; echo; done
 

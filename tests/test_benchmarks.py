@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ["train_throughput", "freeze_speedup", "reservoir_step", "decode", "checkpoint_size", "batching",
-           "sweep_overhead", "logging_overhead", "busy_cpu", "collect_records", "job_throughput", "packing"]
+           "sweep_overhead", "logging_overhead", "busy_cpu", "collect_records", "job_throughput", "packing", "cpu_bf16"]
 
 
 def run(script: str, *args: str, timeout: int = 300) -> str:
@@ -22,7 +22,10 @@ def run(script: str, *args: str, timeout: int = 300) -> str:
     return done.stdout
 
 
-@pytest.mark.parametrize("script", [s for s in SCRIPTS if s not in ("train_throughput", "sweep_overhead", "busy_cpu")])
+OWN_TESTS = ("train_throughput", "sweep_overhead", "busy_cpu", "cpu_bf16")  # run with their own asserts below
+
+
+@pytest.mark.parametrize("script", [s for s in SCRIPTS if s not in OWN_TESTS])
 def test_benchmark_runs(script):
     out = run(script)
     # every script states its target and whether it is met; reservoir_step has none: it sets figures beside the ideal
@@ -42,6 +45,13 @@ def test_train_throughput_compares_with_references():
 def test_sweep_overhead_runs():  # launches real sweeps (basic and local_gpus) of two micro jobs
     out = run("sweep_overhead", "--slurm", "no", timeout=600)
     assert "local_gpus" in out and "collector" in out
+
+
+@pytest.mark.slow
+def test_cpu_bf16_runs():  # a real local_gpus sweep of two micro jobs, fp32 and bf16, and sacrebleu's paired test
+    out = run("cpu_bf16")
+    assert "TARGET bf16 / fp32 training tokens/s" in out and "TARGET bf16 test BLEU no worse" in out
+    assert "paired bootstrap p =" in out
 
 
 @pytest.mark.slow
