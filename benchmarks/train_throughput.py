@@ -149,9 +149,9 @@ def main() -> None:
             models = {"ours": ours, "nn.Transformer": torch_model}
             steps = {"ours": ours_step, "nn.Transformer": reference_step(torch_model, torch_model, cfg.trainer, cuda)}
             if args.bf16 and not cuda:  # the trainer's own bf16 autocast (trainer.amp_cpu); on CUDA "ours" has it
-                models["ours bf16"] = common.build(cfg, vocab)
-                trainer, steps["ours bf16"] = common.train_step(cfg, models["ours bf16"], Path(tmp), vocab)
-                trainer.autocast = True
+                bf16_cfg = common.compose_config(f"model={name}", "trainer.amp_cpu=true")
+                models["ours bf16"] = common.build(bf16_cfg, vocab)
+                _, steps["ours bf16"] = common.train_step(bf16_cfg, models["ours bf16"], Path(tmp), vocab)
             for variant in args.variant:
                 label, overrides = variant.split(":", 1)
                 variant_cfg = common.compose_config(f"model={name}", *overrides.split(","))

@@ -12,6 +12,7 @@ works on the previous ones. A non-finite loss, or a validation loss that stays f
 with `Diverged` (stopped_reason "diverged"), never a quiet "completed".
 """
 
+import contextlib
 import logging
 import math
 import time
@@ -22,6 +23,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm import tqdm
 
 from frozen_sweep.checkpoint import load_checkpoint, save_checkpoint
@@ -64,6 +66,10 @@ class Trainer:
             self.optimizer, inverse_sqrt_schedule(self.tr.warmup_steps, self.tr.warmup_init_lr, self.tr.lr)
         )
         self.autocast = self.tr.amp and (device.type == "cuda" or self.tr.amp_cpu)
+        # bf16 on the CPU: torch's flash-attention kernel (its backward) made whole steps 1.1-1.7x slower than fp32,
+        # while the math backend's plain bf16 matrix products make them 1.2-1.9x faster (docs/performance.md)
+        cpu_bf16 = self.autocast and device.type == "cpu"
+        self.attention_backend = (lambda: sdpa_kernel(SDPBackend.MATH)) if cpu_bf16 else contextlib.nullcontext
         if device.type == "cuda":
             torch.backends.cuda.enable_cudnn_sdp(self.tr.cudnn_attention)
         self.loss = self._loss
@@ -123,7 +129,7 @@ class Trainer:
 
     def _loss(self, src, tgt_in, tgt_out) -> torch.Tensor:
         """The summed label-smoothed cross-entropy of a batch (the training forward)."""
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast), self.attention_backend():
             logits = self.model(src, tgt_in)  # (B, T, V)
         return F.cross_entropy(
             logits.float().flatten(0, 1),

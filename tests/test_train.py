@@ -56,14 +56,21 @@ def test_validation_every_n_steps_and_step_budget(tmp_path, micro_overrides):
     assert all(e["valid_bleu"] is not None and e["valid_metric"] == e["valid_bleu"] for e in state.history)
 
 
-def test_bf16_autocast_on_the_cpu_learns_like_fp32(tmp_path, micro_overrides):
+def test_bf16_autocast_on_the_cpu_learns_like_fp32_with_attention_on_the_math_backend(tmp_path, micro_overrides):
     valid_loss = {}
     for amp in (False, True):
         (tmp_path / str(amp)).mkdir()
         trainer = make_trainer(tmp_path / str(amp), micro_overrides, f"trainer.amp_cpu={amp}",
                                "trainer.valid_bleu_sentences=0")  # fmt: skip
         assert trainer.autocast == amp
+        flash = set()  # whether torch may pick its flash-attention kernel, at each training forward of an attention
+        attention = trainer.model.encoder.layers[0].self_attn
+        hook = attention.register_forward_hook(
+            lambda *_: flash.add(torch.backends.cuda.flash_sdp_enabled()) if trainer.model.training else None
+        )
         history = trainer.fit().history
+        hook.remove()
+        assert flash == {not amp}  # bf16 on the CPU: the math backend (torch's CPU flash backward is slow in bf16)
         assert history[-1]["valid_loss"] < history[0]["valid_loss"]
         valid_loss[amp] = history[-1]["valid_loss"]
     assert valid_loss[True] == pytest.approx(valid_loss[False], rel=0.05)
