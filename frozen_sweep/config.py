@@ -202,7 +202,9 @@ class TrainerConfig:
     device: Device = Device.auto
     threads: Optional[int] = None  # most CPU threads (fewer while other work holds cores); null: frozen_sweep.cpu
     amp: bool = True  # bf16 autocast on CUDA
-    amp_cpu: bool = False  # bf16 autocast on the CPU too
+    # bf16 autocast on the CPU too; null: where the CPU computes bf16 natively (cpu.has_bf16): a demo job 1.14-1.31x
+    # fp32's tokens/s at the same BLEU there (benchmarks/cpu_bf16.py); emulated bf16 elsewhere is slower
+    amp_cpu: Optional[bool] = None
     # cuDNN attention builds a plan per batch shape: with it off an H100 job ran 4x faster (issue 11); true: torch picks
     cudnn_attention: bool = False
     compile: bool = False  # torch.compile forward + loss (dynamic shapes): a base step 1.33x eager on an H100

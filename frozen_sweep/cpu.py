@@ -1,4 +1,5 @@
-"""CPU threads for a machine that other work shares: as many as the cores other processes leave free.
+"""CPU threads for a machine that other work shares: as many as the cores other processes leave free (and whether
+the CPU computes bf16 natively: has_bf16).
 
 torch runs its CPU kernels on GNU OpenMP (`torch.__config__.parallel_info()`; torch/lib/libgomp.so.1). A thread
 that finishes its share of a parallel region spins (GOMP_SPINCOUNT, 300,000 by default) waiting for the others.
@@ -30,6 +31,15 @@ from typing import Optional
 import torch
 
 CHECK_EVERY_S = 1.0  # how often the free cores are measured; a change in load costs at most about this long
+
+
+def has_bf16() -> bool:
+    """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX), as torch's oneDNN sees it; without, bf16 is
+    emulated and slower than fp32. Decides `trainer.amp_cpu=null`."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a build without oneDNN
+        return False
 
 
 def usable_cores() -> int:

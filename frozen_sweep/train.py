@@ -26,6 +26,7 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm import tqdm
 
+from frozen_sweep import cpu
 from frozen_sweep.checkpoint import load_checkpoint, save_checkpoint
 from frozen_sweep.data import TaskData
 from frozen_sweep.data.batching import Batch, Group, collate, plan_batches
@@ -65,7 +66,10 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, inverse_sqrt_schedule(self.tr.warmup_steps, self.tr.warmup_init_lr, self.tr.lr)
         )
-        self.autocast = self.tr.amp and (device.type == "cuda" or self.tr.amp_cpu)
+        amp_cpu = cpu.has_bf16() if self.tr.amp_cpu is None else self.tr.amp_cpu
+        self.autocast = self.tr.amp and (device.type == "cuda" or amp_cpu)
+        if device.type == "cpu":
+            log.info("bf16 autocast on the CPU: %s (trainer.amp_cpu=%s)", self.autocast, self.tr.amp_cpu)
         # bf16 on the CPU: torch's flash-attention kernel (its backward) made whole steps 1.1-1.7x slower than fp32,
         # while the math backend's plain bf16 matrix products make them 1.2-1.9x faster (docs/performance.md)
         cpu_bf16 = self.autocast and device.type == "cpu"

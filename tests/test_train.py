@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+from frozen_sweep import cpu
 from frozen_sweep.data import load_task
 from frozen_sweep.build import build_model
 from frozen_sweep.job import run_job
@@ -54,6 +55,13 @@ def test_validation_every_n_steps_and_step_budget(tmp_path, micro_overrides):
     assert state.stopped_reason == "max_steps"
     assert 0 < state.history[0]["epoch"] < state.history[-1]["epoch"]
     assert all(e["valid_bleu"] is not None and e["valid_metric"] == e["valid_bleu"] for e in state.history)
+
+
+def test_bf16_autocast_on_the_cpu_by_default_only_where_the_cpu_computes_bf16(tmp_path, micro_overrides):
+    native = torch.ops.mkldnn._is_mkldnn_bf16_supported()  # what oneDNN says of this CPU (cpu.has_bf16 asks it)
+    assert make_trainer(tmp_path, micro_overrides).autocast == native == cpu.has_bf16()
+    assert not make_trainer(tmp_path, micro_overrides, "trainer.amp=false").autocast
+    assert not make_trainer(tmp_path, micro_overrides, "trainer.amp_cpu=false").autocast
 
 
 def test_bf16_autocast_on_the_cpu_learns_like_fp32_with_attention_on_the_math_backend(tmp_path, micro_overrides):
