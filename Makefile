@@ -6,8 +6,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test setup data run table bench bench-gpu bench-collect clean-outputs slurm-up slurm-down
 
-# The seven freeze rows behind findings F1-F3 on the embedded corpus (23 min 51 s on 2 busy CPU cores, ≈20 min
-# quiet; F3 holds, F1 and F2 do not: README), then their table and curves.
+# The seven freeze rows behind findings F1-F3 on the embedded corpus (23 min 13 s on 2 quiet CPU cores; F3 holds,
+# F1 and F2 do not: README), then their table and curves.
 # The leading `-` collects the table even when a job failed: failures are listed under it.
 demo: setup
 	-$(PY) -m frozen_sweep -m experiment=demo_table
@@ -30,7 +30,7 @@ bench-collect: setup
 # ≈6 min on a quiet 2-core CPU (26 min at load average 4–5); THREADS=1 for one thread. MarianMT needs the `bench` extra.
 THREADS ?= 2
 BENCHMARKS := train_throughput freeze_speedup reservoir_step decode checkpoint_size batching sweep_overhead logging_overhead \
-	busy_cpu cpu_bf16 collect_records
+	busy_cpu sweep_tail cpu_bf16 collect_records
 bench: setup $(VENV)/.bench-installed
 	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py --threads $(THREADS) || exit 1; echo; done
 

@@ -3,11 +3,12 @@
     python benchmarks/cpu_bf16.py [--steps 3400] [override ...]
 
 Row (0) of the CPU demo (experiment=demo_table, freeze=none) trained twice with the same updates and seed, fp32 and
-bf16 autocast, as one 2-job `local_gpus` sweep: both jobs run at once, one thread each (as `make demo` runs its
-jobs), so both see the same machine. Printed per job: training tokens/s (its result.json), test BLEU (beam 4) and the
-best validation BLEU; then bf16/fp32 tokens/s and the paired bootstrap p of the test BLEU difference (sacrebleu's
-PairedTest, 1,000 resamples). Targets: tokens/s ≥ 1.1× and BLEU no worse (bf16 ≥ fp32, or p ≥ 0.05). Whether the CPU
-has bf16 instructions (AVX512-BF16 or AMX) is printed: without them oneDNN emulates bf16 and autocast is slower.
+bf16 autocast, as one 2-job `local_gpus` sweep: both jobs run at once, one thread each (trainer.threads=1: the job
+that finishes first does not hand its core to the other), so both see the same machine. Printed per job: training
+tokens/s (its result.json), test BLEU (beam 4) and the best validation BLEU; then bf16/fp32 tokens/s and the paired
+bootstrap p of the test BLEU difference (sacrebleu's PairedTest, 1,000 resamples). Targets: tokens/s ≥ 1.1× and
+BLEU no worse (bf16 ≥ fp32, or p ≥ 0.05). Whether the CPU has bf16 instructions (AVX512-BF16 or AMX) is printed:
+without them oneDNN emulates bf16 and autocast is slower.
 Extra arguments are config overrides for both jobs (trainer.length_multiple=1, task.max_len=40, ...).
 """
 
@@ -29,12 +30,19 @@ from frozen_sweep.run_dir import RESULT_FILE, TEST_HYPOTHESES, TEST_REFERENCES
 PRECISIONS = {"fp32": "false", "bf16": "true"}  # name → trainer.amp_cpu
 
 
-def sweep(directory: Path, overrides: list[str]) -> float:
-    """Wall seconds of the 2-job sweep (fp32 and bf16 at once) into `directory`."""
-    amp_cpu = ",".join(PRECISIONS.values())
-    command = [sys.executable, "-m", "frozen_sweep", "-m", *overrides, f"trainer.amp_cpu={amp_cpu}",
-               "hydra/launcher=local_gpus", "hydra.launcher.max_parallel=2", f"hydra.sweep.dir={directory}",
-               "trainer.progress=false"]  # fmt: skip
+def demo_row(quick: bool, tmp: str) -> list[str]:
+    """Row (0) of the CPU demo; with `quick`, a micro job on the tests' small corpus (written under `tmp`)."""
+    if not quick:
+        return ["experiment=demo_table", "freeze=none"]
+    return [*common.task_overrides(True, tmp), "model=micro", "trainer.max_tokens=512", "eval.beam=1",
+            "trainer.warmup_steps=10", "trainer.valid_bleu_sentences=20", "freeze=none"]  # fmt: skip
+
+
+def local_sweep(directory: Path, overrides: list[str]) -> float:
+    """Wall seconds of a `local_gpus` sweep with `overrides` into `directory`; RuntimeError with its output if it
+    fails."""
+    command = [sys.executable, "-m", "frozen_sweep", "-m", *overrides, "trainer.progress=false",
+               "hydra/launcher=local_gpus", f"hydra.sweep.dir={directory}"]  # fmt: skip
     started = time.perf_counter()
     done = subprocess.run(command, cwd=common.ROOT, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -55,19 +63,16 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=3400, help="updates per job (the CPU demo's)")
     p.add_argument("overrides", nargs="*", help="config overrides for both jobs")
     args = p.parse_args()
-    common.setup(args)  # prints torch, load; the jobs set their own threads (one each)
+    common.setup(args)  # prints torch, load; the jobs run one thread each
     native = torch.ops.mkldnn._is_mkldnn_bf16_supported()
     print(f"CPU: {torch.backends.cpu.get_cpu_capability()}, bf16 instructions: {'yes' if native else 'no (emulated)'}")
     with tempfile.TemporaryDirectory() as tmp:
-        if args.quick:
-            config = [*common.task_overrides(True, tmp), "model=micro", "trainer.max_tokens=512", "eval.beam=1",
-                      "trainer.warmup_steps=10", "trainer.valid_bleu_sentences=20", "freeze=none"]  # fmt: skip
-            args.steps = 20
-        else:
-            config = ["experiment=demo_table", "freeze=none"]
-        config += [f"trainer.max_steps={args.steps}", "trainer.max_time_s=null", *args.overrides]
+        steps = 20 if args.quick else args.steps
+        config = [*demo_row(args.quick, tmp), f"trainer.max_steps={steps}", "trainer.max_time_s=null", *args.overrides]
         directory = Path(tmp) / "sweep"
-        wall = sweep(directory, config)
+        amp_cpu = ",".join(PRECISIONS.values())
+        wall = local_sweep(directory, [*config, f"trainer.amp_cpu={amp_cpu}", "hydra.launcher.max_parallel=2",
+                                       "trainer.threads=1"])  # fmt: skip
         rows, jobs = [], {}
         for name, amp_cpu in PRECISIONS.items():
             run = job_dir(directory, amp_cpu)

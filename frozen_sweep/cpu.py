@@ -51,7 +51,7 @@ def usable_cores() -> int:
 
 
 def job_threads(requested: Optional[int], environ=os.environ) -> int:
-    """The most threads a job uses: trainer.threads when set (a launcher sets it to its share of the cores); else
+    """The most threads a job uses: trainer.threads when set (a launcher sets it: local_gpus on a CPU, every core); else
     OMP_NUM_THREADS; else the cores this process may use."""
     if requested:
         return requested

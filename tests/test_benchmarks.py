@@ -10,7 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ["train_throughput", "freeze_speedup", "reservoir_step", "decode", "checkpoint_size", "batching",
-           "sweep_overhead", "logging_overhead", "busy_cpu", "collect_records", "job_throughput", "packing", "cpu_bf16"]
+           "sweep_overhead", "logging_overhead", "busy_cpu", "collect_records", "job_throughput", "packing", "cpu_bf16",
+           "sweep_tail"]
 
 
 def run(script: str, *args: str, timeout: int = 300) -> str:
@@ -22,7 +23,7 @@ def run(script: str, *args: str, timeout: int = 300) -> str:
     return done.stdout
 
 
-OWN_TESTS = ("train_throughput", "sweep_overhead", "busy_cpu", "cpu_bf16")  # run with their own asserts below
+OWN_TESTS = ("train_throughput", "sweep_overhead", "busy_cpu", "cpu_bf16", "sweep_tail")  # with their own asserts
 
 
 @pytest.mark.parametrize("script", [s for s in SCRIPTS if s not in OWN_TESTS])
@@ -52,6 +53,12 @@ def test_cpu_bf16_runs():  # a real local_gpus sweep of two micro jobs, fp32 and
     out = run("cpu_bf16")
     assert "TARGET bf16 / fp32 training tokens/s" in out and "TARGET bf16 test BLEU no worse" in out
     assert "paired bootstrap p =" in out
+
+
+@pytest.mark.slow
+def test_sweep_tail_runs():  # three real local_gpus sweeps of three micro jobs, two at a time
+    out = run("sweep_tail")
+    assert "TARGET sweep wall time" in out and "TARGET jobs that ran together" in out and "job 3" in out
 
 
 @pytest.mark.slow

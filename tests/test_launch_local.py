@@ -40,6 +40,8 @@ def test_failed_and_killed_jobs_are_recorded_and_the_others_complete(tmp_path, m
     assert "4 jobs in" in out and "1 completed, 0 skipped (completed before), 3 failed" in out, out
     completed = record(sweep, good, "freeze=none")
     assert completed["status"] == "completed" and completed["test_metric"] is not None
+    # on the CPU a job may use every core (frozen_sweep.cpu gives way while the other job runs)
+    assert attempts(sweep, good, "freeze=none")[0]["omp_num_threads"] == str(len(os.sched_getaffinity(0)))
     killed = read_json(victim / "result.json")
     assert killed["status"] == "failed" and "died without a result" in killed["error"]
     for freeze in ("none", "emb"):
@@ -48,6 +50,19 @@ def test_failed_and_killed_jobs_are_recorded_and_the_others_complete(tmp_path, m
     assert f"FAILED {bad} freeze=none: ValueError: valid.es has 60 lines but valid.en has 59" in out
     assert f"FAILED {good} freeze=emb: the job's process died without a result" in out
     assert "logs: " in out and "done 1, failed 3, running 0, queued 0" in out
+
+
+@pytest.mark.slow
+def test_a_job_that_outlives_its_killed_wrapper_is_waited_for_and_counted(tmp_path, micro_overrides):
+    sweep, output = tmp_path / "sweep", tmp_path / "out.txt"
+    proc = start_sweep(sweep, *micro_overrides, LOCAL, "trainer.max_epochs=6", output=output)
+    run = wait_for(lambda: job_dirs(sweep) and (job_dirs(sweep)[0] / "attempts.json").exists() and job_dirs(sweep)[0],
+                   "the job to start")  # fmt: skip
+    attempt = read_json(run / "attempts.json")[-1]
+    os.kill(int(attempt["job_id"]), signal.SIGKILL)  # submitit's wrapper only (a local job's id is its pid)
+    assert proc.wait(timeout=300) == 0, output.read_text()
+    assert "1 completed" in output.read_text() and read_json(run / "result.json")["status"] == "completed"
+    assert live_runner(run) is None  # the launcher returned after the job's own process let go, not before
 
 
 def test_missing_data_stops_the_sweep_before_any_job_starts(tmp_path, micro_overrides, toy_corpus):

@@ -15,9 +15,10 @@ SUBMITIT_FOLDER = "${hydra.sweep.dir}/.submitit/%j"
 @dataclass
 class LocalGpusConf:
     """A sweep on this machine: at most `jobs_per_gpu` jobs per GPU at a time, each pinned to its GPU
-    (CUDA_VISIBLE_DEVICES), the rest queued; without a GPU, `max_parallel` jobs at a time with the CPU cores split
-    between them (trainer.threads and OMP_NUM_THREADS = cores // jobs at a time, unless the command line sets
-    trainer.threads). Completed jobs are skipped, interrupted ones resume from their checkpoint; force=true reruns.
+    (CUDA_VISIBLE_DEVICES), the rest queued, trainer.threads = cores // jobs at a time; without a GPU, `max_parallel`
+    jobs at a time, each allowed every core (trainer.threads, OMP_NUM_THREADS) and kept by frozen_sweep.cpu to the
+    cores the others leave free, so a sweep's last job takes them all. A trainer.threads on the command line wins.
+    Completed jobs are skipped, interrupted ones resume from their checkpoint; force=true reruns.
 
         python -m frozen_sweep -m hydra/launcher=local_gpus freeze=none,emb,att,ffn seed=1,2,3
     """

@@ -1,6 +1,7 @@
 """`hydra/launcher=local_gpus`: a sweep on this machine, at most `jobs_per_gpu` jobs per GPU at a time (small models
 leave most of a GPU idle: several share it), each pinned to its GPU with CUDA_VISIBLE_DEVICES, the rest queued;
-without a GPU, `max_parallel` jobs with the CPU cores split between them.
+without a GPU, `max_parallel` jobs that share the CPU cores: each may use all of them, and frozen_sweep.cpu keeps
+it to the cores the others leave free, so jobs running together split the cores and a sweep's last job takes them all.
 
 Jobs are submitit.LocalExecutor jobs: `visible_gpus` is set before each submit, which AutoExecutor (and so Hydra's
 submitit_local) does not allow.
@@ -51,7 +52,10 @@ class LocalGpusLauncher(SweepLauncher):
         self.poll_interval_s = poll_interval_s
 
     def threads_per_job(self) -> int:
-        return max(1, len(os.sched_getaffinity(0)) // len(self.slots))
+        """With GPUs, the cores // jobs at a time. On the CPU, every core: a job gives way to the others by itself
+        (frozen_sweep.cpu), and a job running alone (a sweep's tail) trains 1.5x faster on two threads than on one."""
+        cores = len(os.sched_getaffinity(0))
+        return cores if self.slots[0] is None else max(1, cores // len(self.slots))
 
     def run(self, jobs: list[PlannedJob], adopted: list[PlannedJob], progress: Progress) -> None:
         import submitit
@@ -79,8 +83,13 @@ class LocalGpusLauncher(SweepLauncher):
             time.sleep(self.poll_interval_s)
             for entry in [entry for entry in running if _ended(*entry[1:])]:
                 running.remove(entry)
-                free.append(entry[0])
-                outcome = settle(entry[1], entry[2], died=KILLED) if entry[2] else settle_adopted(entry[1])
+                slot, job, submitit_job = entry
+                if submitit_job and (runner := outlived_wrapper(job, submitit_job)):
+                    job.runner = runner  # waited for as an adopted job: settled once it lets go
+                    running.append((slot, job, None))
+                    continue
+                free.append(slot)
+                outcome = settle(job, submitit_job, died=KILLED) if submitit_job else settle_adopted(job)
                 progress.finished(outcome, running=len(running))
 
     def interrupted(self) -> str:
@@ -102,6 +111,19 @@ class LocalGpusLauncher(SweepLauncher):
 
 def _ended(job: PlannedJob, submitit_job) -> bool:
     return submitit_job.done() if submitit_job else live_runner(job.job_dir) is None
+
+
+def outlived_wrapper(job: PlannedJob, submitit_job) -> Optional[dict]:
+    """The job's own process (its runner record) when it still holds the directory after its submitit wrapper
+    ended: the wrapper was killed alone, or both were and the kernel has not yet let go of the job's lock. Settled
+    then, a job that goes on to complete would be reported failed, and a killed one left `running`."""
+    runner = live_runner(job.job_dir)
+    try:
+        attempt = json.loads((job.job_dir / ATTEMPTS_FILE).read_text())[-1]
+    except (OSError, ValueError, IndexError):
+        return None
+    ours = attempt.get("job_id") == str(submitit_job.job_id) and attempt.get("pid") == (runner or {}).get("pid")
+    return runner if ours else None
 
 
 def take_slot(free: list, job: PlannedJob) -> Optional[int]:
