@@ -47,7 +47,8 @@ def main() -> None:
         steps = 20 if args.quick else args.steps
         config = [*demo_row(args.quick, tmp), "eval.beam=1", "trainer.validate_every_steps=null",
                   f"trainer.max_steps={steps}", "trainer.max_time_s=null", *args.overrides]  # fmt: skip
-        local_sweep(Path(tmp) / "warm-up", [*config, "trainer.max_steps=1"])  # the corpus cache, before the timing
+        if not args.quick:  # the corpus cache, built before the timing
+            local_sweep(Path(tmp) / "warm-up", [*config, "trainer.max_steps=1"])
         figures = {mode: [] for mode in modes}
         for r in range(repeats):
             for mode, threads in (modes.items() if r % 2 == 0 else reversed(modes.items())):

@@ -101,7 +101,7 @@ def test_a_relaunch_reattaches_to_the_array_of_an_interrupted_or_killed_launcher
     os.kill(first.pid, signal.SIGINT)
     assert first.wait(timeout=60) != 0
     out = (tmp_path / "first.txt").read_text()
-    assert f"stay queued and running on the cluster" in out and f"scancel {array}" in out and "Traceback" not in out
+    assert "stay queued and running on the cluster" in out and f"scancel {array}" in out and "Traceback" not in out
     # 2. a relaunch adopts every job (queued ones too) and is killed in turn
     second = start_sweep(sweep, *args, output=tmp_path / "second.txt")
     wait_for(lambda: "still running from an earlier launch" in (tmp_path / "second.txt").read_text(), "the plan")
@@ -136,9 +136,10 @@ def test_a_job_counts_as_gone_only_when_slurm_says_so_twice_and_a_failing_squeue
 
     executor = submitit.SlurmExecutor(folder=tmp_path / "submitit")
     executor.update_parameters(cpus_per_task=1, time=5)
-    job = executor.submit(time.sleep, 3)
+    job = executor.submit(time.sleep, 10)
     gone_since = {}
-    wait_for(lambda: job.state == "RUNNING", "the job to run")
+    # a forced sacct each look: job.state asks SLURM at growing intervals and can miss a short RUNNING spell
+    wait_for(lambda: job.watcher.get_state(job.job_id, mode="force") == "RUNNING", "the job to run")
     assert not _gone(job, gone_since, confirm_after_s=0.5) and not gone_since
     wait_for(lambda: job.watcher.is_done(job.job_id, mode="force") and not _listed(job.job_id), "the job to end")
     assert not _gone(job, gone_since, confirm_after_s=0.5)  # one look is not enough: a requeue looks like this
