@@ -24,6 +24,7 @@ import torch
 from sacrebleu.metrics import BLEU
 from sacrebleu.significance import PairedTest
 
+from frozen_sweep import cpu
 from frozen_sweep.collect.significance import read_lines
 from frozen_sweep.run_dir import RESULT_FILE, TEST_HYPOTHESES, TEST_REFERENCES
 
@@ -64,7 +65,7 @@ def main() -> None:
     p.add_argument("overrides", nargs="*", help="config overrides for both jobs")
     args = p.parse_args()
     common.setup(args)  # prints torch, load; the jobs run one thread each
-    native = torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    native = cpu.has_bf16()
     print(f"CPU: {torch.backends.cpu.get_cpu_capability()}, bf16 instructions: {'yes' if native else 'no (emulated)'}")
     with tempfile.TemporaryDirectory() as tmp:
         steps = 20 if args.quick else args.steps

@@ -117,21 +117,24 @@ def outlived_wrapper(job: PlannedJob, submitit_job) -> Optional[dict]:
     """The job's own process (its runner record) when it still holds the directory after its submitit wrapper
     ended: the wrapper was killed alone, or both were and the kernel has not yet let go of the job's lock. Settled
     then, a job that goes on to complete would be reported failed, and a killed one left `running`."""
-    runner = live_runner(job.job_dir)
-    try:
-        attempt = json.loads((job.job_dir / ATTEMPTS_FILE).read_text())[-1]
-    except (OSError, ValueError, IndexError):
+    attempt = last_attempt(job)
+    if attempt.get("job_id") != str(submitit_job.job_id):
         return None
-    ours = attempt.get("job_id") == str(submitit_job.job_id) and attempt.get("pid") == (runner or {}).get("pid")
-    return runner if ours else None
+    runner = live_runner(job.job_dir)
+    return runner if runner and runner.get("pid") == attempt.get("pid") else None
+
+
+def last_attempt(job: PlannedJob) -> dict:
+    """The job's latest entry in its attempts record (written by the job's own process); {} when there is none."""
+    try:
+        return json.loads((job.job_dir / ATTEMPTS_FILE).read_text())[-1]
+    except (OSError, ValueError, IndexError):
+        return {}
 
 
 def take_slot(free: list, job: PlannedJob) -> Optional[int]:
     """The slot an adopted job uses: its GPU (from its attempts record) when that one is free, else any free one."""
-    try:
-        gpu = json.loads((job.job_dir / ATTEMPTS_FILE).read_text())[-1].get("cuda_visible_devices")
-    except (OSError, ValueError, IndexError):
-        gpu = None
+    gpu = last_attempt(job).get("cuda_visible_devices")
     slot = next((s for s in free if str(s) == gpu), free[0] if free else None)
     if slot in free:
         free.remove(slot)
