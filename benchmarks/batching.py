@@ -3,7 +3,7 @@
     python benchmarks/batching.py [--max-tokens 2048 4096 8192] [--multiples 1 4 8]
 
 Loads the embedded Spanish→English corpus (`task=bible_es_en`: the Bible modules must be installed, `make data`)
-with `frozen_sweep.data.load_task`, builds one shuffled training epoch with `frozen_sweep.data.batching.make_batches`
+with `frozen_sweep.data.load_task`, builds one shuffled training epoch with `frozen_sweep.data.make_batches`
 as the trainer does (trainer.max_tokens 4096 by default, 1024 in experiment=demo_table, 8192 for model=base), for
 each padded-length multiple (trainer.length_multiple), and reports `pad_fraction` (pad tokens / all tokens of the
 source and target tensors), batches, distinct (batch, length) shapes, sentences per batch and the time to build the
@@ -18,8 +18,7 @@ import time
 
 import common
 
-from frozen_sweep.data import load_task
-from frozen_sweep.data.batching import make_batches, pad_fraction
+from frozen_sweep.data import load_task, make_batches, pad_fraction
 
 
 def main() -> None:
@@ -45,7 +44,7 @@ def main() -> None:
                 fractions, seconds, counts, shapes = [], [], [], []
                 for epoch in range(args.epochs):
                     started = time.perf_counter()
-                    batches = make_batches(data.train.src, data.train.tgt, max_tokens, True, cfg.seed, epoch, multiple)
+                    batches = make_batches(data.train, max_tokens, True, cfg.seed, epoch, multiple)
                     seconds.append(time.perf_counter() - started)
                     fractions.append(pad_fraction(batches))
                     counts.append(len(batches))

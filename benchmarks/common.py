@@ -15,13 +15,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from hydra import compose, initialize_config_dir
 
 from frozen_sweep import cpu
 from frozen_sweep.config import NormPosition, ReservoirType, StackName, register_configs
 from frozen_sweep.data import Split, TaskData
-from frozen_sweep.data.batching import Batch, collate
+from frozen_sweep.data.batching import Batch
 from frozen_sweep.build import build_model
 from frozen_sweep.job import keep_freed_memory
 from frozen_sweep.stack_layout import reservoir_pattern
@@ -106,11 +107,11 @@ def synthetic_batch(sentences: int, length: int, vocab: int, seed: int = 0) -> B
     """A Batch as the trainer sees it (collated by the project's code): every side `length` tokens incl. eos/bos."""
     src = synthetic_sentences(sentences, length - 1, length - 1, vocab, seed)
     tgt = synthetic_sentences(sentences, length - 1, length - 1, vocab, seed + 1)
-    return collate(src, tgt, list(range(sentences)))
+    return Split.from_ids(src, tgt).collate(np.arange(sentences))
 
 
 def stub_data(vocab: int, n: int = 8) -> TaskData:
-    split = Split(synthetic_sentences(n, 3, 8, vocab, 1), synthetic_sentences(n, 3, 8, vocab, 2), None, [""] * n)
+    split = Split.from_ids(synthetic_sentences(n, 3, 8, vocab, 1), synthetic_sentences(n, 3, 8, vocab, 2), None, [""] * n)
     return TaskData(StubVocab(vocab), split, split, split, {})
 
 

@@ -46,6 +46,8 @@ class TaskConfig:
     path: Optional[str] = None
     # subwords and example filtering
     vocab_size: int = 8000
+    # the vocabulary is trained on a seeded sample of this many training lines (pairs: both sides), 0: all of them
+    vocab_sample_lines: int = 2_000_000
     max_len: int = 200  # training examples longer than this (in subwords) are dropped
     cache_dir: str = "${oc.env:FROZEN_SWEEP_CACHE,'~/.cache/frozen_sweep'}"
 

@@ -17,8 +17,7 @@ import frozen_sweep
 from frozen_sweep import cpu, efficiency, freeze
 from frozen_sweep.checkpoint import load_checkpoint
 from frozen_sweep.config import Device, TaskKind
-from frozen_sweep.data import TaskData, load_task
-from frozen_sweep.data.batching import make_batches
+from frozen_sweep.data import TaskData, load_task, make_batches
 from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
 from frozen_sweep.job_config import BUDGETS, fingerprint, job_config
 from frozen_sweep.model import Transformer
@@ -60,9 +59,9 @@ def pick_device(cfg) -> torch.device:
 def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path) -> dict:
     """Test metrics with the weights of the best validation; hypotheses and references are saved beside the result."""
     if cfg.task.kind == TaskKind.lm:
-        batches = make_batches(None, data.test.tgt, cfg.trainer.max_tokens, shuffle=False)
+        batches = make_batches(data.test, cfg.trainer.max_tokens, shuffle=False)
         return {"metric": perplexity(token_nll(model, batches, device))}
-    hyps = translate(model, data.test.src, data.vocab, device, cfg.eval)
+    hyps = translate(model, data.test.sources(), data.vocab, device, cfg.eval)
     for name, lines in ((TEST_HYPOTHESES, hyps), (TEST_REFERENCES, data.test.tgt_text)):  # for significance tests
         write_text_atomic(run_dir / name, "".join(line + "\n" for line in lines))
     scores = bleu_chrf(hyps, data.test.tgt_text)

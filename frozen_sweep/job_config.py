@@ -5,7 +5,8 @@ budgets resolved, unknown keys rejected, the relearn base adopted, cross-field c
 here: Hydra's plugin scan imports the launchers, and they import this.
 
 The fingerprint is what determines a job's result: its resolved config less config.NEUTRAL_KEYS (where or how it runs,
-not what it computes) and DATA_LOCATION_KEYS, plus the identity of its data (a hash of the corpus files' content).
+not what it computes) and DATA_LOCATION_KEYS, plus the identity of its data: the corpus files' content hashes and the
+key of the prepared dataset they give (frozen_sweep.data.identity).
 A job directory's result is reused or resumed only by a job with the same fingerprint (frozen_sweep.run_dir).
 """
 
@@ -13,12 +14,11 @@ import copy
 import dataclasses
 import hashlib
 import json
-from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from frozen_sweep.base_run import load_base_run
-from frozen_sweep.config import NEUTRAL_KEYS, ConfigError, CorpusKind, TaskKind
+from frozen_sweep.config import NEUTRAL_KEYS, ConfigError
 from frozen_sweep.run_dir import flatten
 from frozen_sweep.validate import validate
 
@@ -28,6 +28,8 @@ DATA_LOCATION_KEYS = frozenset({"task.path", "task.sword_dir"})  # where the dat
 LABEL_KEYS = frozenset({"study"})
 ADOPTED = ("task", "model", "freeze", "reservoir")  # a relearn job takes these from its base run
 BUDGETS = ("max_epochs", "max_steps", "max_time_s")  # trainer keys; a run stops at the first one reached
+# bumped when the same config and data give other results: 2 = batches planned by numpy's PCG64 (data/batching.py)
+FINGERPRINT_RECIPE = 2
 
 
 def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
@@ -93,63 +95,15 @@ def check_known_keys(node, path: str = "") -> None:
 
 
 def fingerprint(cfg: DictConfig) -> dict:
-    """{"sha256": ..., "config": {dotted key: value}, "data": {file: sha256}}: what determines the job's result."""
+    """{"sha256": ..., "config": {dotted key: value}, "data": {file: sha256}, "prepared": the prepared dataset's key}:
+    what determines the job's result."""
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     container.pop("hydra", None)
     neutral = NEUTRAL_KEYS | DATA_LOCATION_KEYS | LABEL_KEYS
     config = {key: value for key, value in flatten(container).items() if key not in neutral}
-    data = data_identity(cfg.task)
-    digest = hashlib.sha256(json.dumps({"config": config, "data": data}, sort_keys=True).encode()).hexdigest()
-    return {"sha256": digest, "config": config, "data": data}
+    from frozen_sweep.data.identity import prepared_key  # the data package: imported when a fingerprint is asked for
 
-
-def data_files(task_cfg) -> dict[str, Path]:
-    """The files the task reads, by a name that does not depend on where they are; ConfigError for a missing one."""
-    lm = TaskKind(task_cfg.kind) == TaskKind.lm
-    langs = [task_cfg.tgt_lang] if lm else [task_cfg.src_lang, task_cfg.tgt_lang]
-    if CorpusKind(task_cfg.corpus) == CorpusKind.text_files:
-        directory = Path(task_cfg.path).expanduser()
-        files = {f"{split}.{lang}": directory / f"{split}.{lang}" for split in ("train", "valid", "test") for lang in langs}
-        missing = [str(path) for path in files.values() if not path.is_file()]
-        if missing:
-            raise ConfigError(
-                f"task.path={task_cfg.path}: missing {', '.join(missing)} (task=text_files reads "
-                f"{{train,valid,test}}.{{{','.join(langs)}}} there)"
-            )
-        return files
-    from frozen_sweep.data.bible import module_sources  # the bible reader; imported here to keep torch out
-
-    try:
-        sources = module_sources(task_cfg)  # {lang: a shipped verses file, or a SWORD module's directory}
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"task.sword_dir / task.modules: {e}") from e
-    files = {}
-    for lang, source in sources.items():
-        for f in [source] if source.is_file() else sorted(p for p in source.iterdir() if p.is_file()):
-            files[f"{lang}/{source.name}/{f.name}"] = f
-    return files
-
-
-_hashes: dict[tuple, str] = {}  # (path, size, mtime) → sha256: a sweep's jobs share their corpus
-
-
-def file_sha256(path: Path) -> str:
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if key not in _hashes:
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        _hashes[key] = digest.hexdigest()
-    return _hashes[key]
-
-
-def data_identity(task_cfg) -> dict[str, str]:
-    """Each data file's content hash (for the Bible, the SWORD module files and the split rule's version)."""
-    identity = {name: file_sha256(path) for name, path in data_files(task_cfg).items()}
-    if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
-        from frozen_sweep.data.bible import SPLIT_VERSION
-
-        identity["bible_split_version"] = str(SPLIT_VERSION)
-    return identity
+    key, data, _ = prepared_key(cfg.task)  # the key also covers the code's tokenisation (format, SentencePiece)
+    recipe = {"config": config, "data": data, "prepared": key, "recipe": FINGERPRINT_RECIPE}
+    digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+    return {"sha256": digest, "config": config, "data": data, "prepared": key}

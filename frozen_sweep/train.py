@@ -28,8 +28,7 @@ from tqdm import tqdm
 
 from frozen_sweep import cpu
 from frozen_sweep.checkpoint import load_checkpoint, save_checkpoint
-from frozen_sweep.data import TaskData
-from frozen_sweep.data.batching import Batch, Group, collate, plan_batches
+from frozen_sweep.data import Batch, Group, TaskData, plan
 from frozen_sweep.data.vocab import PAD
 from frozen_sweep.freeze import trainable_parameters
 from frozen_sweep.metrics_log import MetricsLog
@@ -92,11 +91,11 @@ class Trainer:
     # ---- data -------------------------------------------------------------------------------------------------------
 
     def _plan(self, epoch: int) -> list[Group]:
-        train, tr = self.data.train, self.tr
-        return plan_batches(train.src, train.tgt, tr.max_tokens, True, self.cfg.seed, epoch, tr.length_multiple)
+        tr = self.tr
+        return plan(self.data.train, tr.max_tokens, True, self.cfg.seed, epoch, tr.length_multiple)
 
     def _collate(self, group: Group) -> Batch:
-        batch = collate(self.data.train.src, self.data.train.tgt, group.indices, group.length)
+        batch = self.data.train.collate(group.indices, group.length)
         return batch.pin_memory() if self.device.type == "cuda" else batch
 
     # ---- resume -----------------------------------------------------------------------------------------------------

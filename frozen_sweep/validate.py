@@ -36,6 +36,7 @@ RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     )),
     *((f"trainer.{budget}", _positive_or_null, "must be > 0") for budget in ("max_epochs", "max_steps", "max_time_s")),
     ("model.encoder_layers", lambda v: v >= 0, "must be >= 0"),
+    ("task.vocab_sample_lines", lambda v: v >= 0, "must be >= 0 (0: train the vocabulary on every training line)"),
     *((f"model.{key}", _fraction, "must be in [0, 1)")
       for key in ("dropout", "attention_dropout", "activation_dropout")),
     ("trainer.label_smoothing", _fraction, "must be in [0, 1)"),

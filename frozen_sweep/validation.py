@@ -4,8 +4,7 @@ to the device once, and greedy BLEU on its first `trainer.valid_bleu_sentences` 
 from torch import nn
 
 from frozen_sweep.config import StopMetric, TaskKind
-from frozen_sweep.data import TaskData
-from frozen_sweep.data.batching import make_batches
+from frozen_sweep.data import TaskData, make_batches
 from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
 
 
@@ -14,7 +13,7 @@ class Validation:
         self.cfg, self.tr, self.data, self.device = cfg, cfg.trainer, data, device
         self.is_lm = cfg.task.kind == TaskKind.lm
         tr = self.tr
-        valid = make_batches(data.valid.src, data.valid.tgt, tr.max_tokens, False, multiple=tr.length_multiple)
+        valid = make_batches(data.valid, tr.max_tokens, False, multiple=tr.length_multiple)
         self.batches = [batch.to(device) for batch in valid]  # copied to the device once, for every validation
 
     def scores(self, model: nn.Module) -> dict:
@@ -35,7 +34,7 @@ class Validation:
         """Greedy-decoded BLEU on the validation set (or its first `trainer.valid_bleu_sentences`)."""
         n = self.tr.valid_bleu_sentences
         valid = self.data.valid
-        sources = valid.src if n is None else valid.src[:n]
-        refs = valid.tgt_text if n is None else valid.tgt_text[:n]
+        sources = valid.sources(n)
+        refs = valid.tgt_text[: len(sources)]
         hyps = translate(model, sources, self.data.vocab, self.device, self.cfg.eval, beam=1)
         return bleu_chrf(hyps, refs)["bleu"]

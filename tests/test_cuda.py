@@ -70,8 +70,8 @@ def test_beam_search_on_the_gpu_agrees_with_the_cpu(tmp_path, micro_overrides):
     data = load_task(cfg.task)
     model = build_model(cfg, len(data.vocab))
     Trainer(cfg, data, model, torch.device("cpu"), tmp_path).fit()  # a trained model: few near-ties between beams
-    on_cpu = translate(model, data.test.src, data.vocab, torch.device("cpu"), cfg.eval)
-    on_gpu = translate(model.to(CUDA), data.test.src, data.vocab, CUDA, cfg.eval)
+    on_cpu = translate(model, data.test.sources(), data.vocab, torch.device("cpu"), cfg.eval)
+    on_gpu = translate(model.to(CUDA), data.test.sources(), data.vocab, CUDA, cfg.eval)
     same = sum(a == b for a, b in zip(on_cpu, on_gpu))
     assert same >= 0.95 * len(on_cpu), [(a, b) for a, b in zip(on_cpu, on_gpu) if a != b][:5]
 

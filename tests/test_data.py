@@ -1,4 +1,4 @@
-"""Tests of frozen_sweep.data: SWORD reader, Bible extraction and split, text files, vocabulary, batching, load_task.
+"""Tests of frozen_sweep.data: SWORD reader, Bible extraction and split, the Bible through load_task.
 
 They build their own zText modules with tests/helpers/ztext_writer.py; only the last test reads the installed modules.
 """
@@ -6,24 +6,19 @@ They build their own zText modules with tests/helpers/ztext_writer.py; only the 
 import gzip
 import itertools
 import json
-import pickle
 from pathlib import Path
 
 import pytest
-import sentencepiece as spm
-import torch
 from omegaconf import OmegaConf
 from tests.helpers.ztext_writer import write_ztext
 
-from frozen_sweep.config import CorpusKind, TaskConfig, TaskKind
-from frozen_sweep.data import batch_indices, collate, load_task, pad_fraction
+from frozen_sweep.config import TaskConfig, TaskKind
+from frozen_sweep.data import load_task
 from frozen_sweep.data.align import out_of_step_chapters
 from frozen_sweep.data.bible import extract_bible, split_of
 from frozen_sweep.data.kjv_canon import BOOKS, TESTAMENTS
 from frozen_sweep.data.shipped import VERSES_DIR, read_shipped, shipped_path, write_shipped
 from frozen_sweep.data.sword import VerseRef, osis_to_text, read_module
-from frozen_sweep.data.text_files import read_split
-from frozen_sweep.data.vocab import BOS, EOS, PAD, UNK, train_or_load_vocab
 
 WORDS = ["light", "water", "earth", "seed", "tree", "fruit", "day", "night"]
 PALABRAS = ["luz", "agua", "tierra", "semilla", "árbol", "fruto", "día", "noche"]
@@ -171,103 +166,6 @@ def test_missing_modules_explain_install(tmp_path, sword_dir):
         extract_bible(make_cfg(tmp_path, sword_dir, modules={"es": "spaMissing", "en": "engTest"}))
 
 
-# ---- user text files -------------------------------------------------------------------------------------------------
-
-
-def write(path: Path, data: str | bytes) -> None:
-    path.write_bytes(data if isinstance(data, bytes) else data.encode())
-
-
-def test_text_files_read_and_skip_empty_train_pairs(tmp_path):
-    write(tmp_path / "train.tr", "bir\n\nüç\n")
-    write(tmp_path / "train.en", "one\ntwo\nthree\n")
-    split = read_split(tmp_path, "train", ["tr", "en"])
-    assert split.lines == [["bir", "üç"], ["one", "three"]] and split.skipped_empty == 1
-
-
-@pytest.mark.parametrize(
-    "files, message",
-    [
-        ({"test.tr": "a\nb\n", "test.en": "a\n"}, r"test.tr has 2 lines but test.en has 1"),
-        ({"test.tr": "", "test.en": "a\n"}, r"test.tr is empty"),
-        ({"test.tr": b"a\nb\xff\n", "test.en": "a\nb\n"}, r"test.tr line 2 is not valid UTF-8"),
-        ({"test.tr": "a\n \n", "test.en": "a\nb\n"}, r"test.tr line 2 is empty"),
-        ({"test.en": "a\n"}, r"test.tr: no such file"),
-    ],
-)
-def test_text_files_errors_name_file_and_line(tmp_path, files, message):
-    for name, data in files.items():
-        write(tmp_path / name, data)
-    with pytest.raises((ValueError, FileNotFoundError), match=message):
-        read_split(tmp_path, "test", ["tr", "en"])
-
-
-# ---- vocabulary ------------------------------------------------------------------------------------------------------
-
-
-def test_vocab_ids_and_cache(tmp_path, monkeypatch):
-    texts = [f"{w} {p} {i}" for i in range(50) for w, p in zip(WORDS, PALABRAS)]
-    vocab = train_or_load_vocab(texts, 100, tmp_path)
-    assert (vocab.sp.pad_id(), vocab.sp.unk_id(), vocab.sp.bos_id(), vocab.sp.eos_id()) == (PAD, UNK, BOS, EOS)
-    ids = vocab.encode("light luz 7")
-    assert ids and not {PAD, BOS, EOS} & set(ids) and vocab.encode_batch(["light luz 7"]) == [ids]
-    assert vocab.decode([BOS] + ids + [EOS, 5, 6, PAD]) == "light luz 7"
-    assert vocab.decode(torch.tensor(ids + [PAD, PAD])) == "light luz 7"
-    assert pickle.loads(pickle.dumps(vocab)).encode("light") == vocab.encode("light")
-
-    def no_training(*args, **kwargs):
-        raise AssertionError("retrained although the model is cached")
-
-    monkeypatch.setattr(spm.SentencePieceTrainer, "train", no_training)
-    again = train_or_load_vocab(texts, 100, tmp_path)
-    assert again.path == vocab.path and again.encode("light luz 7") == ids
-    assert list((tmp_path / "spm").iterdir()) == [vocab.path]
-
-
-# ---- batching --------------------------------------------------------------------------------------------------------
-
-
-def lengths(n: int, seed: int) -> list[int]:
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(1, 60, (n,), generator=g).tolist()
-
-
-def test_batches_deterministic_complete_and_within_budget():
-    src, tgt = lengths(500, 0), lengths(500, 1)
-    tgt[7] = 300  # longer than the budget: a batch of its own
-    batches = batch_indices(src, tgt, 256, shuffle=True, seed=3, epoch=0)
-    assert batches == batch_indices(src, tgt, 256, shuffle=True, seed=3, epoch=0)
-    assert batches != batch_indices(src, tgt, 256, shuffle=True, seed=3, epoch=1)
-    assert sorted(i for b in batches for i in b.indices) == list(range(500))
-    for length, indices in batches:
-        assert len(indices) == 1 or len(indices) * length <= 256
-        assert all(max(src[i], tgt[i]) + 1 <= length for i in indices)
-    assert (301, [7]) in batches
-    ordered = [i for b in batch_indices(None, tgt, 256, shuffle=False) for i in b.indices]
-    assert [tgt[i] for i in ordered] == sorted(tgt)
-
-
-def test_batch_shapes_are_few_and_padded_to_a_multiple():
-    src, tgt = lengths(3000, 0), lengths(3000, 1)
-    for multiple in (1, 8):
-        shapes = {(len(b.indices), b.length) for b in batch_indices(src, tgt, 512, shuffle=True, multiple=multiple)}
-        assert all(length % multiple == 0 for _, length in shapes)
-        buckets = {length for _, length in shapes}
-        assert len(shapes) <= len(buckets) + 2  # one full-batch shape per bucket, remainders carried to the next
-    assert len(buckets) <= 60 // 8 + 1
-
-
-def test_collate():
-    src, tgt = [[5, 6, 7], [8]], [[9, 10], [11, 12, 13]]
-    batch = collate(src, tgt, [1, 0])
-    assert batch.src.tolist() == [[8, EOS, PAD, PAD], [5, 6, 7, EOS]]
-    assert batch.tgt_in.tolist() == [[BOS, 11, 12, 13], [BOS, 9, 10, PAD]]
-    assert batch.tgt_out.tolist() == [[11, 12, 13, EOS], [9, 10, EOS, PAD]]
-    assert batch.n_tokens == 7 and batch.indices == [1, 0] and batch.src.dtype == torch.int64
-    assert pad_fraction([batch]) == pytest.approx(3 / 16)
-    assert collate(None, tgt, [0]).src is None
-
-
 # ---- load_task -------------------------------------------------------------------------------------------------------
 
 
@@ -276,21 +174,11 @@ def test_load_task_bible_end_to_end(tmp_path, sword_dir):
     assert data.stats["sizes"]["valid"] == 12 and data.stats["sizes"]["test"] == 12
     assert data.stats["train_dropped_long"] > 0
     assert data.stats["sizes"]["train"] == 262 - data.stats["train_dropped_long"]
-    assert all(len(ids) <= 14 for ids in data.train.src + data.train.tgt)
-    assert any(len(ids) > 14 for ids in data.test.src + data.test.tgt)  # held-out examples are never dropped
-    assert data.vocab.decode(data.valid.tgt[0]) == data.valid.tgt_text[0]
-    assert len(data.train.src) == len(data.train.src_text) == len(data.train.tgt)
+    assert max(data.train.src_lens.max(), data.train.tgt_lens.max()) <= 14
+    assert max(data.test.src_lens.max(), data.test.tgt_lens.max()) > 14  # held-out examples are never dropped
+    assert data.vocab.decode(data.valid.tgt_ids(0)) == data.valid.tgt_text[0]
+    assert len(data.train.src_lens) == len(data.train) and data.train.src_text is None  # no training text kept
     assert data.stats["corpus"]["dropped_misaligned"] == 1 and Path(data.stats["vocab_path"]).exists()
-
-
-def test_load_task_text_files_lm(tmp_path):
-    for split, n in (("train", 40), ("valid", 5), ("test", 5)):
-        write(tmp_path / f"{split}.en", "".join(f"{WORDS[i % 8]} {WORDS[(i * 3) % 8]} {split}\n" for i in range(n)))
-    cfg = make_cfg(tmp_path, kind=TaskKind.lm, src_lang=None, corpus=CorpusKind.text_files, path=str(tmp_path))
-    data = load_task(cfg)
-    assert data.train.src is None and data.test.src_text is None
-    assert data.stats["sizes"] == {"train": 40, "valid": 5, "test": 5}
-    assert data.vocab.decode(data.test.tgt[4]) == data.test.tgt_text[4]
 
 
 # ---- the shipped corpus, and the installed modules it comes from (skipped where absent) -----------------------------

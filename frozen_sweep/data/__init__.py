@@ -1,35 +1,25 @@
-"""The data a run needs, from one call: `load_task(cfg.task)` -> vocabulary + encoded train/valid/test splits.
+"""The data a run needs, from one call: `load_task(cfg.task)` -> vocabulary + train/valid/test splits.
 
-Both corpora end up as plain-text files `{split}.{lang}` (the Bible is extracted to a cache first), are read by the
-same reader, and share one subword vocabulary trained on the training split (jointly on both sides for translation).
+Both corpora end up as plain-text files `{split}.{lang}` (the Bible is extracted to a cache first) and are prepared
+once into a memory-mapped dataset under the cache (data/preparation.py, format in data/prepared.py), sharing one
+subword vocabulary trained on a sample of the training split (jointly on both sides for translation). A job opens the
+prepared dataset: training data stays on disk (memory-mapped), lengths in numpy arrays; valid/test keep their text.
 """
 
-import json
 import logging
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
-from frozen_sweep.config import CorpusKind, TaskKind
-from frozen_sweep.data.batching import Batch, batch_indices, collate, pad_fraction
-from frozen_sweep.data.bible import extract_bible
-from frozen_sweep.data.text_files import read_split
-from frozen_sweep.data.vocab import Vocab, train_or_load_vocab
+from frozen_sweep.data.batching import Batch, Group, batch_indices, pad_fraction
+from frozen_sweep.data.prepared import VOCAB_FILE, open_prepared
+from frozen_sweep.data.preparation import prepare
+from frozen_sweep.data.split import Split, make_batches, plan
+from frozen_sweep.data.vocab import Vocab
 
-__all__ = ["Batch", "Split", "TaskData", "Vocab", "batch_indices", "collate", "load_task", "pad_fraction"]
+__all__ = ["Batch", "Group", "Split", "TaskData", "Vocab", "batch_indices", "load_task", "make_batches", "pad_fraction",
+           "plan"]  # fmt: skip
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Split:
-    src: list[list[int]] | None  # subword ids, no bos/eos; None for LM
-    tgt: list[list[int]]
-    src_text: list[str] | None  # raw sentences (for reference/decoding logs)
-    tgt_text: list[str]  # raw reference sentences (BLEU is computed against these)
-
-    def __len__(self) -> int:
-        return len(self.tgt)
 
 
 @dataclass
@@ -38,61 +28,40 @@ class TaskData:
     train: Split
     valid: Split
     test: Split
-    stats: dict  # sizes, dropped counts, data dir, vocab path...: goes into the run's result record
-
-
-def data_dir(task_cfg) -> Path:
-    """The directory holding {train,valid,test}.{lang} for this task."""
-    if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
-        return extract_bible(task_cfg)
-    return Path(task_cfg.path).expanduser()
-
-
-def _drop_long(split: Split, max_len: int) -> tuple[Split, int]:
-    """Training examples with at most max_len subwords on each side, and how many were dropped."""
-    sides = [split.tgt] if split.src is None else [split.src, split.tgt]
-    keep = [i for i in range(len(split)) if all(len(side[i]) <= max_len for side in sides)]
-
-    def pick(items):
-        return None if items is None else [items[i] for i in keep]
-
-    return Split(pick(split.src), pick(split.tgt), pick(split.src_text), pick(split.tgt_text)), len(split) - len(keep)
+    stats: dict  # sizes, dropped counts, data dirs, vocabulary...: goes into the run's result record
 
 
 def load_task(task_cfg) -> TaskData:
-    """Resolve the corpus, train or load the vocabulary, encode every split; drop over-long TRAIN examples only."""
+    """Prepare the task's data unless it is prepared, open it; drop over-long TRAIN examples only (task.max_len)."""
     start = time.perf_counter()
-    lm = TaskKind(task_cfg.kind) == TaskKind.lm
-    langs = [task_cfg.tgt_lang] if lm else [task_cfg.src_lang, task_cfg.tgt_lang]
-    directory = data_dir(task_cfg)
-    texts = {name: read_split(directory, name, langs) for name in ("train", "valid", "test")}
-
-    train_text = [line for column in texts["train"].lines for line in column]
-    vocab = train_or_load_vocab(train_text, task_cfg.vocab_size, Path(task_cfg.cache_dir).expanduser())
-
-    splits = {}
-    for name, text in texts.items():
-        *src_text, tgt_text = text.lines
-        src_text = src_text[0] if src_text else None
-        src = None if src_text is None else vocab.encode_batch(src_text)
-        splits[name] = Split(src, vocab.encode_batch(tgt_text), src_text, tgt_text)
-    splits["train"], dropped_long = _drop_long(splits["train"], task_cfg.max_len)
-
+    prepared = open_prepared(prepare(task_cfg))
+    manifest, vocab = prepared.manifest, prepared.vocab
+    train, dropped_long = prepared.splits["train"].at_most(task_cfg.max_len)
+    if not len(train):
+        raise ValueError(f"no training example has at most task.max_len={task_cfg.max_len} subwords on each side (all "
+                         f"{dropped_long} are longer); raise task.max_len")  # fmt: skip
+    splits = {**prepared.splits, "train": train}
     stats = {
-        "data_dir": str(directory),
-        "langs": langs,
-        "vocab_path": str(vocab.path),
+        "data_dir": manifest["source_dir"],
+        "prepared_dir": str(prepared.directory),
+        "langs": manifest["langs"],
+        "vocab_path": str(prepared.directory / VOCAB_FILE),
         "vocab_size": len(vocab),
-        "train_skipped_empty": texts["train"].skipped_empty,
+        "vocab_size_asked": task_cfg.vocab_size,
+        "vocab_sampled": manifest["vocab_sampled"],
+        "train_skipped_empty": manifest["splits"]["train"]["skipped_empty"],
         "train_dropped_long": dropped_long,
         "sizes": {name: len(split) for name, split in splits.items()},
         "load_s": round(time.perf_counter() - start, 2),
     }
-    if CorpusKind(task_cfg.corpus) == CorpusKind.bible:  # what extraction read, dropped and split
-        stats["corpus"] = json.loads((directory / "stats.json").read_text(encoding="utf-8"))
+    if "corpus" in manifest:  # the Bible: what extraction read, dropped and split
+        stats["corpus"] = manifest["corpus"]
+    if len(vocab) < task_cfg.vocab_size:
+        log.warning("vocabulary of %d pieces, fewer than task.vocab_size=%d asked: the training text supports no more "
+                    "(record: data.vocab_size, data.vocab_size_asked)", len(vocab), task_cfg.vocab_size)  # fmt: skip
     log.info(
         "data: %s, vocab %d, train/valid/test %d/%d/%d (dropped %d train examples > %d subwords) in %.1fs",
-        directory,
+        prepared.directory,
         len(vocab),
         *stats["sizes"].values(),
         dropped_long,

@@ -1,21 +1,23 @@
-"""Length-bucketed batches under a token budget, in a small set of (batch, length) shapes, and their tensors.
+"""Length-bucketed batches under a token budget, in a small set of (batch, length) shapes, planned on numpy arrays.
 
 An example's length is the longer of its source and target (each including its eos or bos), rounded up to a multiple
 of `multiple`: its bucket. Both sides of a batch are padded to the bucket's length, and a bucket fills batches of
 max_tokens // length examples; its remainder joins the next bucket. So an epoch has about one shape per bucket:
-kernels that plan per shape (cuDNN attention, oneDNN bf16) plan a few dozen times, not hundreds (issue 11).
-Order within a bucket, and batch order, are shuffled with a generator seeded from (seed, epoch): the same seed and
-epoch give the same batches, on any machine.
+kernels that plan per shape (cuDNN attention, oneDNN bf16) plan a few dozen times, not hundreds.
+
+Planning holds no per-sentence Python object: a permutation, a stable (radix) sort by bucket and slices of the sorted
+order, O(n) time and a few bytes per example. Order within a bucket and batch order come from numpy's PCG64 seeded by
+a hash of (seed, epoch): the same seed and epoch give the same batches, on any machine.
 """
 
-import itertools
-import random
+import hashlib
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
-from frozen_sweep.data.vocab import BOS, EOS, PAD
+from frozen_sweep.data.vocab import PAD
 
 
 @dataclass
@@ -24,7 +26,7 @@ class Batch:
     tgt_in: torch.Tensor  # (B, L) bos + target tokens: decoder input
     tgt_out: torch.Tensor  # (B, L) target tokens + eos: what the decoder predicts
     n_tokens: int  # non-pad target tokens, to normalise the loss
-    indices: list[int]  # example indices, to put decoded output back in corpus order
+    indices: np.ndarray  # (B,) example indices, to put decoded output back in corpus order
 
     def to(self, device) -> "Batch":
         """On `device`; copies from pinned memory run asynchronously (non_blocking)."""
@@ -40,20 +42,30 @@ class Batch:
 
 class Group(NamedTuple):
     length: int  # padded length of both sides, eos/bos included
-    indices: list[int]
+    indices: np.ndarray  # (B,) example indices of the batch
 
 
-def _rng(seed: int, epoch: int) -> random.Random:
-    return random.Random(f"batches/{seed}/{epoch}")  # str seeds hash with sha512: stable across runs and machines
+def batch_rng(seed: int, epoch: int) -> np.random.Generator:
+    """PCG64 seeded from sha256("batches/{seed}/{epoch}"): stable across runs, numpy versions' seeding and machines."""
+    digest = hashlib.sha256(f"batches/{seed}/{epoch}".encode()).digest()
+    return np.random.Generator(np.random.PCG64(int.from_bytes(digest[:16], "little")))
 
 
-def round_up(n: int, multiple: int) -> int:
+def round_up(n, multiple: int):
     return -(-n // multiple) * multiple
 
 
+def bucket_lengths(src_lens: np.ndarray | None, tgt_lens: np.ndarray, multiple: int) -> np.ndarray:
+    """(n,) padded length of each example: max(src, tgt) + eos/bos, rounded up to `multiple`; uint16 when it fits, so
+    that numpy's stable argsort is a radix sort."""
+    longest = np.asarray(tgt_lens) if src_lens is None else np.maximum(src_lens, tgt_lens)
+    length = round_up(longest.astype(np.int64) + 1, multiple)
+    return length.astype(np.uint16 if len(length) == 0 or length.max() < 2**16 else np.uint32)
+
+
 def batch_indices(
-    src_lens: list[int] | None,
-    tgt_lens: list[int],
+    src_lens: np.ndarray | None,
+    tgt_lens: np.ndarray,
     max_tokens: int,
     shuffle: bool,
     seed: int = 0,
@@ -66,69 +78,44 @@ def batch_indices(
     n = len(tgt_lens)
     if src_lens is not None and len(src_lens) != n:
         raise ValueError(f"{len(src_lens)} source lengths but {n} target lengths")
-    src_lens = src_lens if src_lens is not None else [0] * n
-    length = [round_up(max(s, t) + 1, multiple) for s, t in zip(src_lens, tgt_lens)]  # + eos, + bos/eos
-    rng = _rng(seed, epoch)
-    order = list(range(n))
+    length = bucket_lengths(src_lens, tgt_lens, multiple)
+    rng = batch_rng(seed, epoch)
     if shuffle:
+        order = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
         rng.shuffle(order)  # random order within a bucket once the stable sort below has run
-        order.sort(key=length.__getitem__)
+        order = order[np.argsort(length[order], kind="stable")]
     else:
-        order.sort(key=lambda i: (length[i], tgt_lens[i], src_lens[i]))
+        src = np.zeros(n, np.int64) if src_lens is None else np.asarray(src_lens)
+        order = np.lexsort((src, tgt_lens, length))  # by length, then target, then source length
+    sorted_length = length[order]
+    starts = np.flatnonzero(np.r_[True, sorted_length[1:] != sorted_length[:-1]]) if n else np.zeros(0, np.int64)
+    ends = np.r_[starts[1:], n]
 
     groups: list[Group] = []
-    carried, carried_length = [], 0
-    for bucket_length, members in itertools.groupby(order, key=length.__getitem__):
-        if carried and bucket_length > carried_length + multiple:
-            groups.append(Group(carried_length, carried))
-            carried = []
-        pending = carried + list(members)
+    carried_from, carried_length = None, 0  # the previous bucket's remainder: order[carried_from:start]
+    for start, end in zip(starts.tolist(), ends.tolist()):
+        bucket_length = int(sorted_length[start])
+        if carried_from is not None and bucket_length > carried_length + multiple:
+            groups.append(Group(carried_length, order[carried_from:start]))
+            carried_from = None
+        first = start if carried_from is None else carried_from
         size = max(1, max_tokens // bucket_length)  # an example longer than max_tokens on its own still gets a batch
-        full = len(pending) // size * size
-        groups += [Group(bucket_length, pending[k : k + size]) for k in range(0, full, size)]
-        carried, carried_length = pending[full:], bucket_length
-    if carried:
-        groups.append(Group(carried_length, carried))
+        full = first + (end - first) // size * size
+        groups += [Group(bucket_length, order[k : k + size]) for k in range(first, full, size)]
+        carried_from, carried_length = (full, bucket_length) if full < end else (None, 0)
+    if carried_from is not None:
+        groups.append(Group(carried_length, order[carried_from:]))
     if shuffle:
-        rng.shuffle(groups)
+        groups = [groups[i] for i in rng.permutation(len(groups))]
     return groups
 
 
-def make_batches(
-    src: list[list[int]] | None,
-    tgt: list[list[int]],
-    max_tokens: int,
-    shuffle: bool,
-    seed: int = 0,
-    epoch: int = 0,
-    multiple: int = 1,
-) -> list[Batch]:
-    """Token-id lists (no bos/eos; src None for LM) → the Batches of `batch_indices`, in its order."""
-    groups = plan_batches(src, tgt, max_tokens, shuffle, seed, epoch, multiple)
-    return [collate(src, tgt, group.indices, group.length) for group in groups]
-
-
-def plan_batches(src, tgt, max_tokens: int, shuffle: bool, seed: int = 0, epoch: int = 0, multiple: int = 1):
-    """The Groups of `batch_indices` for token-id lists: cheap, so that batches can be collated one at a time."""
-    src_lens = None if src is None else [len(s) for s in src]
-    return batch_indices(src_lens, [len(t) for t in tgt], max_tokens, shuffle, seed, epoch, multiple)
-
-
 def pad_sequences(rows: list[list[int]], length: int | None = None) -> torch.Tensor:
-    """(len(rows), length or the longest row) int64 tensor of the rows, right-padded with PAD."""
+    """(len(rows), length or the longest row) int64 tensor of the rows, right-padded with PAD (decoding's sources)."""
     out = torch.full((len(rows), length or max(map(len, rows))), PAD, dtype=torch.long)
     for r, row in enumerate(rows):
         out[r, : len(row)] = torch.tensor(row, dtype=torch.long)
     return out
-
-
-def collate(src: list[list[int]] | None, tgt: list[list[int]], indices: list[int], length: int | None = None) -> Batch:
-    """The Batch of examples `indices` from token-id lists without bos/eos (src None for LM), both sides padded to
-    `length` (a Group's), or each to its longest row."""
-    src_t = None if src is None else pad_sequences([src[i] + [EOS] for i in indices], length)
-    tgt_in = pad_sequences([[BOS] + tgt[i] for i in indices], length)
-    tgt_out = pad_sequences([tgt[i] + [EOS] for i in indices], length)
-    return Batch(src_t, tgt_in, tgt_out, int((tgt_out != PAD).sum()), list(indices))
 
 
 def pad_fraction(batches: list[Batch]) -> float:

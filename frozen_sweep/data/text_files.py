@@ -1,57 +1,94 @@
-"""Read a split of a plain-text corpus: `{directory}/{split}.{lang}`, one sentence per line, UTF-8.
+"""Stream a split of a plain-text corpus: `{directory}/{split}.{lang}`, one sentence per line, UTF-8, line-aligned.
 
-Both corpora go through here (the Bible after extraction). Errors name the file and, where it applies, the line.
+Both corpora go through here (the Bible after extraction), in chunks of CHUNK_LINES lines: memory does not grow with
+the corpus. Errors name the file and, where it applies, the line.
 
 Empty lines: in train, a pair with an empty (or whitespace-only) side is skipped and counted, since crawled corpora
 have a few; in valid and test an empty line is an error, because held-out sets must be used exactly as given (a
 silently shortened test set is no longer comparable, and an empty reference breaks BLEU).
 """
 
+from itertools import islice
 from pathlib import Path
-from typing import NamedTuple
+from typing import Iterator
+
+CHUNK_LINES = 1 << 16
 
 
-class TextSplit(NamedTuple):
-    lines: list[list[str]]  # one list of sentences per language, all the same length
-    skipped_empty: int  # train pairs skipped because a side was empty
+def _decode(path: Path, raw: list[bytes], lines_before: int) -> list[str]:
+    """The lines of a chunk as text, without line endings or surrounding whitespace (and a leading BOM)."""
+    try:
+        lines = list(map(bytes.decode, raw))  # strict UTF-8
+    except UnicodeDecodeError:
+        for number, line in enumerate(raw, start=lines_before + 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(
+                    f"{path} line {number} is not valid UTF-8 (byte {line[e.start]:#04x} at column {e.start + 1})"
+                ) from None
+    if lines_before == 0 and lines:
+        lines[0] = lines[0].lstrip("\ufeff")
+    return list(map(str.strip, lines))
 
 
-def read_lines(path: Path) -> list[str]:
-    """The lines of a UTF-8 text file, without line endings or surrounding whitespace."""
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
-    data = path.read_bytes()
-    if not data.strip():
-        raise ValueError(f"{path} is empty")
-    raw_lines = data.split(b"\n")
-    if raw_lines[-1] == b"":
-        raw_lines.pop()  # the final newline ends the last line rather than starting a new one
-    lines = []
-    for number, raw in enumerate(raw_lines, start=1):
+class SplitReader:
+    """The sentences of `split`, one list per language, streamed; after a full pass `lines` and `skipped_empty`
+    (train pairs skipped because a side was empty) are set, and every error has been raised."""
+
+    def __init__(self, directory: Path, split: str, langs: list[str]):
+        self.directory, self.split = Path(directory), split
+        self.paths = [self.directory / f"{split}.{lang}" for lang in langs]
+        self.lines = self.skipped_empty = 0
+
+    def chunks(self) -> Iterator[list[list[str]]]:
+        """Chunks of kept rows: one list of sentences per language, all the same length."""
+        for path in self.paths:
+            if not path.is_file():
+                raise FileNotFoundError(f"{path}: no such file")
+        files = [open(path, "rb") for path in self.paths]
         try:
-            lines.append(raw.decode("utf-8").lstrip("\ufeff").strip())
-        except UnicodeDecodeError as e:
-            raise ValueError(
-                f"{path} line {number} is not valid UTF-8 (byte {raw[e.start]:#04x} at column {e.start + 1})"
-            ) from None
-    return lines
+            self.lines = self.skipped_empty = 0
+            seen_text = [False] * len(files)
+            while True:
+                raw = [list(islice(f, CHUNK_LINES)) for f in files]
+                columns = [_decode(path, r, self.lines) for path, r in zip(self.paths, raw)]
+                seen_text = [seen or any(column) for seen, column in zip(seen_text, columns)]
+                if len({len(r) for r in raw}) > 1:
+                    self._unaligned(files, raw, seen_text)
+                if not raw[0]:
+                    break
+                yield self._kept(columns)
+                self.lines += len(raw[0])
+        finally:
+            for f in files:
+                f.close()
+        for path, seen in zip(self.paths, seen_text):
+            if not seen:
+                raise ValueError(f"{path} is empty")
 
+    def _unaligned(self, files, raw: list[list[bytes]], seen_text: list[bool]) -> None:
+        """A file ended before another: it is empty, or the files are not line-aligned."""
+        ended = min(len(r) for r in raw)
+        for path, r, seen in zip(self.paths, raw, seen_text):
+            if len(r) == ended and not seen:
+                raise ValueError(f"{path} is empty")
+        counts = [self.lines + len(r) + sum(1 for _ in f) for r, f in zip(raw, files)]
+        other = next(i for i, n in enumerate(counts) if n != counts[0])
+        raise ValueError(
+            f"{self.paths[0].name} has {counts[0]} lines but {self.paths[other].name} has {counts[other]} "
+            f"(in {self.directory}): parallel files must be line-aligned"
+        )
 
-def read_split(directory: Path, split: str, langs: list[str]) -> TextSplit:
-    """Sentences of `split` for each language, line-aligned; see the module docstring for empty lines."""
-    paths = [Path(directory) / f"{split}.{lang}" for lang in langs]
-    columns = [read_lines(path) for path in paths]
-    for path, column in zip(paths[1:], columns[1:]):
-        if len(column) != len(columns[0]):
+    def _kept(self, columns: list[list[str]]) -> list[list[str]]:
+        if all(map(all, columns)):  # the usual case, at C speed
+            return columns
+        keep = [i for i, row in enumerate(zip(*columns)) if all(row)]
+        if self.split != "train":
+            first = next(i for i, row in enumerate(zip(*columns)) if not all(row))
+            side = next(k for k, column in enumerate(columns) if not column[first])
             raise ValueError(
-                f"{paths[0].name} has {len(columns[0])} lines but {path.name} has {len(column)} (in {directory}): "
-                "parallel files must be line-aligned"
+                f"{self.paths[side]} line {self.lines + first + 1} is empty; {self.split} sets may not have empty lines"
             )
-    keep = []
-    for i, row in enumerate(zip(*columns)):
-        empty = [path for path, text in zip(paths, row) if not text]
-        if not empty:
-            keep.append(i)
-        elif split != "train":
-            raise ValueError(f"{empty[0]} line {i + 1} is empty; {split} sets may not have empty lines")
-    return TextSplit([[column[i] for i in keep] for column in columns], len(columns[0]) - len(keep))
+        self.skipped_empty += len(columns[0]) - len(keep)
+        return [[column[i] for i in keep] for column in columns]

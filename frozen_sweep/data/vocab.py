@@ -1,17 +1,14 @@
-"""SentencePiece subword vocabulary with fixed special ids, trained on the training text and cached by content.
+"""SentencePiece subword vocabulary with fixed special ids, trained on a sample of the training text (data/prepared.py
+samples it and keeps the model in the prepared dataset).
 
 BPE rather than unigram: the paper's setup is a joint BPE vocabulary, and spm trains BPE on the Bible (~56k lines,
 8k pieces) in under a second against several for unigram, with the same number of pieces per sentence (±1%).
 """
 
-import hashlib
 import io
-import json
 from pathlib import Path
 
 import sentencepiece as spm
-
-from frozen_sweep.run_dir import write_atomic
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
@@ -23,10 +20,10 @@ TRAINER_SETTINGS = {
     "eos_id": EOS,
     "hard_vocab_limit": False,  # a small corpus may not support vocab_size pieces: take fewer instead of failing
     "character_coverage": 1.0,
-    "input_sentence_size": 0,  # use every sentence ...
+    "input_sentence_size": 0,  # every sentence given (prepared.py gives a seeded sample) ...
     "shuffle_input_sentence": False,  # ... in order: same text, same model
     "max_sentence_length": 1 << 16,  # bytes; longer lines are skipped by spm
-    "num_threads": 1,
+    "num_threads": 1,  # the BPE merges depend on the thread count (1 vs 2 threads: other models): fixed
     "minloglevel": 2,  # warnings and errors only
 }
 
@@ -66,27 +63,12 @@ class Vocab:
         self.__init__(state["model"], state["path"])
 
 
-def cache_path(texts: list[str], vocab_size: int, cache_dir: Path) -> Path:
-    """cache_dir/spm/<sha256 of the training text and every trainer setting>.model"""
-    digest = hashlib.sha256()
-    settings = {**TRAINER_SETTINGS, "vocab_size": vocab_size, "spm": spm.__version__}
-    digest.update(json.dumps(settings, sort_keys=True).encode())
-    for text in texts:
-        digest.update(text.encode("utf-8") + b"\n")
-    return Path(cache_dir).expanduser() / "spm" / f"{digest.hexdigest()}.model"
-
-
-def train_or_load_vocab(texts: list[str], vocab_size: int, cache_dir: Path) -> Vocab:
-    """The vocabulary trained on `texts` (for translation: both sides' training text), from cache if present."""
-    path = cache_path(texts, vocab_size, cache_dir)
-    if path.exists():
-        return Vocab.load(path)
+def train_vocab(texts: list[str], vocab_size: int) -> Vocab:
+    """A vocabulary trained on `texts` (a sample of the training lines; both sides for translation), in memory."""
     if not any(texts):
         raise ValueError("cannot train a subword vocabulary: the training text is empty")
     buffer = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(texts), model_writer=buffer, vocab_size=vocab_size, **TRAINER_SETTINGS
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, lambda f: f.write(buffer.getvalue()))  # a concurrent reader sees no model or a whole one
-    return Vocab(buffer.getvalue(), path)
+    return Vocab(buffer.getvalue())

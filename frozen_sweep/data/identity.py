@@ -1,0 +1,132 @@
+"""What a task's data is, without reading it twice: the source files' content hashes and the key of the prepared
+dataset they give (data/prepared.py). No torch and no numpy here: the launchers' plan and the fingerprint use it.
+
+A file's sha256 is computed once per file version and kept in `<cache>/hashes/`, under the file's path, size,
+mtime_ns, inode and device. That trusts the filesystem to change one of these on every write: an in-place edit
+changes mtime_ns, a replacement (editor save, rsync, cp over) changes the inode or the size. A file modified within
+RACY_S of being hashed is not cached (two writes in one timestamp tick would share an mtime_ns), and a file whose
+mtime was set back by hand to its old value with the same size and inode (touch -d, os.utime) is the one case that
+fools it: delete `<cache>/hashes/` then.
+"""
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+from frozen_sweep.config import ConfigError, CorpusKind, TaskKind
+
+FORMAT_VERSION = 1  # of the prepared dataset (data/prepared.py): part of its key
+RACY_S = 2.0
+SPLITS = ("train", "valid", "test")
+
+_hashes: dict[tuple, str] = {}  # stat key → sha256: a sweep's plan computes every job's fingerprint
+
+
+def langs_of(task_cfg) -> list[str]:
+    return [task_cfg.tgt_lang] if TaskKind(task_cfg.kind) == TaskKind.lm else [task_cfg.src_lang, task_cfg.tgt_lang]
+
+
+def _stat_key(path: Path) -> tuple:
+    st = path.stat()
+    return (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+
+
+def file_sha256(path: Path, cache_dir: str | Path | None = None) -> str:
+    """sha256 of the file's content, read once per file version (see the module docstring for what that trusts)."""
+    path = Path(path)
+    key = _stat_key(path)
+    if key in _hashes:
+        return _hashes[key]
+    entry = None
+    if cache_dir is not None:
+        entry = Path(cache_dir).expanduser() / "hashes" / hashlib.sha256(json.dumps(key).encode()).hexdigest()
+        try:
+            saved = json.loads(entry.read_text())
+            if tuple(saved["stat"]) == key:
+                _hashes[key] = saved["sha256"]
+                return saved["sha256"]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    sha = digest.hexdigest()
+    if _stat_key(path) == key and time.time_ns() - key[2] > RACY_S * 1e9:  # unchanged while read, and not racy
+        _hashes[key] = sha
+        if entry is not None:
+            _save(entry, {"stat": key, "sha256": sha})
+    return sha
+
+
+def _save(entry: Path, record: dict) -> None:
+    """Best effort (a read-only cache only costs a re-hash): written under a unique name, then renamed."""
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(record))
+        os.replace(tmp, entry)
+    except OSError:
+        pass
+
+
+def data_files(task_cfg) -> dict[str, Path]:
+    """The files the task reads, by a name that does not depend on where they are; ConfigError for a missing one."""
+    langs = langs_of(task_cfg)
+    if CorpusKind(task_cfg.corpus) == CorpusKind.text_files:
+        directory = Path(task_cfg.path).expanduser()
+        files = {f"{split}.{lang}": directory / f"{split}.{lang}" for split in SPLITS for lang in langs}
+        missing = [str(path) for path in files.values() if not path.is_file()]
+        if missing:
+            raise ConfigError(
+                f"task.path={task_cfg.path}: missing {', '.join(missing)} (task=text_files reads "
+                f"{{train,valid,test}}.{{{','.join(langs)}}} there)"
+            )
+        return files
+    from frozen_sweep.data.bible import module_sources  # the bible reader; imported here to keep it out of plans
+
+    try:
+        sources = module_sources(task_cfg)  # {lang: a shipped verses file, or a SWORD module's directory}
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"task.sword_dir / task.modules: {e}") from e
+    files = {}
+    for lang, source in sources.items():
+        for f in [source] if source.is_file() else sorted(p for p in source.iterdir() if p.is_file()):
+            files[f"{lang}/{source.name}/{f.name}"] = f
+    return files
+
+
+def data_identity(task_cfg) -> dict[str, str]:
+    """Each data file's content hash (for the Bible, the SWORD module files and the split rule's version)."""
+    identity = {name: file_sha256(path, task_cfg.cache_dir) for name, path in data_files(task_cfg).items()}
+    if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
+        from frozen_sweep.data.bible import SPLIT_VERSION
+
+        identity["bible_split_version"] = str(SPLIT_VERSION)
+    return identity
+
+
+def token_settings(task_cfg) -> dict:
+    """Every setting that changes the prepared token ids (task.max_len does not: it is applied when a job opens it)."""
+    from frozen_sweep.data.vocab import TRAINER_SETTINGS, spm
+
+    settings = {
+        "format": FORMAT_VERSION,
+        "kind": TaskKind(task_cfg.kind).value,
+        "langs": langs_of(task_cfg),
+        "vocab_size": task_cfg.vocab_size,
+        "vocab_sample_lines": task_cfg.vocab_sample_lines,
+        "spm": {**TRAINER_SETTINGS, "version": spm.__version__},
+    }
+    if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
+        settings["max_length_ratio"] = task_cfg.max_length_ratio
+    return settings
+
+
+def prepared_key(task_cfg) -> tuple[str, dict, dict]:
+    """(key of the prepared dataset, source identity, token settings): the key hashes both."""
+    identity, settings = data_identity(task_cfg), token_settings(task_cfg)
+    key = hashlib.sha256(json.dumps({"sources": identity, "settings": settings}, sort_keys=True).encode()).hexdigest()
+    return key[:32], identity, settings

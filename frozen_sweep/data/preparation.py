@@ -1,0 +1,174 @@
+"""Prepare a task's data once: read and check every file, train the vocabulary on a seeded sample, encode every
+split on all cores into the format of data/prepared.py, in a temporary directory renamed into place.
+
+Concurrent preparers of one key (a sweep's jobs on a cold cache, two sweeps) take a file lock: one builds, the others
+wait and open what it built. A directory that fails its check (killed copy, truncated file) is rebuilt, never used.
+Content errors (line counts, UTF-8, empty held-out lines, an empty corpus) are raised by the first pass, naming the
+file and line, before anything is written but the temporary directory, which is removed.
+
+Cost: two passes over the text (check and sample, then encode), O(corpus) time; memory holds a chunk of lines, the
+sample (task.vocab_sample_lines pairs) and the held-out text, not the training corpus.
+"""
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from frozen_sweep.config import CorpusKind
+from frozen_sweep.data.bible import extract_bible
+from frozen_sweep.data.identity import SPLITS, langs_of, prepared_key
+from frozen_sweep.data.prepared import (
+    HELD_OUT, VOCAB_FILE, SideWriter, problem, token_dtype, write_manifest, write_texts,
+)  # fmt: skip
+from frozen_sweep.data.text_files import SplitReader
+from frozen_sweep.data.vocab import train_vocab
+
+log = logging.getLogger(__name__)
+
+SAMPLE_SEED = 20_2311  # the vocabulary sample's: fixed, so that jobs of every seed share one prepared dataset
+
+
+def source_dir(task_cfg) -> Path:
+    """The directory holding {train,valid,test}.{lang} for this task (the Bible is extracted there first)."""
+    if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
+        return extract_bible(task_cfg)
+    return Path(task_cfg.path).expanduser()
+
+
+def encode_threads() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+class Reservoir:
+    """A seeded uniform sample of k rows of a stream (Algorithm R: one uniform draw per row past the first k), the
+    same however the stream is chunked; k = 0 keeps every row."""
+
+    def __init__(self, k: int, seed: int):
+        self.k, self.seen, self.columns = k, 0, None
+        self.rng = np.random.Generator(np.random.PCG64(seed))
+
+    def add(self, columns: list[list[str]]) -> None:
+        n = len(columns[0])
+        if self.columns is None:
+            self.columns = [[] for _ in columns]
+        fill = n if self.k == 0 else max(0, min(n, self.k - self.seen))
+        for mine, column in zip(self.columns, columns):
+            mine.extend(column[:fill])
+        if fill < n:
+            position = self.seen + fill + np.arange(n - fill)  # (n - fill,) 0-based index in the stream
+            slot = (self.rng.random(n - fill) * (position + 1)).astype(np.int64)
+            for i in np.flatnonzero(slot < self.k).tolist():
+                for mine, column in zip(self.columns, columns):
+                    mine[slot[i]] = column[fill + i]
+        self.seen += n
+
+
+def _lock(path: Path):
+    """An exclusive flock on `path`, waited for (and said so) when another preparer holds it."""
+    f = open(path, "a")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        log.info("waiting for another process preparing the same data (lock %s)", path)
+        fcntl.flock(f, fcntl.LOCK_EX)
+    return contextlib.closing(f)  # closing the file releases the lock
+
+
+def prepare(task_cfg) -> Path:
+    """The prepared dataset of the task's data and settings: found, or built now (under the key's lock)."""
+    key, identity, settings = prepared_key(task_cfg)
+    root = Path(task_cfg.cache_dir).expanduser() / "prepared"
+    final = root / key
+    if problem(final, key) is None:
+        return final
+    root.mkdir(parents=True, exist_ok=True)
+    with _lock(root / f".{key}.lock"):
+        why = problem(final, key)
+        if why is None:  # another process built it while this one waited
+            return final
+        if final.exists():
+            log.warning("%s: %s; rebuilding it", final, why)
+            shutil.rmtree(final)
+        for stale in root.glob(f".{key}.tmp*"):  # a killed preparation's leftovers: the lock says none runs now
+            shutil.rmtree(stale, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key}.tmp", dir=root))
+        try:
+            build(task_cfg, tmp, {"key": key, "sources": identity, "settings": settings})
+            tmp.chmod(0o755)  # mkdtemp makes it private; the cache may be shared
+            os.rename(tmp, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def build(task_cfg, out: Path, manifest: dict) -> None:
+    """Every file of a prepared dataset, into `out`; the manifest last."""
+    started = time.perf_counter()
+    directory, langs = source_dir(task_cfg), langs_of(task_cfg)
+    readers = {split: SplitReader(directory, split, langs) for split in SPLITS}
+    sample = Reservoir(task_cfg.vocab_sample_lines, SAMPLE_SEED)
+    with tqdm(desc="prepare: check", unit=" lines", unit_scale=True, disable=None) as bar:
+        for split, reader in readers.items():  # every file read and checked before anything is encoded
+            for columns in reader.chunks():
+                if split == "train":
+                    sample.add(columns)
+                bar.update(len(columns[0]))
+    checked = time.perf_counter()
+    vocab = train_vocab([text for column in sample.columns for text in column], task_cfg.vocab_size)
+    del sample
+    (out / VOCAB_FILE).write_bytes(vocab.model)
+    if len(vocab) < task_cfg.vocab_size:
+        log.warning(
+            "the vocabulary has %d pieces, fewer than task.vocab_size=%d: the training text supports no more",
+            len(vocab), task_cfg.vocab_size,
+        )  # fmt: skip
+    trained = time.perf_counter()
+    dtype, threads = token_dtype(len(vocab)), encode_threads()
+    counts = {}
+    with tqdm(desc="prepare: encode", unit=" lines", unit_scale=True, disable=None) as bar:
+        for split, reader in readers.items():
+            examples = reader.lines - reader.skipped_empty
+            writers = [SideWriter(out, split, lang, examples, dtype) for lang in langs]
+            texts = [[] for _ in langs]
+            for columns in reader.chunks():
+                for writer, text, column in zip(writers, texts, columns):
+                    writer.add(vocab.sp.encode(column, num_threads=threads))
+                    if split in HELD_OUT:
+                        text.extend(column)
+                bar.update(len(columns[0]))
+            tokens = {lang: writer.close() for lang, writer in zip(langs, writers)}
+            for lang, text in zip(langs, texts):
+                if split in HELD_OUT:
+                    write_texts(out, split, lang, text)
+            counts[split] = {"examples": examples, "lines": reader.lines, "skipped_empty": reader.skipped_empty,
+                             "tokens": tokens}  # fmt: skip
+    encoded = time.perf_counter()
+    manifest.update(
+        langs=langs,
+        kind=manifest["settings"]["kind"],
+        dtype=dtype.name,
+        vocab_size=len(vocab),
+        vocab_size_asked=task_cfg.vocab_size,
+        vocab_sample_lines=task_cfg.vocab_sample_lines,
+        vocab_sampled=min(counts["train"]["examples"], task_cfg.vocab_sample_lines or counts["train"]["examples"]),
+        splits=counts,
+        source_dir=str(directory),
+        seconds={"check": round(checked - started, 2), "vocab": round(trained - checked, 2),
+                 "encode": round(encoded - trained, 2)},  # fmt: skip
+        encode_threads=threads,
+    )
+    if CorpusKind(task_cfg.corpus) == CorpusKind.bible:  # what extraction read, dropped and split
+        manifest["corpus"] = json.loads((directory / "stats.json").read_text(encoding="utf-8"))
+    write_manifest(out, manifest)
+    sizes = "/".join(str(c["examples"]) for c in counts.values())
+    log.info("prepared %s: train/valid/test %s, vocab %d, in %.1f s (%s)", out.name.split(".tmp")[0].lstrip("."),
+             sizes, len(vocab), encoded - started, manifest["seconds"])  # fmt: skip

@@ -1,0 +1,116 @@
+"""A split of a task as the trainer uses it: token ids in flat numpy arrays (memory-mapped from a prepared dataset),
+lengths in arrays, batches collated straight from them. No per-sentence Python object is held for training data;
+valid and test also keep their text (BLEU is computed against it).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from frozen_sweep.data.batching import Batch, Group, batch_indices
+from frozen_sweep.data.vocab import BOS, EOS, PAD
+
+
+@dataclass
+class Side:
+    """One language of a split: every sentence's subword ids (no bos/eos) concatenated, and where each starts."""
+
+    ids: np.ndarray  # (T,) uint16 or uint32, usually an np.memmap
+    offsets: np.ndarray  # (N + 1,) int64: sentence i is ids[offsets[i]:offsets[i + 1]]
+    lens: np.ndarray  # (N,) int32 subword counts
+
+    @classmethod
+    def from_lists(cls, rows: list[list[int]]) -> "Side":
+        lens = np.array([len(r) for r in rows], dtype=np.int32)
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        return cls(np.fromiter((t for r in rows for t in r), dtype=np.uint32, count=int(offsets[-1])), offsets, lens)
+
+    def padded(self, rows: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """(B, width) int64 tokens of `rows`, left-aligned and PAD-filled, and their (B,) lengths."""
+        lens = self.lens[rows].astype(np.int64)
+        column = np.arange(width)
+        inside = column < lens[:, None]  # (B, width)
+        where = np.minimum(self.offsets[rows][:, None] + column, max(len(self.ids) - 1, 0))  # (B, width)
+        tokens = np.where(inside, self.ids[where] if len(self.ids) else 0, PAD).astype(np.int64)
+        return tokens, lens
+
+
+class Split:
+    """`src` None for language modelling. `rows` (kept examples of the sides, e.g. after dropping over-long ones) is
+    None when every example is kept; example i of the split is row rows[i] of the sides."""
+
+    def __init__(self, src: Side | None, tgt: Side, src_text=None, tgt_text=None, rows: np.ndarray | None = None):
+        self.src, self.tgt, self.rows = src, tgt, rows
+        self.src_text: list[str] | None = src_text  # valid/test: the sentences; None for training data and LM
+        self.tgt_text: list[str] | None = tgt_text  # valid/test: the references
+        self.tgt_lens = tgt.lens if rows is None else tgt.lens[rows]  # (N,) subwords, no bos/eos
+        self.src_lens = None if src is None else src.lens if rows is None else src.lens[rows]
+
+    @classmethod
+    def from_ids(cls, src: list[list[int]] | None, tgt: list[list[int]], src_text=None, tgt_text=None) -> "Split":
+        """A split held in memory, from token-id lists (tests, benchmarks)."""
+        return cls(None if src is None else Side.from_lists(src), Side.from_lists(tgt), src_text, tgt_text)
+
+    def __len__(self) -> int:
+        return len(self.tgt_lens)
+
+    def _row(self, indices) -> np.ndarray:
+        indices = np.asarray(indices, dtype=np.int64)
+        return indices if self.rows is None else self.rows[indices]
+
+    def src_ids(self, i: int) -> list[int]:
+        """Source subword ids of example i (no eos): what decoding reads."""
+        (row,) = self._row([i])
+        return self.src.ids[self.src.offsets[row] : self.src.offsets[row + 1]].tolist()
+
+    def sources(self, n: int | None = None) -> list[list[int]]:
+        """Source ids of the first n examples (all: None), as decoding takes them: held-out sets only (small)."""
+        return [self.src_ids(i) for i in range(len(self) if n is None else min(n, len(self)))]
+
+    def tgt_ids(self, i: int) -> list[int]:
+        (row,) = self._row([i])
+        return self.tgt.ids[self.tgt.offsets[row] : self.tgt.offsets[row + 1]].tolist()
+
+    def at_most(self, max_len: int) -> tuple["Split", int]:
+        """The examples with at most max_len subwords on each side, and how many were dropped."""
+        long = self.tgt_lens > max_len
+        if self.src_lens is not None:
+            long |= self.src_lens > max_len
+        dropped = int(long.sum())
+        if not dropped:
+            return self, 0
+        kept = np.flatnonzero(~long)
+        rows = kept if self.rows is None else self.rows[kept]
+        return Split(self.src, self.tgt, _pick(self.src_text, kept), _pick(self.tgt_text, kept), rows), dropped
+
+    def collate(self, indices, length: int | None = None) -> Batch:
+        """The Batch of examples `indices`, both sides padded to `length` (a Group's), or each to its longest + 1."""
+        rows = self._row(indices)
+        src = None
+        if self.src is not None:
+            src_width = length or int(self.src.lens[rows].max()) + 1
+            tokens, lens = self.src.padded(rows, src_width)
+            tokens[np.arange(len(rows)), lens] = EOS  # (B, L) source + eos
+            src = torch.from_numpy(tokens)
+        width = length or int(self.tgt.lens[rows].max()) + 1
+        tokens, lens = self.tgt.padded(rows, width)
+        tgt_in = np.full_like(tokens, PAD)  # (B, L) bos + target
+        tgt_in[:, 0], tgt_in[:, 1:] = BOS, tokens[:, :-1]
+        tokens[np.arange(len(rows)), lens] = EOS  # (B, L) target + eos
+        return Batch(src, torch.from_numpy(tgt_in), torch.from_numpy(tokens), int(lens.sum() + len(rows)), np.asarray(indices))
+
+
+def _pick(texts: list[str] | None, kept: np.ndarray) -> list[str] | None:
+    return None if texts is None else [texts[i] for i in kept]
+
+
+def plan(split: Split, max_tokens: int, shuffle: bool, seed: int = 0, epoch: int = 0, multiple: int = 1) -> list[Group]:
+    """The batches of `split` as Groups (cheap: collate them one at a time)."""
+    return batch_indices(split.src_lens, split.tgt_lens, max_tokens, shuffle, seed, epoch, multiple)
+
+
+def make_batches(split: Split, max_tokens: int, shuffle: bool, seed: int = 0, epoch: int = 0, multiple: int = 1):
+    """Every Batch of `split`, in plan order (validation and test sets: small)."""
+    return [split.collate(g.indices, g.length) for g in plan(split, max_tokens, shuffle, seed, epoch, multiple)]
