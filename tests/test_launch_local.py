@@ -1,6 +1,7 @@
 """The local_gpus launcher end to end: real sweeps of micro jobs through `python -m frozen_sweep -m`."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -20,15 +21,11 @@ from tests.helpers.sweeps import (
 
 @pytest.mark.slow
 def test_failed_and_killed_jobs_are_recorded_and_the_others_complete(tmp_path, micro_overrides, toy_corpus):
-    broken = tmp_path / "broken"  # every file there, but valid.en is one line short: the job fails as it loads it
-    shutil.copytree(toy_corpus, broken)
-    (broken / "valid.en").write_text("".join((toy_corpus / "valid.en").read_text().splitlines(True)[:-1]))
-    good, bad = f"task.path={toy_corpus}", f"task.path={broken}"
-    overrides = [o for o in micro_overrides if not o.startswith("task.path=")]
+    good, bad = "task.max_len=200", "task.max_len=1"  # every training example is longer: the job fails as it loads
     sweep, output = tmp_path / "sweep", tmp_path / "out.txt"
     proc = start_sweep(
-        sweep, *overrides, LOCAL, "hydra.launcher.max_parallel=2", f"task.path={toy_corpus},{broken}",
-        "freeze=none,emb", output=output,
+        sweep, *micro_overrides, LOCAL, "hydra.launcher.max_parallel=2", "task.max_len=200,1", "freeze=none,emb",
+        output=output,
     )  # fmt: skip
     # the first two jobs run side by side: kill -9 the second one's process while it works, as the OOM killer would
     (victim,) = wait_for(lambda: job_dirs(sweep, good, "freeze=emb"), "the second job to start")
@@ -46,8 +43,8 @@ def test_failed_and_killed_jobs_are_recorded_and_the_others_complete(tmp_path, m
     assert killed["status"] == "failed" and "died without a result" in killed["error"]
     for freeze in ("none", "emb"):
         raised = record(sweep, bad, f"freeze={freeze}")
-        assert raised["status"] == "failed" and raised["error"].startswith("ValueError: valid.es has 60 lines")
-    assert f"FAILED {bad} freeze=none: ValueError: valid.es has 60 lines but valid.en has 59" in out
+        assert raised["status"] == "failed" and raised["error"].startswith("ValueError: no training example has at")
+    assert f"FAILED {bad} freeze=none: ValueError: no training example has at most task.max_len=1 subwords" in out
     assert f"FAILED {good} freeze=emb: the job's process died without a result" in out
     assert "logs: " in out and "done 1, failed 3, running 0, queued 0" in out
 
@@ -73,12 +70,24 @@ def test_missing_data_stops_the_sweep_before_any_job_starts(tmp_path, micro_over
     assert "job #1 (" in proc.stdout and f"task.path={missing}: missing {missing / 'train.es'}" in proc.stdout
     assert not (tmp_path / "sweep").exists()
 
+    bad = shutil.copytree(toy_corpus, tmp_path / "bad")  # every file there, but a byte of train.en is not UTF-8
+    (bad / "train.en").write_bytes((bad / "train.en").read_bytes().replace(b"\n", b"\n\xff", 1))
+    overrides = [o for o in overrides if not o.startswith("task.cache_dir=")] + [f"task.cache_dir={tmp_path / 'cache'}"]
+    proc = run_sweep(tmp_path / "sweep", *overrides, LOCAL, f"task.path={bad}", "seed=1,2")
+    assert proc.returncode != 0 and "No job was started" in proc.stdout
+    assert f"{bad / 'train.en'} line 2 is not valid UTF-8 (byte 0xff at column 1)" in proc.stdout
+    assert not (tmp_path / "sweep").exists() and not any(p.is_dir() for p in (tmp_path / "cache" / "prepared").iterdir())
+
 
 @pytest.mark.slow
-def test_each_job_gets_a_gpu_of_its_own(tmp_path, micro_overrides):
-    sweep = tmp_path / "sweep"
-    proc = run_sweep(sweep, *micro_overrides, LOCAL, "hydra.launcher.gpus=[0,1]", "seed=1,2,3")
+def test_each_job_gets_a_gpu_of_its_own_and_the_data_is_prepared_once(tmp_path, micro_overrides):
+    sweep, cache = tmp_path / "sweep", tmp_path / "cache"  # a cold cache: the jobs would start on unprepared data
+    overrides = [o for o in micro_overrides if not o.startswith("task.cache_dir=")] + [f"task.cache_dir={cache}"]
+    proc = run_sweep(sweep, *overrides, LOCAL, "hydra.launcher.gpus=[0,1]", "seed=1,2,3")
     assert proc.returncode == 0, proc.stdout
+    built = re.compile(r"prepared [0-9a-f]{32}: train/valid/test")  # data/preparation.py's line, once per build
+    assert len(built.findall(proc.stdout)) == 1, proc.stdout  # in the plan, before any job started ...
+    assert not any(built.search(log.read_text()) for log in sweep.glob("*/*.log"))  # ... and in no job
     runs = [attempts(sweep, f"seed={seed}")[0] for seed in (1, 2, 3)]
     assert all(run["cuda_visible_devices"] in ("0", "1") for run in runs)
     assert all(run["omp_num_threads"] == str(max(1, len(os.sched_getaffinity(0)) // 2)) for run in runs)

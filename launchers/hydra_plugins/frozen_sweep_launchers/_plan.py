@@ -61,7 +61,7 @@ def plan_jobs(
             f"hydra/launcher={launcher}: {NOT_A_FROZEN_SWEEP_APP} (a config composed on frozen_sweep.config.Config, "
             "checked as a job before any starts); use hydra/launcher=basic for another app. No job was started."
         )
-    jobs = []
+    jobs, datasets = [], {}
     for num, overrides in enumerate(job_overrides, start=initial_job_idx):
         overrides = list(overrides) + [o for o in launcher_overrides if override_key(o) not in {override_key(x) for x in overrides}]
         config = hydra_context.config_loader.load_sweep_config(sweep_config, overrides)
@@ -73,15 +73,31 @@ def plan_jobs(
             config.hydra.runtime.output_dir = str(job_dir)
         try:
             checked = job_config(config, overrides)
-            previous = previous_record(job_dir, fingerprint(checked), checked.force)
+            job_fingerprint = fingerprint(checked)
+            previous = previous_record(job_dir, job_fingerprint, checked.force)
         except (ConfigError, OmegaConfBaseException) as e:  # e.g. a mandatory value left unset
             raise SweepConfigError(f"job #{num} ({' '.join(overrides)}): {e}. No job was started.") from e
         jobs.append(PlannedJob(num, overrides, config, job_dir, previous, live_runner(job_dir)))
+        if not jobs[-1].already_completed:
+            datasets.setdefault(job_fingerprint["prepared"], (num, checked.task))
     _check_distinct_dirs(jobs)
+    _prepare_data(datasets)
     shared = set.intersection(*(set(job.overrides) for job in jobs))
     for job in jobs:
         job.label = " ".join(o for o in job.overrides if o not in shared) or job.job_dir.name
     return jobs
+
+
+def _prepare_data(datasets: dict[str, tuple[int, DictConfig]]) -> None:
+    """Each distinct dataset of the jobs to run prepared once, here, before any job starts: its jobs only open it,
+    and bad content (a file and line) stops the sweep now rather than in every job."""
+    from frozen_sweep.data.preparation import prepare  # numpy and SentencePiece: only when a sweep launches
+
+    for num, task in datasets.values():
+        try:
+            prepare(task)
+        except (OSError, ValueError) as e:
+            raise SweepConfigError(f"job #{num}: preparing its data: {e}. No job was started.") from e
 
 
 def _job_dir(config: DictConfig) -> Path:

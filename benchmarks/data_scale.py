@@ -1,0 +1,160 @@
+"""Data at scale: preparing a corpus of millions of pairs once, and what a job pays to open it.
+
+    python benchmarks/data_scale.py [--pairs 100000 1000000 4000000] [--dir /tmp/frozen_sweep_data_scale]
+
+Corpora: pair i is training pair i mod 27,964 of the embedded corpus with the words of each side shuffled by one
+seeded generator (so that lines are not copies), valid/test the embedded sets' first 300 pairs; written once under
+--dir/<pairs>/ and reused (deterministic). For each size, side by side in one run:
+- preparation: `python -m frozen_sweep.prepare` (task.vocab_size=8000, a cold cache) in a child process: seconds,
+  lines/s (both sides), its phases (check + sample, vocabulary, encode) and peak RSS;
+- the limit: SentencePiece's own encode of the same training lines, in memory, on every core (`encode(lines,
+  num_threads=cores)` in chunks of 1M lines, the prepared vocabulary): lines/s;
+- a 2-step model=micro job (`python -m frozen_sweep`, greedy test decoding) on the prepared data: its data start-up
+  (the record's data.load_s) and peak RSS (os.wait4's ru_maxrss).
+Then a 4-job local_gpus sweep (seed=1..4, 2 steps each) of the smallest size on a cold cache: how many preparations
+ran (data/preparation.py logs one line per build), in the plan and in the jobs.
+Targets: at the largest size peak job RSS ≤ the smallest's + 200 MB; data start-up ≤ 5 s; preparation ≥ 0.7× the
+limit; exactly one preparation per sweep. Disk: ≈0.4 GB of text and ≈0.2 GB prepared per million pairs.
+"""
+
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+from itertools import islice
+from pathlib import Path
+
+import common
+import sentencepiece as spm
+from omegaconf import OmegaConf
+
+from frozen_sweep.config import TaskConfig
+from frozen_sweep.data.preparation import encode_threads, source_dir
+from frozen_sweep.data.prepared import MANIFEST, VOCAB_FILE
+
+HELD_OUT = 300
+BUILT = re.compile(r"prepared [0-9a-f]{32}: train/valid/test")  # data/preparation.py's line, once per build
+
+
+def write_corpus(root: Path, pairs: int, embedded: Path) -> Path:
+    out = root / str(pairs)
+    if (out / "done").exists():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    sides = {lang: (embedded / f"train.{lang}").read_text(encoding="utf-8").split("\n")[:-1] for lang in ("es", "en")}
+    rng = random.Random(f"data_scale/{pairs}")
+    for lang, lines in sides.items():
+        with open(out / f"train.{lang}", "w", encoding="utf-8") as f:
+            for start in range(0, pairs, 100_000):
+                chunk = []
+                for i in range(start, min(pairs, start + 100_000)):
+                    words = lines[i % len(lines)].split()
+                    rng.shuffle(words)
+                    chunk.append(" ".join(words))
+                f.write("\n".join(chunk) + "\n")
+        for split in ("valid", "test"):
+            held_out = (embedded / f"{split}.{lang}").read_text(encoding="utf-8").split("\n")[:HELD_OUT]
+            (out / f"{split}.{lang}").write_text("\n".join(held_out) + "\n", encoding="utf-8")
+    (out / "done").touch()
+    return out
+
+
+def run_child(command: list[str], log: Path) -> tuple[float, float, str]:
+    """(seconds, peak RSS in MB, output) of a child process."""
+    started = time.perf_counter()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(command, cwd=common.ROOT, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    text = log.read_text()
+    if proc.returncode:
+        sys.exit(f"{' '.join(command)} failed ({proc.returncode}):\n{text[-3000:]}")
+    return time.perf_counter() - started, usage.ru_maxrss / 1024, text
+
+
+def limit_lines_per_s(corpus: Path, model: Path) -> float:
+    """SentencePiece's own parallel encode of the training lines (read beforehand, not timed), every core."""
+    sp, threads, seconds, lines = spm.SentencePieceProcessor(model_file=str(model)), encode_threads(), 0.0, 0
+    for lang in ("es", "en"):
+        with open(corpus / f"train.{lang}", encoding="utf-8") as f:
+            while chunk := [line.rstrip("\n") for line in islice(f, 1_000_000)]:
+                started = time.perf_counter()
+                sp.encode(chunk, num_threads=threads)
+                seconds += time.perf_counter() - started
+                lines += len(chunk)
+    return lines / seconds
+
+
+def main() -> None:
+    p = common.parser(__doc__)
+    p.add_argument("--pairs", type=int, nargs="+", default=[100_000, 1_000_000, 4_000_000])
+    p.add_argument("--dir", type=Path, default=Path("/tmp/frozen_sweep_data_scale"))
+    p.add_argument("--sweep-jobs", type=int, default=4)
+    args = p.parse_args()
+    common.setup(args)
+    if args.quick:
+        args.pairs, args.dir, args.sweep_jobs = [2000], args.dir.with_name(args.dir.name + "_quick"), 2
+    vocab = 500 if args.quick else 8000
+    embedded = source_dir(OmegaConf.structured(TaskConfig(name="bible", cache_dir=str(args.dir / "embedded"))))
+    task = ["task=text_files", "task.src_lang=es", "task.tgt_lang=en", f"task.vocab_size={vocab}"]
+    job = ["model=micro", "trainer=quick", "trainer.max_steps=2", "trainer.valid_bleu_sentences=0", "eval.beam=1"]
+    python = [sys.executable, "-m"]
+    rows, results = [], {}
+    for pairs in sorted(args.pairs):
+        corpus, cache = write_corpus(args.dir, pairs, embedded), args.dir / f"cache-{pairs}"
+        shutil.rmtree(cache, ignore_errors=True)
+        overrides = [*task, f"task.path={corpus}", f"task.cache_dir={cache}"]
+        prep_s, prep_rss, out = run_child([*python, "frozen_sweep.prepare", *overrides], args.dir / "prepare.log")
+        prepared = Path(next(line for line in out.splitlines() if line.startswith(str(cache))))
+        manifest = json.loads((prepared / MANIFEST).read_text())
+        lines = 2 * sum(c["examples"] for c in manifest["splits"].values())
+        limit = limit_lines_per_s(corpus, prepared / VOCAB_FILE)
+        run_dir = args.dir / f"run-{pairs}"
+        shutil.rmtree(run_dir, ignore_errors=True)
+        _, job_rss, _ = run_child([*python, "frozen_sweep", *overrides, *job, f"hydra.run.dir={run_dir}"],
+                                  args.dir / "job.log")  # fmt: skip
+        load_s = json.loads((run_dir / "result.json").read_text())["data"]["load_s"]
+        phases = manifest["seconds"]
+        encode_rate = 2 * manifest["splits"]["train"]["examples"] / phases["encode"]
+        results[pairs] = {"prep_rate": lines / prep_s, "limit": limit, "job_rss": job_rss, "load_s": load_s}
+        rows.append([f"{pairs:,}", f"{prep_s:.1f} s", f"{phases['check']:.1f}/{phases['vocab']:.1f}/{phases['encode']:.1f}",
+                     f"{lines / prep_s:,.0f}", f"{encode_rate:,.0f}", f"{limit:,.0f}", f"{prep_rss:.0f} MB",
+                     f"{load_s:.2f} s", f"{job_rss:.0f} MB", f"{os.getloadavg()[0]:.1f}"])  # fmt: skip
+        shutil.rmtree(cache, ignore_errors=True)
+    common.table(["pairs", "prepare", "check/vocab/encode", "lines/s", "encode lines/s", "limit lines/s",
+                  "prepare RSS", "job data start", "job peak RSS", "load"], rows)  # fmt: skip
+
+    smallest, largest = min(results), max(results)
+    sweep, cache = args.dir / "sweep", args.dir / "cache-sweep"
+    for stale in (sweep, cache):
+        shutil.rmtree(stale, ignore_errors=True)
+    corpus = write_corpus(args.dir, smallest, embedded)
+    seeds = ",".join(str(s) for s in range(1, args.sweep_jobs + 1))
+    _, _, out = run_child([*python, "frozen_sweep", "-m", f"hydra.sweep.dir={sweep}", "hydra/launcher=local_gpus", *task,
+                           f"task.path={corpus}", f"task.cache_dir={cache}", *job, f"seed={seeds}"],
+                          args.dir / "sweep.log")  # fmt: skip
+    in_jobs = sum(len(BUILT.findall(log.read_text())) for log in sweep.glob("*/*.log"))
+    print(f"{args.sweep_jobs}-job sweep on a cold cache: {len(BUILT.findall(out))} preparation(s) in the plan, "
+          f"{in_jobs} in the jobs")  # fmt: skip
+    for stale in (sweep, cache):
+        shutil.rmtree(stale, ignore_errors=True)
+
+    big = results[largest]
+    common.verdict(f"peak job RSS at {largest:,} pairs over {smallest:,} pairs' (MB)",
+                   big["job_rss"] - results[smallest]["job_rss"], 200, unit=" MB", at_most=True)  # fmt: skip
+    common.verdict("data start-up once prepared (slowest)", max(r["load_s"] for r in results.values()), 5,
+                   unit=" s", at_most=True)  # fmt: skip
+    common.verdict(f"preparation at {largest:,} pairs / SentencePiece's parallel encode", big["prep_rate"] / big["limit"],
+                   0.7)  # fmt: skip
+    builds = len(BUILT.findall(out)) + in_jobs
+    print(f"TARGET preparations per {args.sweep_jobs}-job sweep: {builds} (target exactly 1): "
+          f"{'met' if builds == 1 else 'NOT MET'}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
