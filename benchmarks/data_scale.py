@@ -10,7 +10,7 @@ seeded generator (so that lines are not copies), valid/test the embedded sets' f
 - the limit: SentencePiece's own encode of the same training lines, in memory, on every core (`encode(lines,
   num_threads=cores)` in chunks of 1M lines, the prepared vocabulary): lines/s;
 - a 2-step model=micro job (`python -m frozen_sweep`, greedy test decoding) on the prepared data: its data start-up
-  (the record's data.load_s) and peak RSS (os.wait4's ru_maxrss).
+  (the record's data.load_s) and peak RSS (ru_maxrss, of a child started by a small interpreter).
 Then a 4-job local_gpus sweep (seed=1..4, 2 steps each) of the smallest size on a cold cache: how many preparations
 ran (data/preparation.py logs one line per build), in the plan and in the jobs.
 Targets: at the largest size peak job RSS ≤ the smallest's + 200 MB; data start-up ≤ 5 s; preparation ≥ 0.7× the
@@ -64,17 +64,26 @@ def write_corpus(root: Path, pairs: int, embedded: Path) -> Path:
     return out
 
 
+# A child's ru_maxrss counts the image it was forked from (Linux keeps the pre-exec high-water mark), so measured
+# children are started by this small interpreter (≈10 MB), not by the benchmark (torch and a million lines loaded).
+SPAWNER = """import os, sys
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+open(os.environ["RSS_FILE"], "w").write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))"""
+
+
 def run_child(command: list[str], log: Path) -> tuple[float, float, str]:
     """(seconds, peak RSS in MB, output) of a child process."""
     started = time.perf_counter()
+    rss_file = log.with_suffix(".rss")
     with open(log, "w") as out:
-        proc = subprocess.Popen(command, cwd=common.ROOT, stdout=out, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+        done = subprocess.run([sys.executable, "-S", "-c", SPAWNER, *command], cwd=common.ROOT, stdout=out,
+                              stderr=subprocess.STDOUT, env={**os.environ, "RSS_FILE": str(rss_file)})  # fmt: skip
     text = log.read_text()
-    if proc.returncode:
-        sys.exit(f"{' '.join(command)} failed ({proc.returncode}):\n{text[-3000:]}")
-    return time.perf_counter() - started, usage.ru_maxrss / 1024, text
+    if done.returncode:
+        sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{text[-3000:]}")
+    return time.perf_counter() - started, int(rss_file.read_text()) / 1024, text
 
 
 def limit_lines_per_s(corpus: Path, model: Path) -> float:
