@@ -170,5 +170,5 @@ def build(task_cfg, out: Path, manifest: dict) -> None:
         manifest["corpus"] = json.loads((directory / "stats.json").read_text(encoding="utf-8"))
     write_manifest(out, manifest)
     sizes = "/".join(str(c["examples"]) for c in counts.values())
-    log.info("prepared %s: train/valid/test %s, vocab %d, in %.1f s (%s)", out.name.split(".tmp")[0].lstrip("."),
-             sizes, len(vocab), encoded - started, manifest["seconds"])  # fmt: skip
+    log.info("prepared %s: train/valid/test %s, vocab %d, in %.1f s (%s)", manifest["key"], sizes, len(vocab),
+             encoded - started, manifest["seconds"])  # fmt: skip
