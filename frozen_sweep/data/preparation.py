@@ -141,7 +141,7 @@ def build(task_cfg, out: Path, manifest: dict) -> None:
             texts = [[] for _ in langs]
             for columns in reader.chunks():
                 for writer, text, column in zip(writers, texts, columns):
-                    writer.add(vocab.sp.encode(column, num_threads=threads))
+                    writer.add(vocab.encode_batch(column, threads))
                     if split in HELD_OUT:
                         text.extend(column)
                 bar.update(len(columns[0]))

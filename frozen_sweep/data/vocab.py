@@ -43,11 +43,8 @@ class Vocab:
     def __len__(self) -> int:
         return self.sp.get_piece_size()
 
-    def encode(self, text: str) -> list[int]:
-        return self.sp.encode(text)
-
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        return self.sp.encode(list(texts))
+    def encode_batch(self, texts: list[str], threads: int = 1) -> list[list[int]]:
+        return self.sp.encode(texts, num_threads=threads)
 
     def decode(self, ids) -> str:
         """Text of ids up to the first eos; pad and bos are skipped. Accepts a list or a 1-d tensor."""
