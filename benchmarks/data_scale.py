@@ -3,8 +3,9 @@
     python benchmarks/data_scale.py [--pairs 100000 1000000 4000000] [--dir /tmp/frozen_sweep_data_scale]
 
 Corpora: pair i is training pair i mod 27,964 of the embedded corpus with the words of each side shuffled by one
-seeded generator (so that lines are not copies), valid/test the embedded sets' first 300 pairs; written once under
---dir/<pairs>/ and reused (deterministic). For each size, side by side in one run:
+seeded generator (so that lines are not copies), valid/test the embedded sets' first 300 pairs (20 with --quick,
+whose sweep runs on Hydra's basic launcher, in one process); written once under --dir/<pairs>/ and reused
+(deterministic). For each size, side by side in one run:
 - preparation: `python -m frozen_sweep.prepare` (task.vocab_size=8000, a cold cache) in a child process: seconds,
   lines/s (both sides), its phases (check + sample, vocabulary, encode) and peak RSS;
 - the limit: SentencePiece's own encode of the same training lines, in memory, on every core (`encode(lines,
@@ -36,11 +37,10 @@ from frozen_sweep.config import TaskConfig
 from frozen_sweep.data.preparation import encode_threads, source_dir
 from frozen_sweep.data.prepared import MANIFEST, VOCAB_FILE
 
-HELD_OUT = 300
 BUILT = re.compile(r"prepared [0-9a-f]{32}: train/valid/test")  # data/preparation.py's line, once per build
 
 
-def write_corpus(root: Path, pairs: int, embedded: Path) -> Path:
+def write_corpus(root: Path, pairs: int, embedded: Path, held_out_lines: int) -> Path:
     out = root / str(pairs)
     if (out / "done").exists():
         return out
@@ -58,7 +58,7 @@ def write_corpus(root: Path, pairs: int, embedded: Path) -> Path:
                     chunk.append(" ".join(words))
                 f.write("\n".join(chunk) + "\n")
         for split in ("valid", "test"):
-            held_out = (embedded / f"{split}.{lang}").read_text(encoding="utf-8").split("\n")[:HELD_OUT]
+            held_out = (embedded / f"{split}.{lang}").read_text(encoding="utf-8").split("\n")[:held_out_lines]
             (out / f"{split}.{lang}").write_text("\n".join(held_out) + "\n", encoding="utf-8")
     (out / "done").touch()
     return out
@@ -108,6 +108,7 @@ def main() -> None:
     common.setup(args)
     if args.quick:
         args.pairs, args.dir, args.sweep_jobs = [2000], args.dir.with_name(args.dir.name + "_quick"), 2
+    held_out, launcher = (20, "basic") if args.quick else (300, "local_gpus")  # quick: one process runs the sweep
     vocab = 500 if args.quick else 8000
     embedded = source_dir(OmegaConf.structured(TaskConfig(name="bible", cache_dir=str(args.dir / "embedded"))))
     task = ["task=text_files", "task.src_lang=es", "task.tgt_lang=en", f"task.vocab_size={vocab}"]
@@ -115,7 +116,7 @@ def main() -> None:
     python = [sys.executable, "-m"]
     rows, results = [], {}
     for pairs in sorted(args.pairs):
-        corpus, cache = write_corpus(args.dir, pairs, embedded), args.dir / f"cache-{pairs}"
+        corpus, cache = write_corpus(args.dir, pairs, embedded, held_out), args.dir / f"cache-{pairs}"
         shutil.rmtree(cache, ignore_errors=True)
         overrides = [*task, f"task.path={corpus}", f"task.cache_dir={cache}"]
         prep_s, prep_rss, out = run_child([*python, "frozen_sweep.prepare", *overrides], args.dir / "prepare.log")
@@ -131,7 +132,8 @@ def main() -> None:
         phases = manifest["seconds"]
         encode_rate = 2 * manifest["splits"]["train"]["examples"] / phases["encode"]
         results[pairs] = {"prep_rate": lines / prep_s, "limit": limit, "job_rss": job_rss, "load_s": load_s}
-        rows.append([f"{pairs:,}", f"{prep_s:.1f} s", f"{phases['check']:.1f}/{phases['vocab']:.1f}/{phases['encode']:.1f}",
+        split_s = "/".join(f"{phases[phase]:.1f}" for phase in ("check", "vocab", "encode"))
+        rows.append([f"{pairs:,}", f"{prep_s:.1f} s", split_s,
                      f"{lines / prep_s:,.0f}", f"{encode_rate:,.0f}", f"{limit:,.0f}", f"{prep_rss:.0f} MB",
                      f"{load_s:.2f} s", f"{job_rss:.0f} MB", f"{os.getloadavg()[0]:.1f}"])  # fmt: skip
         shutil.rmtree(cache, ignore_errors=True)
@@ -142,12 +144,13 @@ def main() -> None:
     sweep, cache = args.dir / "sweep", args.dir / "cache-sweep"
     for stale in (sweep, cache):
         shutil.rmtree(stale, ignore_errors=True)
-    corpus = write_corpus(args.dir, smallest, embedded)
+    corpus = write_corpus(args.dir, smallest, embedded, held_out)
     seeds = ",".join(str(s) for s in range(1, args.sweep_jobs + 1))
-    _, _, out = run_child([*python, "frozen_sweep", "-m", f"hydra.sweep.dir={sweep}", "hydra/launcher=local_gpus", *task,
-                           f"task.path={corpus}", f"task.cache_dir={cache}", *job, f"seed={seeds}"],
+    _, _, out = run_child([*python, "frozen_sweep", "-m", f"hydra.sweep.dir={sweep}", f"hydra/launcher={launcher}",
+                           *task, f"task.path={corpus}", f"task.cache_dir={cache}", *job, f"seed={seeds}"],
                           args.dir / "sweep.log")  # fmt: skip
-    in_jobs = sum(len(BUILT.findall(log.read_text())) for log in sweep.glob("*/*.log"))
+    # the basic launcher runs its jobs in its own process: their lines are in its output already
+    in_jobs = 0 if launcher == "basic" else sum(len(BUILT.findall(log.read_text())) for log in sweep.glob("*/*.log"))
     print(f"{args.sweep_jobs}-job sweep on a cold cache: {len(BUILT.findall(out))} preparation(s) in the plan, "
           f"{in_jobs} in the jobs")  # fmt: skip
     for stale in (sweep, cache):
@@ -158,8 +161,8 @@ def main() -> None:
                    big["job_rss"] - results[smallest]["job_rss"], 200, unit=" MB", at_most=True)  # fmt: skip
     common.verdict("data start-up once prepared (slowest)", max(r["load_s"] for r in results.values()), 5,
                    unit=" s", at_most=True)  # fmt: skip
-    common.verdict(f"preparation at {largest:,} pairs / SentencePiece's parallel encode", big["prep_rate"] / big["limit"],
-                   0.7)  # fmt: skip
+    common.verdict(f"preparation at {largest:,} pairs / SentencePiece's parallel encode",
+                   big["prep_rate"] / big["limit"], 0.7)  # fmt: skip
     builds = len(BUILT.findall(out)) + in_jobs
     print(f"TARGET preparations per {args.sweep_jobs}-job sweep: {builds} (target exactly 1): "
           f"{'met' if builds == 1 else 'NOT MET'}")  # fmt: skip

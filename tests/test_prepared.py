@@ -40,7 +40,8 @@ def test_round_trip_ids_are_sentencepieces_own(tmp_path):
     kept = [i for i, line in enumerate(train_es) if line]
     assert data.stats["train_skipped_empty"] == 300 - len(kept) == 1
     for i in (0, 150, len(kept) - 1):
-        assert data.train.src_ids(i) == sp.encode(train_es[kept[i]]) and data.train.tgt_ids(i) == sp.encode(train_en[kept[i]])
+        assert data.train.src_ids(i) == sp.encode(train_es[kept[i]])
+        assert data.train.tgt_ids(i) == sp.encode(train_en[kept[i]])
     assert data.valid.tgt_text == (corpus / "valid.en").read_text().split("\n")[:-1]
     assert data.test.src_ids(3) == sp.encode(data.test.src_text[3])
     assert isinstance(data.train.tgt.ids, np.memmap) and data.train.tgt.ids.dtype == np.uint16
@@ -100,7 +101,8 @@ def test_concurrent_preparers_build_once(tmp_path):
     prepared_key(cfg)  # hashes in this process
     context = multiprocessing.get_context("fork")
     barrier = context.Barrier(3)
-    children = [context.Process(target=_prepare_in_child, args=(cfg, str(tmp_path / "builds"), barrier)) for _ in range(3)]
+    log = str(tmp_path / "builds")
+    children = [context.Process(target=_prepare_in_child, args=(cfg, log, barrier)) for _ in range(3)]
     for child in children:
         child.start()
     for child in children:
@@ -117,7 +119,8 @@ def test_concurrent_preparers_build_once(tmp_path):
         ({"test.tr": "", "test.en": "a\n"}, r"test.tr is empty"),
         ({"train.tr": b"a\nb\n" * 70000 + b"\xff\n", "train.en": "a\nb\n" * 70001},
          r"train.tr line 140001 is not valid UTF-8 \(byte 0xff at column 1\)"),
-        ({"test.tr": b"a\nb\xff\n", "test.en": "a\nb\n"}, r"test.tr line 2 is not valid UTF-8 \(byte 0xff at column 2\)"),
+        ({"test.tr": b"a\nb\xff\n", "test.en": "a\nb\n"},
+         r"test.tr line 2 is not valid UTF-8 \(byte 0xff at column 2\)"),
         ({"valid.en": "a\n \nc\n"}, r"valid.en line 2 is empty; valid sets may not have empty lines"),
         ({"train.tr": " \n\n", "train.en": "a\nb\n"}, r"train.tr is empty"),
     ],

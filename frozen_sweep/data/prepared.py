@@ -81,7 +81,8 @@ def write_manifest(directory: Path, manifest: dict) -> None:
     """Last file of a build: records every file's size, so that a truncated copy is told from a complete one."""
     directory = Path(directory)
     files = sorted(p.name for p in directory.iterdir() if p.name != MANIFEST)
-    manifest = {**manifest, "format": FORMAT_VERSION, "files": {name: (directory / name).stat().st_size for name in files}}
+    sizes = {name: (directory / name).stat().st_size for name in files}
+    manifest = {**manifest, "format": FORMAT_VERSION, "files": sizes}
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

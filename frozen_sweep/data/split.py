@@ -99,7 +99,8 @@ class Split:
         tgt_in = np.full_like(tokens, PAD)  # (B, L) bos + target
         tgt_in[:, 0], tgt_in[:, 1:] = BOS, tokens[:, :-1]
         tokens[np.arange(len(rows)), lens] = EOS  # (B, L) target + eos
-        return Batch(src, torch.from_numpy(tgt_in), torch.from_numpy(tokens), int(lens.sum() + len(rows)), np.asarray(indices))
+        n_tokens = int(lens.sum() + len(rows))  # target tokens + one eos each
+        return Batch(src, torch.from_numpy(tgt_in), torch.from_numpy(tokens), n_tokens, np.asarray(indices))
 
 
 def _pick(texts: list[str] | None, kept: np.ndarray) -> list[str] | None:
