@@ -6,7 +6,7 @@ express. Only the schema here: no torch, no file access, so that the model, the 
 import it.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Dict, List, Optional
 
@@ -168,6 +168,31 @@ class Device(Enum):
 class LoggerName(Enum):
     jsonl = "jsonl"  # <run dir>/metrics.jsonl, one JSON record a line
     tensorboard = "tensorboard"  # <run dir>/tensorboard/ event files (tensorboardX)
+    wandb = "wandb"  # Weights & Biases (`pip install 'frozen_sweep[wandb]'`): trainer.wandb
+    mlflow = "mlflow"  # MLflow (`pip install 'frozen_sweep[mlflow]'`): trainer.mlflow
+
+
+class WandbMode(Enum):
+    online = "online"
+    offline = "offline"  # written under <run dir>/wandb/; `wandb sync` uploads it later
+    disabled = "disabled"
+
+
+@dataclass
+class WandbConfig:
+    """trainer.loggers=[wandb]: one W&B run per job, grouped by the sweep's name; a resumed job continues its run."""
+
+    project: str = "frozen_sweep"
+    entity: Optional[str] = None  # null: the logged-in user's default
+    mode: Optional[WandbMode] = None  # null: wandb's own choice (WANDB_MODE, else online)
+
+
+@dataclass
+class MlflowConfig:
+    """trainer.loggers=[mlflow]: one MLflow run per job in the experiment named by the sweep's `name`."""
+
+    tracking_uri: Optional[str] = None  # null: $MLFLOW_TRACKING_URI, else a file store outputs/<name>/mlruns
+    experiment: Optional[str] = None  # null: the sweep's name
 
 
 @dataclass
@@ -205,7 +230,8 @@ class TrainerConfig:
     # bf16 autocast on the CPU too; null: where the CPU computes bf16 natively (cpu.has_bf16): a demo job 1.14-1.31x
     # fp32's tokens/s at the same BLEU there (benchmarks/cpu_bf16.py); emulated bf16 elsewhere is slower
     amp_cpu: Optional[bool] = None
-    # cuDNN attention builds a plan per batch shape: with it off an H100 job ran 4x faster (issue 11); true: torch picks
+    # cuDNN attention builds a plan per batch shape: with it off an H100 job ran 4x faster
+    # (docs/performance.md, "On a GPU"); true: torch picks
     cudnn_attention: bool = False
     compile: bool = False  # torch.compile forward + loss (dynamic shapes): a base step 1.33x eager on an H100
     # with compile: validate.COMPILE_MODES; reduce-overhead (CUDA graphs, one per shape) segfaulted with torch 2.11 on
@@ -215,6 +241,8 @@ class TrainerConfig:
     loggers: List[LoggerName] = field(default_factory=lambda: [LoggerName.jsonl])  # metrics as they happen
     # the training loss is read from the device (a sync) every N steps: a train record (loss, lr, tokens/s, grad norm)
     log_every_steps: int = 50
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+    mlflow: MlflowConfig = field(default_factory=MlflowConfig)
 
 
 @dataclass
@@ -269,14 +297,17 @@ class Config:
     name: str = "default"  # the sweep's folder under outputs/
     seed: int = 1
     force: bool = False  # rerun a job even if its directory holds a completed result
+    dry_run: bool = False  # print what each job of the command would do (run, resume, skip, adopt, refuse); run none
 
 
 # Keys that change where or how a job runs, not what it computes: job directory names leave them out (conf/config.yaml
 # reads them through the `neutral_keys` resolver), fingerprints too (frozen_sweep.job_config) and so do the
 # collector's settings (frozen_sweep.collect.runs).
 NEUTRAL_KEYS = frozenset(
-    {"name", "force", "task.cache_dir", "trainer.progress", "trainer.threads", "trainer.device", "trainer.loggers",
-     "trainer.log_every_steps"}
+    {"name", "force", "dry_run", "task.cache_dir", "trainer.progress", "trainer.threads", "trainer.device",
+     "trainer.loggers", "trainer.log_every_steps"}
+    | {f"trainer.wandb.{f.name}" for f in fields(WandbConfig)}
+    | {f"trainer.mlflow.{f.name}" for f in fields(MlflowConfig)}
 )  # fmt: skip
 
 
