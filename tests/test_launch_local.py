@@ -75,7 +75,8 @@ def test_missing_data_stops_the_sweep_before_any_job_starts(tmp_path, micro_over
 
 
 @pytest.mark.slow
-def test_each_job_gets_a_gpu_of_its_own(tmp_path, micro_overrides):
+def test_each_job_gets_a_gpu_of_its_own(tmp_path, micro_overrides, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # the ids the launcher may use; the jobs train on the CPU
     sweep = tmp_path / "sweep"
     proc = run_sweep(sweep, *micro_overrides, LOCAL, "hydra.launcher.gpus=[0,1]", "seed=1,2,3")
     assert proc.returncode == 0, proc.stdout
