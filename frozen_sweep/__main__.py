@@ -10,6 +10,7 @@ from omegaconf import OmegaConf
 
 from frozen_sweep.config import register_configs
 from frozen_sweep.dry_run import REFUSE, check_job, report
+from frozen_sweep.help_text import config_groups
 from frozen_sweep.job import run_job
 from frozen_sweep.run_dir import LOCK_FILE, dirname, remove_if_unused
 
@@ -22,6 +23,7 @@ CONFIG_PATH = "pkg://frozen_sweep.conf"
 
 register_configs()
 OmegaConf.register_new_resolver("job_dirname", dirname, replace=True)
+OmegaConf.register_new_resolver("frozen_sweep_help", config_groups, replace=True)  # for --help's template
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="config")
