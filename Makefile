@@ -35,8 +35,8 @@ BENCHMARKS := train_throughput freeze_speedup reservoir_step decode checkpoint_s
 bench: setup $(VENV)/.bench-installed
 	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py --threads $(THREADS) || exit 1; echo; done
 
-# The GPU benchmarks (issue 11), on the GPU machine (../shared/gpu/README.md, bundled with EXTRA=transformers==5.23.0
-# for MarianMT): `source .device/env.sh && make bench-gpu GPU_PY=python3`. Side by side in one run each.
+# The GPU benchmarks, on a machine with a CUDA GPU and this project installed with the `bench` extra (MarianMT):
+# `make bench-gpu GPU_PY=python3` (GPU_PY: the Python that has the CUDA build of torch). Side by side in one run each.
 GPU_PY ?= $(PY)
 SWORD ?= $(or $(FS_SWORD),/usr/share/sword/modules/texts/ztext)
 bench-gpu:

@@ -3,7 +3,8 @@
 An example's length is the longer of its source and target (each including its eos or bos), rounded up to a multiple
 of `multiple`: its bucket. Both sides of a batch are padded to the bucket's length, and a bucket fills batches of
 max_tokens // length examples; its remainder joins the next bucket. So an epoch has about one shape per bucket:
-kernels that plan per shape (cuDNN attention, oneDNN bf16) plan a few dozen times, not hundreds (issue 11).
+kernels that plan per shape (cuDNN attention, oneDNN bf16) plan a few dozen times, not hundreds
+(docs/performance.md, "On a GPU").
 Order within a bucket, and batch order, are shuffled with a generator seeded from (seed, epoch): the same seed and
 epoch give the same batches, on any machine.
 """
