@@ -13,6 +13,8 @@ from typing import Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
+from frozen_sweep.logger_config import LoggerName, MlflowConfig, WandbConfig
+
 
 class ConfigError(ValueError):
     """A config value that cannot work; the message names the key and what is allowed."""
@@ -163,36 +165,6 @@ class Device(Enum):
     auto = "auto"
     cpu = "cpu"
     cuda = "cuda"
-
-
-class LoggerName(Enum):
-    jsonl = "jsonl"  # <run dir>/metrics.jsonl, one JSON record a line
-    tensorboard = "tensorboard"  # <run dir>/tensorboard/ event files (tensorboardX)
-    wandb = "wandb"  # Weights & Biases (`pip install 'frozen_sweep[wandb]'`): trainer.wandb
-    mlflow = "mlflow"  # MLflow (`pip install 'frozen_sweep[mlflow]'`): trainer.mlflow
-
-
-class WandbMode(Enum):
-    online = "online"
-    offline = "offline"  # written under <run dir>/wandb/; `wandb sync` uploads it later
-    disabled = "disabled"
-
-
-@dataclass
-class WandbConfig:
-    """trainer.loggers=[wandb]: one W&B run per job, grouped by the sweep's name; a resumed job continues its run."""
-
-    project: str = "frozen_sweep"
-    entity: Optional[str] = None  # null: the logged-in user's default
-    mode: Optional[WandbMode] = None  # null: wandb's own choice (WANDB_MODE, else online)
-
-
-@dataclass
-class MlflowConfig:
-    """trainer.loggers=[mlflow]: one MLflow run per job in the experiment named by the sweep's `name`."""
-
-    tracking_uri: Optional[str] = None  # null: $MLFLOW_TRACKING_URI, else a file store outputs/<name>/mlruns
-    experiment: Optional[str] = None  # null: the sweep's name
 
 
 @dataclass

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from frozen_sweep.config import ConfigError, LoggerName
+from frozen_sweep.config import ConfigError
+from frozen_sweep.logger_config import LoggerName
 from frozen_sweep.run_dir import (
     METRICS_FILE, TENSORBOARD_DIR, TRACKING_RUNS_FILE, WANDB_DIR, flatten, write_json_atomic, write_text_atomic,
 )  # fmt: skip

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from frozen_sweep.config import LoggerName
+from frozen_sweep.logger_config import LoggerName
 from frozen_sweep.metric_sinks import SINKS, check_installed
 
 
