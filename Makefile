@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test setup data run table bench bench-gpu bench-collect clean-outputs slurm-up slurm-down
 
 # The seven freeze rows behind findings F1-F3 on the embedded corpus (23 min 13 s on 2 quiet CPU cores; F3 holds,
-# F1 and F2 do not: README), then their table and curves.
+# F1 and F2 do not: README, docs/studies.md), then their table and curves.
 # The leading `-` collects the table even when a job failed: failures are listed under it.
 demo: setup
 	-$(PY) -m frozen_sweep -m experiment=demo_table
