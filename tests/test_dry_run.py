@@ -28,7 +28,7 @@ def test_a_sweep_dry_run_tells_each_jobs_fate_and_starts_nothing(tmp_path, micro
     proc = run_sweep(sweep, *micro_overrides, LOCAL, *SWEEP, "dry_run=true")
     assert proc.returncode == 0 and "dry run: 5 jobs (5 run); nothing was started" in proc.stdout, proc.stdout
     first = decisions(proc.stdout)
-    assert not sweep.exists()
+    assert not sweep.exists() and not any("dry_run" in where.rsplit("/", 1)[1] for _, where, _ in first.values())  # a neutral key
 
     def job(seed: int):  # its directory and fingerprint, as the job computes them
         overrides = [*micro_overrides, f"seed={seed}", "trainer.max_steps=4"]
