@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test setup data run table bench bench-gpu bench-collect clean-outputs slurm-up slurm-down
 
 # The seven freeze rows behind findings F1-F3 on the embedded corpus (23 min 13 s on 2 quiet CPU cores; F3 holds,
-# F1 and F2 do not: README), then their table and curves.
+# F1 and F2 do not: README, docs/studies.md), then their table and curves.
 # The leading `-` collects the table even when a job failed: failures are listed under it.
 demo: setup
 	-$(PY) -m frozen_sweep -m experiment=demo_table
@@ -36,8 +36,8 @@ BENCHMARKS := train_throughput freeze_speedup reservoir_step decode checkpoint_s
 bench: setup $(VENV)/.bench-installed
 	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py --threads $(THREADS) || exit 1; echo; done
 
-# The GPU benchmarks (issue 11), on the GPU machine (../shared/gpu/README.md, bundled with EXTRA=transformers==5.23.0
-# for MarianMT): `source .device/env.sh && make bench-gpu GPU_PY=python3`. Side by side in one run each.
+# The GPU benchmarks, on a machine with a CUDA GPU and this project installed with the `bench` extra (MarianMT):
+# `make bench-gpu GPU_PY=python3` (GPU_PY: the Python that has the CUDA build of torch). Side by side in one run each.
 GPU_PY ?= $(PY)
 SWORD ?= $(or $(FS_SWORD),/usr/share/sword/modules/texts/ztext)
 bench-gpu:

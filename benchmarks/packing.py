@@ -7,11 +7,12 @@ one job alone (jobs_per_gpu=1) and N jobs at once (jobs_per_gpu=N, seeds 1..N), 
 `--model` on the embedded corpus (on the GPU machine pass task.sword_dir=$FS_SWORD), validation loss only. The
 packed figure is the sum of the jobs' own training tokens/s (they train side by side from start to end); the
 sweeps' wall times, start-up and test decoding included, are shown beside. Target: packed ≥ 0.8·N × alone (3.2×
-for 4 jobs). Without a GPU (a smoke test of the scheduling: --quick) the jobs, pinned to a GPU id 0 that does not
-exist, train on the CPU.
+for 4 jobs). Without a GPU (a smoke test of the scheduling: --quick) the launcher is shown a GPU id 0
+(CUDA_VISIBLE_DEVICES=0) and the jobs, pinned to it, train on the CPU.
 """
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -28,7 +29,8 @@ def sweep(sweep_dir: Path, jobs: int, overrides: list[str]) -> tuple[float, list
     command = [sys.executable, "-m", "frozen_sweep", "-m", f"hydra.sweep.dir={sweep_dir}", *launcher, f"seed={seeds}",
                *overrides]  # fmt: skip
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=common.ROOT, capture_output=True, text=True)
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "0")}  # the launcher's GPU 0
+    done = subprocess.run(command, cwd=common.ROOT, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
     if done.returncode:
         sys.exit(f"sweep failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")

@@ -17,8 +17,8 @@ project's code), times side by side, interleaved, median over rounds:
 Achieved FLOP/s counts the matrix products of a step (benchmarks/common.py: step_flops). Targets: ours ≥ 1.3× the
 nn.Transformer's tokens/s and ≥ 1.5× MarianMT's; for `base`, ≥ 50% of the measured matmul peak.
 
-`--device cuda` (issue 11): every contender runs in bf16 autocast (the trainer's default there), the peak is a bf16
-8192² matmul in the same rounds, and the targets are big ≥ 45% and base ≥ 35% of it. The issue's batch:
+`--device cuda`: every contender runs in bf16 autocast (the trainer's default there), the peak is a bf16
+8192² matmul in the same rounds, and the targets are big ≥ 45% and base ≥ 35% of it. The batch of docs/performance.md's GPU table:
     python benchmarks/train_throughput.py --device cuda --models base big --sentences 256 --length 48 --vocab 32000
 """
 

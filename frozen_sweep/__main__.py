@@ -2,12 +2,15 @@
 
 import logging
 from pathlib import Path
+from typing import Optional
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import register_configs
+from frozen_sweep.dry_run import REFUSE, check_job, report
+from frozen_sweep.help_text import config_groups
 from frozen_sweep.job import run_job
 from frozen_sweep.run_dir import LOCK_FILE, dirname, remove_if_unused
 
@@ -20,12 +23,21 @@ CONFIG_PATH = "pkg://frozen_sweep.conf"
 
 register_configs()
 OmegaConf.register_new_resolver("job_dirname", dirname, replace=True)
+OmegaConf.register_new_resolver("frozen_sweep_help", config_groups, replace=True)  # for --help's template
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="config")
-def main(cfg) -> float:
+def main(cfg) -> Optional[float]:
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
+    if cfg.dry_run:  # what the job would do; Hydra's .hydra/ and log go again unless the directory held a run
+        decision = check_job(cfg, hc.overrides.task, run_dir)
+        remove_if_unused(run_dir, {".hydra", f"{hc.job.name}.log"})
+        label = " ".join(o for o in hc.overrides.task if not o.startswith("dry_run=")) or "the default job"
+        print(report([(label, run_dir, decision)]), flush=True)
+        if decision.action == REFUSE:
+            raise SystemExit(1)
+        return None
     try:
         result = run_job(cfg, run_dir, hc.overrides.task)
     except Exception:

@@ -6,12 +6,14 @@ express. Only the schema here: no torch, no file access, so that the model, the 
 import it.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
+
+from frozen_sweep.logger_config import LoggerName, MlflowConfig, WandbConfig
 
 
 class ConfigError(ValueError):
@@ -167,11 +169,6 @@ class Device(Enum):
     cuda = "cuda"
 
 
-class LoggerName(Enum):
-    jsonl = "jsonl"  # <run dir>/metrics.jsonl, one JSON record a line
-    tensorboard = "tensorboard"  # <run dir>/tensorboard/ event files (tensorboardX)
-
-
 @dataclass
 class TrainerConfig:
     name: str = MISSING
@@ -207,7 +204,8 @@ class TrainerConfig:
     # bf16 autocast on the CPU too; null: where the CPU computes bf16 natively (cpu.has_bf16): a demo job 1.14-1.31x
     # fp32's tokens/s at the same BLEU there (benchmarks/cpu_bf16.py); emulated bf16 elsewhere is slower
     amp_cpu: Optional[bool] = None
-    # cuDNN attention builds a plan per batch shape: with it off an H100 job ran 4x faster (issue 11); true: torch picks
+    # cuDNN attention builds a plan per batch shape: with it off an H100 job ran 4x faster
+    # (docs/performance.md, "On a GPU"); true: torch picks
     cudnn_attention: bool = False
     compile: bool = False  # torch.compile forward + loss (dynamic shapes): a base step 1.33x eager on an H100
     # with compile: validate.COMPILE_MODES; reduce-overhead (CUDA graphs, one per shape) segfaulted with torch 2.11 on
@@ -217,6 +215,8 @@ class TrainerConfig:
     loggers: List[LoggerName] = field(default_factory=lambda: [LoggerName.jsonl])  # metrics as they happen
     # the training loss is read from the device (a sync) every N steps: a train record (loss, lr, tokens/s, grad norm)
     log_every_steps: int = 50
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+    mlflow: MlflowConfig = field(default_factory=MlflowConfig)
 
 
 @dataclass
@@ -271,14 +271,17 @@ class Config:
     name: str = "default"  # the sweep's folder under outputs/
     seed: int = 1
     force: bool = False  # rerun a job even if its directory holds a completed result
+    dry_run: bool = False  # print what each job of the command would do (run, resume, skip, adopt, refuse); run none
 
 
 # Keys that change where or how a job runs, not what it computes: job directory names leave them out (conf/config.yaml
 # reads them through the `neutral_keys` resolver), fingerprints too (frozen_sweep.job_config) and so do the
 # collector's settings (frozen_sweep.collect.runs).
 NEUTRAL_KEYS = frozenset(
-    {"name", "force", "task.cache_dir", "trainer.progress", "trainer.threads", "trainer.device", "trainer.loggers",
-     "trainer.log_every_steps"}
+    {"name", "force", "dry_run", "task.cache_dir", "trainer.progress", "trainer.threads", "trainer.device",
+     "trainer.loggers", "trainer.log_every_steps"}
+    | {f"trainer.wandb.{f.name}" for f in fields(WandbConfig)}
+    | {f"trainer.mlflow.{f.name}" for f in fields(MlflowConfig)}
 )  # fmt: skip
 
 

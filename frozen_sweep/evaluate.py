@@ -44,7 +44,7 @@ def beam_search(
     B, K = src.shape[0], beam
     src_lens = (src != model.pad_id).sum(1)
     max_positions = model.tgt_embed.positions.shape[0]
-    max_len = (max_len_a * src_lens.float() + max_len_b).long().clamp(1, max_positions - 1)  # (B,)
+    max_len = length_caps(src_lens, max_len_a, max_len_b, max_positions)  # (B,)
 
     memory, mask = model.encode(src)
     memory = memory.repeat_interleave(K, 0)  # (B*K, S, D)
@@ -112,11 +112,13 @@ def translate(
     eval_cfg,
     beam: Optional[int] = None,
     cache: bool = True,
+    capped: Optional[list] = None,
 ) -> list[str]:
     """Decode token-id sources (no eos) into detokenised strings, batching sentences of similar length.
 
     Search settings come from `eval_cfg` (the config's `eval` section); `beam` overrides its beam size; `cache=False`
-    decodes without the key/value cache (benchmarks).
+    decodes without the key/value cache (benchmarks). `capped`, a list, receives the index of every sentence whose
+    hypothesis stopped at the length cap (eval.max_len_a × source + eval.max_len_b) rather than at end-of-sentence.
     """
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
     max_src = model.src_embed.positions.shape[0] - 1
@@ -135,9 +137,19 @@ def translate(
             len_penalty=eval_cfg.len_penalty,
             cache=cache,
         )
-        for i, hyp in zip(idx, hyps):
+        caps = length_caps((src != model.pad_id).sum(1), eval_cfg.max_len_a, eval_cfg.max_len_b,
+                           model.tgt_embed.positions.shape[0])  # fmt: skip
+        for i, hyp, cap in zip(idx, hyps, caps.tolist()):
             out[i] = vocab.decode(hyp)
+            if capped is not None and len(hyp) >= cap - 1:  # the last position left is the forced end-of-sentence
+                capped.append(i)
     return out
+
+
+def length_caps(src_lens: Tensor, max_len_a: float, max_len_b: int, max_positions: int) -> Tensor:
+    """Most tokens a hypothesis may have, end-of-sentence included: max_len_a · source length (with its eos) +
+    max_len_b, as fairseq's options of the same names, within the model's positions."""
+    return (max_len_a * src_lens.float() + max_len_b).long().clamp(1, max_positions - 1)  # (B,)
 
 
 def bleu_chrf(hypotheses: list[str], references: list[str]) -> dict:

@@ -61,11 +61,21 @@ def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path
     if cfg.task.kind == TaskKind.lm:
         batches = make_batches(data.test, cfg.trainer.max_tokens, shuffle=False)
         return {"metric": perplexity(token_nll(model, batches, device))}
-    hyps = translate(model, data.test.sources(), data.vocab, device, cfg.eval)
+    capped: list[int] = []
+    hyps = translate(model, data.test.sources(), data.vocab, device, cfg.eval, capped=capped)
     for name, lines in ((TEST_HYPOTHESES, hyps), (TEST_REFERENCES, data.test.tgt_text)):  # for significance tests
         write_text_atomic(run_dir / name, "".join(line + "\n" for line in lines))
     scores = bleu_chrf(hyps, data.test.tgt_text)
-    return {"metric": scores["bleu"], "chrf": scores["chrf"], "signature": scores["signature"]}
+    e = cfg.eval
+    decoding = {"beam": e.beam, "len_penalty": e.len_penalty, "max_len_a": e.max_len_a, "max_len_b": e.max_len_b,
+                "sentences": len(hyps), "at_length_cap": len(capped)}  # fmt: skip
+    if len(capped) > 0.1 * len(hyps):
+        log.warning(
+            "%d of %d test hypotheses ran to the length cap (eval.max_len_a=%g × source + eval.max_len_b=%d) without "
+            "ending: the model rarely predicts end-of-sentence (undertrained?)", len(capped), len(hyps), e.max_len_a,
+            e.max_len_b,
+        )  # fmt: skip
+    return {"metric": scores["bleu"], "chrf": scores["chrf"], "signature": scores["signature"], "decoding": decoding}
 
 
 def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
@@ -203,4 +213,5 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
     result.test_metric = test["metric"]
     result.test_chrf = test.get("chrf")
     result.sacrebleu_signature = test.get("signature")
+    result.decoding = test.get("decoding", {})
     log.info("test %s = %.2f", result.metric_name, result.test_metric)

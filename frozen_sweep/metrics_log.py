@@ -1,4 +1,4 @@
-"""Metrics as they happen: `metrics.jsonl` (on by default) and TensorBoard event files in the run's directory.
+"""Metrics as they happen: the records `trainer.loggers` write (metrics.jsonl by default; frozen_sweep.metric_sinks).
 
 Every `trainer.log_every_steps` steps one `train` record: mean train loss since the last record, learning rate,
 target tokens per second (over the steps' own time, as result.json's train_tokens_per_s), gradient norm (of the
@@ -9,16 +9,16 @@ included, as in result.json's history).
 Values stay on the device between records: a step only adds its loss to a running sum, and the host reads it (one
 sync) at a record. A resumed run appends: its first step k drops every record the file holds at step >= k (what
 the interrupted run logged after its checkpoint), and TensorBoard is told to purge them too (`purge_step`).
+W&B and MLflow continue the job's earlier run (frozen_sweep.metric_sinks).
 """
 
-import json
 import math
 from pathlib import Path
 
 import torch
 
-from frozen_sweep.config import LoggerName
-from frozen_sweep.run_dir import METRICS_FILE, TENSORBOARD_DIR, write_text_atomic
+from frozen_sweep.logger_config import LoggerName
+from frozen_sweep.metric_sinks import SINKS, check_installed
 
 
 def _number(value) -> float | None:
@@ -29,34 +29,17 @@ def _number(value) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def read_metrics(path: Path) -> list[dict]:
-    """The records of a metrics.jsonl; a torn last line (a run killed mid-write) is skipped."""
-    records = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return records
-
-
-def truncate_jsonl(path: Path, step: int) -> None:
-    """Keep only the records before `step`, rewriting the file atomically."""
-    kept = [r for r in read_metrics(path) if r.get("step", 0) < step]
-    write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in kept))
-
-
 class MetricsLog:
     """The run's metric loggers: `train` at the trainer's loss reads, `validation` after every validation, `close`."""
 
-    def __init__(self, run_dir: Path, trainer_cfg, optimizer: torch.optim.Optimizer):
-        self.run_dir, self.optimizer = Path(run_dir), optimizer
-        self.names = {LoggerName(name) for name in trainer_cfg.loggers}
+    def __init__(self, run_dir: Path, trainer_cfg, optimizer: torch.optim.Optimizer, run_config=None):
+        """`run_config`, the job's whole config, names the W&B and MLflow runs and is logged with them."""
+        self.run_dir, self.optimizer, self.run_config = Path(run_dir), optimizer, run_config
+        self.names = [LoggerName(name) for name in trainer_cfg.loggers]
         self.every = trainer_cfg.log_every_steps
-        self.jsonl = self.tensorboard = None
+        self.sinks: list = []
         self.opened = False  # at the first step or validation: it knows the step a resumed run starts from
-        if LoggerName.tensorboard in self.names:
-            import tensorboardX  # noqa: F401 — fail now, before training, if the package is missing
+        check_installed(self.names)  # fail now, before training, if a logger's package is missing
 
     def open(self, step: int) -> None:
         """Open the loggers where a run's first new step is `step`: drop what was logged from it on (a resumed run
@@ -65,27 +48,11 @@ class MetricsLog:
             return
         self.opened = True
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        if LoggerName.jsonl in self.names:
-            path = self.run_dir / METRICS_FILE
-            if path.exists():
-                truncate_jsonl(path, step)
-            self.jsonl = path.open("a", encoding="utf-8", buffering=1)  # line-buffered: readable while training
-        if LoggerName.tensorboard in self.names:
-            from tensorboardX import SummaryWriter
-
-            # one event file per start; the suffix keeps a restart within the same second from overwriting one
-            self.tensorboard = SummaryWriter(
-                str(self.run_dir / TENSORBOARD_DIR), purge_step=step, filename_suffix=f".from_step{step}"
-            )
+        self.sinks = [SINKS[name](self.run_dir, step, self.run_config) for name in self.names]
 
     def _write(self, record: dict) -> None:
-        if self.jsonl is not None:
-            self.jsonl.write(json.dumps(record) + "\n")
-        if self.tensorboard is not None:
-            event = record["event"]
-            for key, value in record.items():
-                if key not in ("event", "step", "epoch") and value is not None:
-                    self.tensorboard.add_scalar(f"{event}/{key}", value, record["step"])
+        for sink in self.sinks:
+            sink.write(record)
 
     def train(self, state, epoch: float, loss: float, tokens_per_s: float) -> None:
         """A record of the training steps since the last one (the trainer calls it where it reads the loss from the
@@ -116,12 +83,11 @@ class MetricsLog:
         record = {"event": "valid", "step": entry["step"], "epoch": entry["epoch"], "wall_time_s": entry["wall_time_s"]}
         record.update({key: _number(entry[f"valid_{key}"]) for key in ("loss", "ppl", "bleu")})
         self._write(record)
-        if self.tensorboard is not None:
-            self.tensorboard.flush()
+        for sink in self.sinks:
+            sink.flush()
 
     def close(self) -> None:
-        for logger in (self.jsonl, self.tensorboard):
-            if logger is not None:
-                logger.close()
-        self.jsonl = self.tensorboard = None
+        for sink in self.sinks:
+            sink.close()
+        self.sinks = []
         self.opened = False

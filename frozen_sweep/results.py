@@ -59,6 +59,9 @@ class RunResult:
     aucc: Optional[float] = None  # area under the validation-metric curve over wall-clock time / T̂ (efficiency.py)
     aucc_cutoff_s: Optional[float] = None  # T̂
     sacrebleu_signature: Optional[str] = None
+    # test decoding (translation): beam, len_penalty, max_len_a, max_len_b (the length cap: max_len_a × source tokens
+    # + max_len_b), sentences, and at_length_cap: how many hypotheses the cap ended rather than end-of-sentence
+    decoding: dict = field(default_factory=dict)
     history: list = field(default_factory=list)
     data: dict = field(default_factory=dict)  # corpus sizes, dropped counts, vocabulary
     device: Optional[str] = None

@@ -82,7 +82,7 @@ class Trainer:
         self.state = TrainState()
         self.on_validation = on_validation  # called with the state after every validation (progress reporting)
         self.validation = Validation(cfg, data, device)
-        self.metrics = MetricsLog(self.run_dir, self.tr, self.optimizer)  # metrics.jsonl, TensorBoard
+        self.metrics = MetricsLog(self.run_dir, self.tr, self.optimizer, cfg)  # trainer.loggers
         self._loss_sum = torch.zeros((), device=device)  # training loss since the last read, summed on the device
         self._loss_tokens = 0
         self._since_validation = [0.0, 0]  # summed loss and tokens of the reads since the last validation

@@ -9,6 +9,7 @@ from frozen_sweep.base_run import BaseRunError, load_base_run
 from frozen_sweep.config import (
     ConfigError, CorpusKind, Placement, ReservoirType, ResetParts, StackName, StopMetric, StudyName, TaskKind,
 )  # fmt: skip
+from frozen_sweep.metric_sinks import check_installed
 from frozen_sweep.stack_layout import parse_reset_layer, reservoir_pattern
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # torch.compile's
@@ -91,6 +92,7 @@ def validate(cfg) -> None:
                 raise ConfigError(f"task.modules has no SWORD module for language '{lang}'; has: {sorted(t.modules)}")
     validate_study(cfg)
     validate_relearn(cfg.relearn)
+    check_installed(tr.loggers)
 
 
 def validate_study(cfg) -> None:

@@ -9,7 +9,7 @@ import pytest
 import sacrebleu
 
 from frozen_sweep import collect, paper
-from frozen_sweep.collect.claims import FAILS, HOLDS, NOT_ENOUGH, paper_check
+from frozen_sweep.collect.claims import BLEU_FLOOR, FAILS, HOLDS, NOT_ENOUGH, NOT_MEANINGFUL, paper_check
 from frozen_sweep.collect.significance import p_values
 from tests.helpers.jobs import run_cli as run_job
 from tests.helpers.records import write_reservoir_run, write_run
@@ -92,6 +92,16 @@ def test_missing_rows_and_too_few_runs_are_not_enough_runs(tmp_path):
     assert table.checks[0].compared.startswith("(1) has 1 run, needs 2")
     two_seeds = write_table(tmp_path / "seeds", BIG, BIG_EPOCHS, seeds=(1, 2))
     assert set(verdicts(two_seeds, min_runs=2).values()) == {HOLDS}
+
+
+def test_noise_level_bleu_is_not_meaningful_not_a_verdict(tmp_path):
+    untrained = {row: 0.3 for row in BIG} | {"(0)": 0.4, "(2)": 0.0}  # an untrained micro model's scores
+    found = verdicts(write_table(tmp_path / "noise", untrained, BIG_EPOCHS))
+    assert {key: found[key] for key in ("F1", "F2", "F3", "F4")} == dict.fromkeys(("F1", "F2", "F3", "F4"), NOT_MEANINGFUL)
+    (table,) = collect.build_tables(collect.load_runs([str(tmp_path / "noise")]), claims=True)
+    assert table.checks[0].compared.startswith(f"(0) below the {BLEU_FLOOR:g} BLEU floor: (1)/(0) = 0.3/0.4")
+    collapsed = BIG | {"(6)": 0.2}  # a collapse to noise is a finding when what it is compared with is not noise
+    assert verdicts(write_table(tmp_path / "collapsed", collapsed, BIG_EPOCHS))["F2"] == HOLDS
 
 
 def test_rows_ended_by_a_budget_leave_the_epochs_claim_undecided(tmp_path):

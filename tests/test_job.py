@@ -18,7 +18,8 @@ def start_cli(*args: str) -> subprocess.Popen:
 
 def test_micro_translation_job_writes_a_complete_result(tmp_path, micro_overrides):
     run_dir = tmp_path / "run"
-    proc = run_cli(*micro_overrides, "freeze=emb_ffn", f"hydra.run.dir={run_dir}")
+    cap = ["eval.max_len_a=0", "eval.max_len_b=3"]  # hypotheses of at most 2 tokens, then end-of-sentence
+    proc = run_cli(*micro_overrides, *cap, "freeze=emb_ffn", f"hydra.run.dir={run_dir}")
     assert proc.returncode == 0, proc.stdout
     r = result(run_dir)
     assert r["status"] == "completed" and r["error"] is None
@@ -33,9 +34,13 @@ def test_micro_translation_job_writes_a_complete_result(tmp_path, micro_override
     assert r["test_metric"] == bleu_of(run_dir) and r["sacrebleu_signature"].startswith("nrefs:1")
     assert r["versions"]["torch"] and r["data"]["sizes"]["train"] == 600
     hyps = (run_dir / "test.hyp.txt").read_text().splitlines()
-    assert len(hyps) == 60
+    assert len(hyps) == 60 and all(len(h.split()) <= 2 for h in hyps)
+    decoding = r["decoding"]
+    assert decoding == {"beam": 2, "len_penalty": 1.0, "max_len_a": 0.0, "max_len_b": 3, "sentences": 60,
+                        "at_length_cap": decoding["at_length_cap"]}  # fmt: skip
+    assert decoding["at_length_cap"] > 6 and "test hypotheses ran to the length cap" in proc.stdout
 
-    again = run_cli(*micro_overrides, "freeze=emb_ffn", f"hydra.run.dir={run_dir}")
+    again = run_cli(*micro_overrides, *cap, "freeze=emb_ffn", f"hydra.run.dir={run_dir}")
     assert again.returncode == 0 and "already holds a completed result" in again.stdout
 
 

@@ -80,7 +80,8 @@ def test_missing_data_stops_the_sweep_before_any_job_starts(tmp_path, micro_over
 
 
 @pytest.mark.slow
-def test_each_job_gets_a_gpu_of_its_own_and_the_data_is_prepared_once(tmp_path, micro_overrides):
+def test_each_job_gets_a_gpu_of_its_own_and_the_data_is_prepared_once(tmp_path, micro_overrides, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # the ids the launcher may use; the jobs train on the CPU
     sweep, cache = tmp_path / "sweep", tmp_path / "cache"  # a cold cache: the jobs would start on unprepared data
     overrides = [o for o in micro_overrides if not o.startswith("task.cache_dir=")] + [f"task.cache_dir={cache}"]
     proc = run_sweep(sweep, *overrides, LOCAL, "hydra.launcher.gpus=[0,1]", "seed=1,2,3")

@@ -15,7 +15,7 @@ from frozen_sweep.collect.plots import plot_convergence, train_curves
 from frozen_sweep.collect.render import Table
 from frozen_sweep.data import load_task
 from frozen_sweep.build import build_model
-from frozen_sweep.metrics_log import read_metrics
+from frozen_sweep.metric_sinks import read_metrics
 from frozen_sweep.run_dir import METRICS_FILE, TENSORBOARD_DIR
 from frozen_sweep.train import Trainer
 from tests.conftest import compose_config
@@ -113,9 +113,9 @@ def test_no_loggers_write_nothing(tmp_path, micro_overrides):
 
 
 def test_unknown_logger_is_rejected(micro_overrides):
-    with pytest.raises(Exception, match=r"trainer.loggers=\[wandb\]") as error:
-        compose_config(*micro_overrides, "trainer.loggers=[wandb]")
-    assert "Invalid value 'wandb', expected one of [jsonl, tensorboard]" in str(error.value.__cause__)
+    with pytest.raises(Exception, match=r"trainer.loggers=\[comet\]") as error:
+        compose_config(*micro_overrides, "trainer.loggers=[comet]")
+    assert "Invalid value 'comet', expected one of [jsonl, tensorboard, wandb, mlflow]" in str(error.value.__cause__)
 
 
 def test_plots_use_the_jsonl_train_curve(tmp_path, micro_overrides):

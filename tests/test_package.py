@@ -24,6 +24,7 @@ IN_WHEEL = [
     "frozen_sweep/conf/config.yaml",
     "frozen_sweep/conf/__init__.py",
     "frozen_sweep/conf/experiment/demo_table.yaml",
+    "frozen_sweep/conf/hydra/help/frozen_sweep.yaml",  # --help's template
     "frozen_sweep/data/verses/spaRV1909eb.txt.gz",
     "frozen_sweep/data/verses/engKJV2006eb.txt.gz",
     "hydra_plugins/frozen_sweep_launchers/config.py",  # the launchers' settings (hydra/launcher=local_gpus|slurm)
@@ -66,12 +67,15 @@ def install():
     base.chmod(0o755)
     try:
         shutil.copytree(ROOT, base / "src", ignore=NOT_SHIPPED)
+        copied = {p.name for p in (base / "src").iterdir()}
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env["FROZEN_SWEEP_CACHE"] = str(base / "cache")
         pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
         wheel_dir = base / "dist"
         ok(run(*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheel_dir, base / "src", cwd=base, env=env))
         (wheel,) = wheel_dir.glob("frozen_sweep-*.whl")
+        left = {p.name for p in (base / "src").iterdir()} - copied - {"frozen_sweep.egg-info"}  # (git-ignored)
+        assert not left, f"the build left {left} in the source tree (setup.py builds out of tree)"
         missing = set(IN_WHEEL) - set(zipfile.ZipFile(wheel).namelist())
         assert not missing, f"not in the wheel: {missing}"
         python = make_venv(sys.executable, base / "venv", wheel, env)
@@ -99,6 +103,7 @@ def test_the_wheel_runs_from_anywhere(install):
     assert all(str(base / "venv") in path for path in where.split()), where
 
     assert "name: bible_es_en" in ok(run(python, "-m", "frozen_sweep", "--cfg", "job", cwd=work, env=env))
+    assert "*demo, lm_demo" in ok(run(python, "-m", "frozen_sweep", "--help", cwd=work, env=env))  # its own template
     missing = run(python, "-m", "frozen_sweep", "--cfg", "job", "model=nope", cwd=work, env=env)
     assert missing.returncode != 0 and "pkg://frozen_sweep.conf" in missing.stdout  # names the search path
 

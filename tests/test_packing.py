@@ -1,5 +1,6 @@
-"""`hydra.launcher.jobs_per_gpu`: several jobs share one GPU. The scheduling runs here on the CPU path (the jobs are
-pinned to GPU id 0 and, seeing no GPU, train on the CPU); tests/test_cuda.py runs it on a real GPU."""
+"""`hydra.launcher.jobs_per_gpu`: several jobs share one GPU. The scheduling runs here on the CPU path (the launcher is
+shown GPU ids 0 and 1 through CUDA_VISIBLE_DEVICES; the jobs, pinned to one and seeing no GPU, train on the CPU);
+tests/test_cuda.py runs it on a real GPU."""
 
 import os
 from itertools import combinations
@@ -7,6 +8,11 @@ from itertools import combinations
 import pytest
 
 from tests.helpers.sweeps import LOCAL, attempts, run_sweep
+
+
+@pytest.fixture(autouse=True)
+def two_gpu_ids(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
 
 
 def overlap(a: dict, b: dict) -> bool:
@@ -34,7 +40,7 @@ def test_jobs_per_gpu_must_be_positive(tmp_path, micro_overrides):
     assert proc.returncode != 0 and "hydra.launcher.jobs_per_gpu=0: must be >= 1" in proc.stdout
 
 
-@pytest.mark.parametrize("gpus, jobs_per_gpu, slots", [([0, 1], 2, [0, 1, 0, 1]), ([], 3, [None])])
+@pytest.mark.parametrize("gpus, jobs_per_gpu, slots", [([0, 1], 2, [0, 1, 0, 1]), ([], 1, [None])])
 def test_slots_fill_gpus_in_turn(tmp_path, gpus, jobs_per_gpu, slots):
     from hydra_plugins.frozen_sweep_launchers.local_gpus import LocalGpusLauncher
 

@@ -4,6 +4,7 @@ cannot drift."""
 
 import re
 import shlex
+import subprocess
 
 import pytest
 from hydra import initialize_config_dir
@@ -30,8 +31,8 @@ def readme_commands() -> list[str]:
 
 
 def arguments(command: str) -> tuple[bool, list[str]]:
-    """(multirun?, overrides) of a command; `…` (an elided rest) and `--cfg job` are dropped."""
-    words = [w for w in shlex.split(ENTRY.sub("", command), comments=True) if w != "…"]
+    """(multirun?, overrides) of a command; `…` (an elided rest), `--help` and `--cfg job` are dropped."""
+    words = [w for w in shlex.split(ENTRY.sub("", command), comments=True) if w not in ("…", "--help")]
     if "--cfg" in words:
         del words[words.index("--cfg") : words.index("--cfg") + 2]
     multirun = "-m" in words
@@ -77,3 +78,47 @@ def test_a_readme_command_composes_and_passes_every_check(command, tmp_path, mon
         for job, config in planned:
             job_config(config, job)  # raises ConfigError naming the key
     assert planned
+
+
+README_LIMIT = 10 * 1024  # bytes: a researcher's five minutes; detail and measurement diaries live in docs/
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+# a repository path named in `backticks`: a top-level folder of the project, or a config under conf/
+NAMED_PATH = re.compile(r"`((?:frozen_sweep|launchers|benchmarks|scripts|tests|docs|conf)/[\w./*-]*[\w*])[`:]")
+
+
+def heading_anchors(path) -> set[str]:
+    """GitHub's anchors for a Markdown file's headings: lower case, punctuation dropped, spaces as hyphens."""
+    headings = re.findall(r"^#+ (.+)$", path.read_text(), flags=re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def test_the_readme_is_short():
+    assert len((ROOT / "README.md").read_bytes()) <= README_LIMIT
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
+def test_links_and_named_files_exist(document):
+    text = document.read_text()
+    for target in LINK.findall(text):
+        if target.startswith(("http://", "https://")):
+            continue
+        file, _, anchor = target.partition("#")
+        linked = (document.parent / file).resolve() if file else document
+        assert linked.exists() and ROOT in linked.parents, f"{document.name}: link to missing {target}"
+        if anchor:
+            assert anchor in heading_anchors(linked), f"{document.name}: no heading #{anchor} in {linked.name}"
+    for named in NAMED_PATH.findall(text):
+        root = ROOT / "frozen_sweep" if named.startswith("conf/") else ROOT
+        assert list(root.glob(named)), f"{document.name} names {named}, which the repository does not hold"
+
+
+def test_the_project_speaks_only_of_itself():
+    """No file refers to an issue tracker's numbers or to files outside the repository (a sibling checkout, a
+    machine's own set-up script)."""
+    outside = re.compile(r"\b[Ii]ssue #?\d+|\.\./" + "shared|\\." + "device/")
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    found = [
+        f"{name}:{n}" for name in files if not name.endswith((".gz", ".png"))
+        for n, line in enumerate((ROOT / name).read_text(errors="replace").splitlines(), 1) if outside.search(line)
+    ]  # fmt: skip
+    assert not found, found

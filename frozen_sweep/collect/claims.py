@@ -5,7 +5,9 @@
 - Row values are the per-row means over seeds, as the table prints them: the test metric, or for "epochs" claims the
   epochs to convergence of rows whose runs all reached early stopping.
 - A check says ✓ (every condition holds), ✗ (one does not) or "not enough runs" (a row it needs is missing, did not
-  converge, or has fewer than `min_runs` runs), and prints the numbers it compared. With a reference of the same
+  converge, or has fewer than `min_runs` runs), and prints the numbers it compared. A BLEU check whose reference
+  scores are below BLEU_FLOOR says "not meaningful" instead: a ratio or an ordering of noise-level scores (an
+  untrained model's 0.0–0.5 BLEU) says nothing about the finding. With a reference of the same
   metric, the same check on the paper's numbers is printed beside it.
 """
 
@@ -15,9 +17,10 @@ import pandas as pd
 
 from frozen_sweep.collect import freeze_tables, reservoir_tables
 from frozen_sweep.collect.render import Table
-from frozen_sweep.paper import CLAIMS, RESERVOIR_CLAIMS, Claim, Reference, ReservoirClaim
+from frozen_sweep.paper import CLAIMS, RESERVOIR_CLAIMS, Claim, Close, Compare, Ratio, Reference, ReservoirClaim
 
-HOLDS, FAILS, NOT_ENOUGH = "✓", "✗", "not enough runs"
+HOLDS, FAILS, NOT_ENOUGH, NOT_MEANINGFUL = "✓", "✗", "not enough runs", "not meaningful"
+BLEU_FLOOR = 1.0  # test BLEU below which a score is noise on these test sets (docs/collect.md)
 
 
 @dataclass
@@ -25,7 +28,7 @@ class Check:
     key: str
     statement: str
     rule: str
-    verdict: str  # HOLDS | FAILS | NOT_ENOUGH
+    verdict: str  # HOLDS | FAILS | NOT_ENOUGH | NOT_MEANINGFUL
     compared: str  # the numbers compared, or what is missing
     paper: str = ""  # the same check on the paper's numbers: "✓ (1)/(0) = ..." ("" without a reference)
 
@@ -36,7 +39,25 @@ def evaluate(claim: Claim, values: dict, why_missing: dict) -> tuple[str, str]:
     if absent:
         return NOT_ENOUGH, "; ".join(absent)
     results = [condition.compare(values) for condition in claim.conditions]
-    return HOLDS if all(holds for holds, _ in results) else FAILS, "; ".join(text for _, text in results)
+    compared = "; ".join(text for _, text in results)
+    noise = noise_rows(claim, values)
+    if noise:
+        return NOT_MEANINGFUL, f"{', '.join(noise)} below the {BLEU_FLOOR:g} BLEU floor: {compared}"
+    return HOLDS if all(holds for holds, _ in results) else FAILS, compared
+
+
+def noise_rows(claim: Claim, values: dict) -> list[str]:
+    """The reference rows of a BLEU claim's conditions that score below BLEU_FLOOR: a ratio's denominator, the scale
+    of a closeness test, both sides of a comparison."""
+    if claim.metric_name != "bleu" or claim.quantity != "metric":
+        return []
+    low = []
+    for c in claim.conditions:
+        references = {Ratio: lambda: [min(c.of, key=values.get)], Close: lambda: [c.scale]}.get(type(c), lambda: [])()
+        if isinstance(c, Compare) and max(values[c.left], values[c.right]) < BLEU_FLOOR:
+            references = [c.left, c.right]
+        low += [row for row in references if values[row] < BLEU_FLOOR and row not in low]
+    return low
 
 
 def row_values(summary: pd.DataFrame, quantity: str, min_runs: int) -> tuple[dict, dict]:
@@ -57,7 +78,7 @@ def paper_check(claim: Claim, reference: Reference) -> str:
         return ""
     column = 1 if claim.quantity == "epochs" else 0
     verdict, compared = evaluate(claim, {row: float(v[column]) for row, v in reference.rows.items()}, {})
-    return "" if verdict == NOT_ENOUGH else f"{verdict} {compared}"
+    return "" if verdict in (NOT_ENOUGH, NOT_MEANINGFUL) else f"{verdict} {compared}"
 
 
 def freeze_checks(table: Table, reference: Reference = None, min_runs: int = 1) -> list[Check]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from frozen_sweep.metric_sinks import read_metrics
 from frozen_sweep.run_dir import METRICS_FILE
 
 METRIC_LABELS = {"bleu": "BLEU", "ppl": "PPL"}
@@ -30,8 +31,6 @@ def curves(runs: pd.DataFrame) -> pd.DataFrame:
 
 def train_curves(run_dirs: Iterable[Path]) -> dict[Path, pd.DataFrame]:
     """{run directory: its train records (step, epoch, wall_time_s, loss, ...)}, for runs with a metrics.jsonl."""
-    from frozen_sweep.metrics_log import read_metrics  # here: it imports torch, which the tables do not need
-
     found = {}
     for run_dir in map(Path, run_dirs):
         if (run_dir / METRICS_FILE).is_file():

@@ -10,12 +10,12 @@ from hydra.core.utils import JobReturn
 from hydra.errors import CompactHydraException
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from frozen_sweep.run_dir import describe_runner, remove_if_unused
 
 from ._outcome import skipped
-from ._plan import PlannedJob, SweepConfigError, plan_jobs
+from ._plan import PlannedJob, SweepConfigError, dry_run, plan_jobs
 from ._progress import Progress
 
 log = logging.getLogger(__name__)
@@ -53,14 +53,22 @@ class SweepLauncher(Launcher):
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         sweep_dir = Path(str(self.config.hydra.sweep.dir)).absolute()
         self.singleton_state = Singleton.get_state()  # Hydra's config store, resolvers, ...: each job restores them
+        dry = bool(OmegaConf.select(self.config, "dry_run", default=False))
         try:
             jobs = plan_jobs(
                 self.hydra_context, self.config, job_overrides, initial_job_idx,
-                [f"trainer.threads={self.threads_per_job()}"],
+                [f"trainer.threads={self.threads_per_job()}"], refuse_each=dry,
             )  # fmt: skip
+            if dry:
+                dry_run(jobs, self.live_elsewhere)
+                return []
         except SweepConfigError:
             remove_if_unused(sweep_dir, {"multirun.yaml"})  # written by Hydra's sweeper: a config error leaves nothing
             raise
+        finally:
+            if dry:  # the dry run's multirun.yaml goes too, and so does the sweep's folder if nothing else is there
+                (sweep_dir / "multirun.yaml").unlink(missing_ok=True)
+                remove_if_unused(sweep_dir, set())
         progress = Progress(jobs, sweep_dir)
         for job in jobs:
             job.runner = None if job.already_completed else self.live_elsewhere(job)

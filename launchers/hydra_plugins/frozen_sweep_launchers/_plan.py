@@ -3,7 +3,7 @@
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import CompactHydraException
@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import Config, ConfigError
+from frozen_sweep.dry_run import decide, report
 from frozen_sweep.job_config import fingerprint, job_config, override_key
 from frozen_sweep.run_dir import (
     LAST_CHECKPOINT, SUBMISSION_FILE, is_completed, live_runner, previous_record, write_json_atomic,
@@ -33,6 +34,7 @@ class PlannedJob:
     previous: Optional[dict]  # the result record the directory held before the sweep started
     runner: Optional[dict] = None  # who runs the job now (an earlier launcher's job, still live), else None
     label: str = ""  # what sets this job apart in the sweep, for progress lines
+    refused: Optional[str] = None  # why the job cannot run (a dry run plans every job; a real sweep stops at one)
 
     @property
     def already_completed(self) -> bool:
@@ -49,9 +51,11 @@ def plan_jobs(
     job_overrides: Sequence[Sequence[str]],
     initial_job_idx: int,
     launcher_overrides: Sequence[str] = (),
+    refuse_each: bool = False,
 ) -> list[PlannedJob]:
     """Compose and check each job as the job itself will (frozen_sweep.job_config: keys, values, budgets, data files,
-    the record its directory holds); a bad config in any job stops the sweep here, naming the job and the key.
+    the record its directory holds); a bad config in any job stops the sweep here, naming the job and the key, or
+    with `refuse_each` (a dry run) marks that job refused and goes on.
 
     `launcher_overrides` (e.g. the thread count a launcher gives each job) apply unless a job sets the same key.
     """
@@ -76,7 +80,10 @@ def plan_jobs(
             job_fingerprint = fingerprint(checked)
             previous = previous_record(job_dir, job_fingerprint, checked.force)
         except (ConfigError, OmegaConfBaseException) as e:  # e.g. a mandatory value left unset
-            raise SweepConfigError(f"job #{num} ({' '.join(overrides)}): {e}. No job was started.") from e
+            if not refuse_each:
+                raise SweepConfigError(f"job #{num} ({' '.join(overrides)}): {e}. No job was started.") from e
+            jobs.append(PlannedJob(num, overrides, config, job_dir, None, refused=str(e)))
+            continue
         jobs.append(PlannedJob(num, overrides, config, job_dir, previous, live_runner(job_dir)))
         if not jobs[-1].already_completed:
             datasets.setdefault(job_fingerprint["prepared"], (num, checked.task))
@@ -125,6 +132,18 @@ def _check_distinct_dirs(jobs: list[PlannedJob]) -> None:
                 f"{', '.join(differing)}, which directory names leave out (hydra.job.config.override_dirname."
                 f"exclude_keys; these keys do not change a result). No job was started."
             )
+
+
+def dry_run(jobs: list[PlannedJob], live_elsewhere: Callable[[PlannedJob], Optional[dict]]) -> None:
+    """Print what each job would do (frozen_sweep.dry_run); SweepConfigError after it if any job would be refused."""
+    rows = []
+    for job in jobs:
+        runner = None if job.refused or job.already_completed else live_elsewhere(job)
+        rows.append((job.label, job.job_dir, decide(job.job_dir, job.previous, job.config.force, runner, job.refused)))
+    print(report(rows), flush=True)
+    refused = sum(job.refused is not None for job in jobs)
+    if refused:
+        raise SweepConfigError(f"{refused} of {len(jobs)} jobs would be refused (above). No job was started.")
 
 
 def record_submission(job: PlannedJob, slurm_job_id: str) -> None:

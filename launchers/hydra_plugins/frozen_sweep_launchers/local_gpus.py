@@ -45,6 +45,7 @@ class LocalGpusLauncher(SweepLauncher):
                 raise ValueError(f"hydra.launcher.{key}={value}: must be >= 1")
         self.submitit_folder = submitit_folder
         self.gpus = visible_gpus(OmegaConf.to_container(gpus) if OmegaConf.is_config(gpus) else gpus)
+        check_usable(self.gpus, visible_gpus(None) if gpus is not None else self.gpus, max_parallel, jobs_per_gpu)
         self.jobs_per_gpu = jobs_per_gpu
         # jobs_per_gpu slots per GPU, GPUs in turn (a sweep spreads over them first); or max_parallel CPU slots (None)
         gpu_slots = [gpu for _ in range(jobs_per_gpu) for gpu in self.gpus]
@@ -139,6 +140,26 @@ def take_slot(free: list, job: PlannedJob) -> Optional[int]:
     if slot in free:
         free.remove(slot)
     return slot
+
+
+def check_usable(gpus: list[int], visible: list[int], max_parallel: int, jobs_per_gpu: int) -> None:
+    """Settings the launcher could not use are refused, not ignored: GPUs this process does not see, GPU packing
+    without a GPU, CPU parallelism with GPUs."""
+    if set(gpus) - set(visible):
+        raise ValueError(
+            f"hydra.launcher.gpus={gpus}: this process sees GPUs {visible or 'none'} (CUDA_VISIBLE_DEVICES ids); "
+            "allowed: a list of those, or null for all"
+        )
+    if not gpus and jobs_per_gpu > 1:
+        raise ValueError(
+            f"hydra.launcher.jobs_per_gpu={jobs_per_gpu}: there is no GPU here; without one, "
+            "hydra.launcher.max_parallel sets the jobs at a time"
+        )
+    if gpus and max_parallel > 1:
+        raise ValueError(
+            f"hydra.launcher.max_parallel={max_parallel} applies without a GPU; with GPUs {gpus}, "
+            "hydra.launcher.jobs_per_gpu sets the jobs at a time on each"
+        )
 
 
 def visible_gpus(configured: Optional[Sequence[int]]) -> list[int]:

@@ -50,6 +50,11 @@ class SlurmLauncher(SweepLauncher):
         additional_parameters: dict[str, Any],
         poll_interval_s: float,
     ):
+        if gpus_per_node is not None and gpus_per_node > 1:  # nothing would use the others: refuse, not waste them
+            raise ValueError(
+                f"hydra.launcher.gpus_per_node={gpus_per_node}: a job trains on one GPU, so {gpus_per_node - 1} would "
+                "sit idle; allowed: null (no GPU) or 1 (one job per GPU: sweep more jobs instead)"
+            )
         self.submitit_folder = submitit_folder
         self.cpus_per_task = cpus_per_task
         self.max_num_timeout = max_num_timeout
