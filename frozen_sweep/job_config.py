@@ -7,12 +7,15 @@ here: Hydra's plugin scan imports the launchers, and they import this.
 The fingerprint is what determines a job's result: its resolved config less config.NEUTRAL_KEYS (where or how it runs,
 not what it computes) and DATA_LOCATION_KEYS, plus the identity of its data (a hash of the corpus files' content).
 A job directory's result is reused or resumed only by a job with the same fingerprint (frozen_sweep.run_dir).
+Data-parallel jobs: `trainer.devices` and `trainer.update_freq` enter it only as their product, the batches per update
+(frozen_sweep.updates): 4 devices and 1 device accumulating 4 batches make the same updates.
 """
 
 import copy
 import dataclasses
 import hashlib
 import json
+import math
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -28,6 +31,8 @@ DATA_LOCATION_KEYS = frozenset({"task.path", "task.sword_dir"})  # where the dat
 LABEL_KEYS = frozenset({"study"})
 ADOPTED = ("task", "model", "freeze", "reservoir")  # a relearn job takes these from its base run
 BUDGETS = ("max_epochs", "max_steps", "max_time_s")  # trainer keys; a run stops at the first one reached
+WORLD_KEYS = ("trainer.devices", "trainer.update_freq")  # fingerprinted as their product, BATCHES_PER_UPDATE
+BATCHES_PER_UPDATE = "trainer.batches_per_update"
 
 
 def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
@@ -98,6 +103,9 @@ def fingerprint(cfg: DictConfig) -> dict:
     container.pop("hydra", None)
     neutral = NEUTRAL_KEYS | DATA_LOCATION_KEYS | LABEL_KEYS
     config = {key: value for key, value in flatten(container).items() if key not in neutral}
+    batches = math.prod(config.pop(key, 1) for key in WORLD_KEYS)
+    if batches > 1:  # absent at 1, so that the fingerprints of jobs from before these keys stay the same
+        config[BATCHES_PER_UPDATE] = batches
     data = data_identity(cfg.task)
     digest = hashlib.sha256(json.dumps({"config": config, "data": data}, sort_keys=True).encode()).hexdigest()
     return {"sha256": digest, "config": config, "data": data}

@@ -2,7 +2,11 @@
 rules that end a run (early stopping, divergence) from stopping.py.
 
 Only trainable parameters reach the optimiser: a frozen one has no gradient, no optimiser state and no weight decay.
-A checkpoint is written after every validation; a job that finds `checkpoint_last.pt` in its directory resumes from
+Data-parallel (frozen_sweep.distributed, frozen_sweep.updates): an update takes `trainer.devices ×
+trainer.update_freq` consecutive batches of the epoch's plan; each rank accumulates its share (DDP's no_sync on all
+but its last) and the loss is normalised by the update's target tokens, counted from the plan. Rank 0 alone validates,
+writes checkpoints and metrics, and tells the others whether training stops. A checkpoint is written after every
+validation; a job that finds `checkpoint_last.pt` in its directory resumes from
 it — same batches (a pure function of seed and epoch), same RNG state — so on CPU the resumed run ends bit-identical
 to an uninterrupted one.
 
@@ -16,6 +20,7 @@ import contextlib
 import logging
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
@@ -27,6 +32,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm import tqdm
 
 from frozen_sweep import cpu
+from frozen_sweep.distributed import SINGLE, World, all_gather, broadcast_from_main, sum_over_ranks, wrap
 from frozen_sweep.checkpoint import load_checkpoint, save_checkpoint
 from frozen_sweep.data import TaskData
 from frozen_sweep.data.batching import Batch, Group, collate, plan_batches
@@ -35,6 +41,7 @@ from frozen_sweep.freeze import trainable_parameters
 from frozen_sweep.metrics_log import MetricsLog
 from frozen_sweep.run_dir import BEST_CHECKPOINT, LAST_CHECKPOINT
 from frozen_sweep.stopping import Diverged, TrainState, add_validation, best_loss, diverging
+from frozen_sweep.updates import rank_share, update_batches, updates_in_epoch
 from frozen_sweep.validation import Validation
 
 log = logging.getLogger(__name__)
@@ -52,9 +59,14 @@ def inverse_sqrt_schedule(warmup_steps: int, warmup_init_lr: float, lr: float):
 
 
 class Trainer:
-    def __init__(self, cfg, data: TaskData, model, device: torch.device, run_dir: Path, on_validation=None):
+    def __init__(
+        self, cfg, data: TaskData, model, device: torch.device, run_dir: Path, on_validation=None, world: World = SINGLE
+    ):
         self.cfg, self.tr, self.data, self.model, self.device = cfg, cfg.trainer, data, model, device
-        self.run_dir = Path(run_dir)
+        self.run_dir, self.world = Path(run_dir), world
+        self.batches_per_update = world.size * self.tr.update_freq
+        self.ddp = wrap(model, world, device)  # the training forward; the model itself for one device
+        self.rank_rngs: Optional[list] = None  # every rank's RNG state at the last validation, for the checkpoint
         self.optimizer = torch.optim.Adam(
             trainable_parameters(model),
             lr=self.tr.lr,
@@ -84,6 +96,8 @@ class Trainer:
         self.on_validation = on_validation  # called with the state after every validation (progress reporting)
         self.validation = Validation(cfg, data, device)
         self.metrics = MetricsLog(self.run_dir, self.tr, self.optimizer)  # metrics.jsonl, TensorBoard
+        if not world.is_main:
+            self.metrics.names = set()  # rank 0 alone writes metrics
         self._loss_sum = torch.zeros((), device=device)  # training loss since the last read, summed on the device
         self._loss_tokens = 0
         self._since_validation = [0.0, 0]  # summed loss and tokens of the reads since the last validation
@@ -99,6 +113,11 @@ class Trainer:
         batch = collate(self.data.train.src, self.data.train.tgt, group.indices, group.length)
         return batch.pin_memory() if self.device.type == "cuda" else batch
 
+    def _target_tokens(self, group: Group) -> int:
+        """A batch's target tokens (eos included: its collated n_tokens), from the lengths alone: every rank counts
+        those of the whole update without collating the other ranks' batches."""
+        return sum(len(self.data.train.tgt[i]) for i in group.indices) + len(group.indices)
+
     # ---- resume -----------------------------------------------------------------------------------------------------
 
     def resume_if_possible(self) -> bool:
@@ -109,7 +128,9 @@ class Trainer:
         self.optimizer.load_state_dict(extra["optimizer"])
         self.scheduler.load_state_dict(extra["scheduler"])
         self.state = TrainState(**extra["train_state"])
-        torch.set_rng_state(extra["rng"])
+        rank_rngs = extra.get("rank_rngs")  # a data-parallel run's: each rank continues its own dropout stream
+        same_world = rank_rngs is not None and len(rank_rngs) == self.world.size
+        torch.set_rng_state(rank_rngs[self.world.rank] if same_world else extra["rng"])
         if torch.cuda.is_available() and extra.get("cuda_rng") is not None:
             torch.cuda.set_rng_state_all(extra["cuda_rng"])
         log.info("resumed from %s at step %d (epoch %d)", path, self.state.step, self.state.epoch)
@@ -124,6 +145,7 @@ class Trainer:
             scheduler=self.scheduler.state_dict(),
             train_state=asdict(self.state),
             rng=torch.get_rng_state(),
+            rank_rngs=self.rank_rngs,
             cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
         )
         if best:
@@ -134,7 +156,7 @@ class Trainer:
     def _loss(self, src, tgt_in, tgt_out) -> torch.Tensor:
         """The summed label-smoothed cross-entropy of a batch (the training forward)."""
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast), self.attention_backend():
-            logits = self.model(src, tgt_in)  # (B, T, V)
+            logits = self.ddp(src, tgt_in)  # (B, T, V)
         return F.cross_entropy(
             logits.float().flatten(0, 1),
             tgt_out.flatten(),
@@ -143,25 +165,35 @@ class Trainer:
             reduction="sum",
         )
 
-    def _train_step(self, batch: Batch) -> None:
-        """One update; its summed (label-smoothed) loss is added to the device-side sum, not read (no sync)."""
+    def _train_step(self, batches: Sequence[Group]) -> tuple[int, int]:
+        """One update on the update's batches: this rank's share, each batch's summed (label-smoothed) loss over the
+        update's target tokens, gradients accumulated and all-reduced (summed: DDP averages, hence × world size) with
+        the last one. The loss is added to the device-side sum, not read (no sync). Returns the update's target tokens
+        and sentences, all ranks'."""
         self.model.train()
-        batch = batch.to(self.device)
-        loss = self.loss(batch.src, batch.tgt_in, batch.tgt_out)
+        tokens = sum(map(self._target_tokens, batches))
+        mine = rank_share(batches, self.world.rank, self.tr.update_freq)
         self.optimizer.zero_grad(set_to_none=True)
-        (loss / batch.n_tokens).backward()
+        for k, group in enumerate(mine):
+            batch = self._collate(group).to(self.device)
+            last = k == len(mine) - 1
+            with contextlib.nullcontext() if last or self.ddp is self.model else self.ddp.no_sync():
+                loss = self.loss(batch.src, batch.tgt_in, batch.tgt_out)
+                (loss / (tokens / self.world.size)).backward()
+            self._loss_sum += loss.detach()
+            self._loss_tokens += batch.n_tokens
         if self.tr.clip_norm > 0:
             torch.nn.utils.clip_grad_norm_(trainable_parameters(self.model), self.tr.clip_norm)
         self.optimizer.step()
         self.scheduler.step()
-        self._loss_sum += loss.detach()
-        self._loss_tokens += batch.n_tokens
+        return tokens, sum(len(group.indices) for group in batches)
 
     def _read_loss(self, epoch: float) -> float:
         """Mean training loss since the last validation. Reading it waits for the device, so the time of the steps
         since the last read is accounted here and the metrics loggers get their record; a non-finite loss raises
         Diverged."""
-        s, summed, tokens = self.state, self._loss_sum.item(), self._loss_tokens
+        s = self.state
+        summed, tokens = sum_over_ranks([self._loss_sum.item(), self._loss_tokens], self.world, self.device)
         now = time.perf_counter()
         elapsed, self._clock = now - self._clock, now
         s.train_time_s += elapsed
@@ -188,8 +220,9 @@ class Trainer:
             return "max_epochs"
         if tr.max_steps is not None and s.step >= tr.max_steps:
             return "max_steps"
-        if tr.max_time_s is not None and s.train_time_s + time.perf_counter() - self._clock >= tr.max_time_s:
-            return "max_time"
+        if tr.max_time_s is not None:  # the clocks of the ranks differ: rank 0's says for all
+            spent = s.train_time_s + time.perf_counter() - self._clock
+            return broadcast_from_main("max_time" if spent >= tr.max_time_s else None, self.world)
         return None
 
     def fit(self) -> TrainState:
@@ -207,17 +240,18 @@ class Trainer:
     def _train(self, bar: tqdm) -> None:
         s, every = self.state, self.tr.validate_every_steps
         self._clock = time.perf_counter()
+        per_update = self.batches_per_update
         while not s.stopped_reason:
             groups = self._plan(s.epoch)
-            for group in groups[s.batch_in_epoch :]:
-                batch = self._collate(group)
-                self._train_step(batch)
+            updates = updates_in_epoch(len(groups), per_update)  # the remainder is dropped: frozen_sweep.updates
+            for update in range(s.batch_in_epoch // per_update, updates):
+                tokens, sentences = self._train_step(update_batches(groups, update, per_update))
                 s.step += 1
-                s.batch_in_epoch += 1
-                if s.batch_in_epoch == len(groups):
+                s.batch_in_epoch += per_update
+                if update == updates - 1:
                     s.epoch, s.batch_in_epoch = s.epoch + 1, 0
-                s.train_tokens += batch.n_tokens
-                s.train_sentences += len(batch.indices)
+                s.train_tokens += tokens
+                s.train_sentences += sentences
                 bar.update()
 
                 budget = self._budget_exhausted()
@@ -227,11 +261,27 @@ class Trainer:
                     train_loss = self._read_loss(epoch)
                     bar.set_postfix(loss=f"{train_loss:.3f}", tok_s=f"{s.train_tokens / s.step_time_s:,.0f}")
                 if budget or due:
-                    self._validate(epoch, train_loss, budget)
+                    self._validate_on_main(epoch, train_loss, budget)
                     self._since_validation = [0.0, 0]
                     self._clock = time.perf_counter()
                     if s.stopped_reason:
                         break
+
+    def _validate_on_main(self, epoch: float, train_loss: float, budget: Optional[str]) -> None:
+        """Rank 0 validates, checkpoints (with every rank's RNG state) and reports; every rank learns from it whether
+        training stops, or diverged."""
+        if self.world.size > 1:
+            self.rank_rngs = all_gather(torch.get_rng_state(), self.world)
+        diverged = None
+        if self.world.is_main:
+            try:
+                self._validate(epoch, train_loss, budget)
+            except Diverged as e:
+                diverged = e
+        stopped, why = broadcast_from_main((self.state.stopped_reason, diverged and str(diverged)), self.world)
+        self.state.stopped_reason = stopped
+        if why:
+            raise diverged or Diverged(why)
 
     def _validate(self, epoch: float, train_loss: float, budget: Optional[str]) -> None:
         """Validate, update early stopping (sets `stopped_reason`), checkpoint, report."""

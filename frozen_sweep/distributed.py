@@ -1,0 +1,211 @@
+"""Data-parallel processes of one job through torch.distributed: who this process is (its World), starting and
+watching the ranks of a job on this machine, the process group, and the model wrapped for it.
+
+Three ways to get N ranks, one code path after them:
+- the job starts them itself (`trainer.devices=N` on one machine): the job's process spawns N ranks and watches them;
+  when one dies (kill -9, out of memory) or raises, the others are stopped within a grace period and the job fails
+  with a reason naming that rank;
+- `torchrun --nproc-per-node N -m frozen_sweep trainer.devices=N`: RANK, WORLD_SIZE, LOCAL_RANK are set;
+- a multi-task SLURM job step (submitit's tasks, or `srun`): SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, exported as
+  torch's variables by submitit's TorchDistributedEnvironment (MASTER_ADDR: the job's first node).
+
+gloo on the CPU, NCCL on CUDA. Frozen parameters (requires_grad=False) are in no DDP bucket, so they are never
+all-reduced, and DDP's initial broadcast of the weights is skipped (init_sync=False): every rank builds the same model
+from the seed and loads the same checkpoint.
+"""
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+from dataclasses import dataclass
+from datetime import timedelta
+from collections.abc import Iterator
+from typing import Any, Callable, Optional
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE_S = 10.0  # after a rank fails, the others get this long to stop on SIGTERM before SIGKILL
+KILL_HINTS = {"SIGKILL": " (kill -9, or the out-of-memory killer)", "SIGSEGV": " (a crash)"}
+
+
+@dataclass(frozen=True)
+class World:
+    rank: int = 0
+    size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        """Rank 0: the one rank that writes the record, checkpoints, metrics and test translations."""
+        return self.rank == 0
+
+
+SINGLE = World()
+
+
+class RankFailed(RuntimeError):
+    """A rank of a data-parallel job died or raised; the message names it."""
+
+
+def launched_world(environ=os.environ) -> Optional[World]:
+    """The world an outside launcher started this process in (torchrun; a multi-task SLURM step, whose variables are
+    exported for torch here), or None when this process was started alone."""
+    if "WORLD_SIZE" not in environ and int(environ.get("SLURM_NTASKS", "1")) > 1 and "SLURM_STEP_ID" in environ:
+        from submitit.helpers import TorchDistributedEnvironment
+
+        TorchDistributedEnvironment().export(set_cuda_visible_devices=False)  # SLURM binds GPUs per task itself
+    if int(environ.get("WORLD_SIZE", "1")) <= 1:
+        return None
+    return World(int(environ["RANK"]), int(environ["WORLD_SIZE"]), int(environ.get("LOCAL_RANK", environ["RANK"])))
+
+
+def check_world(world: Optional[World], devices: int) -> None:
+    """A launched world must have trainer.devices ranks: a mismatch would train with another global batch."""
+    if world is not None and world.size != devices:
+        raise RankFailed(
+            f"trainer.devices={devices}, but this process was started as rank {world.rank} of {world.size} (torchrun "
+            f"--nproc-per-node, or SLURM tasks): pass trainer.devices={world.size}, or start {devices} processes"
+        )
+
+
+def rank_device(device: torch.device, world: World) -> torch.device:
+    """The rank's device: its own GPU (local rank, among those visible to it), or the CPU."""
+    if device.type != "cuda" or world.size == 1:
+        return device
+    visible = torch.cuda.device_count()
+    if visible == 0:
+        raise RankFailed(f"rank {world.rank}: trainer.device asks for CUDA but no GPU is visible to this rank")
+    return torch.device("cuda", world.local_rank % visible)
+
+
+@contextlib.contextmanager
+def process_group(world: World, device: torch.device, timeout_s: float) -> Iterator[None]:
+    """Inside the block, this rank is in the job's process group (MASTER_ADDR/MASTER_PORT from the environment); a
+    collective that waits longer than `timeout_s` raises instead of hanging. Nothing for one device."""
+    if world.size == 1:
+        yield
+        return
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    dist.init_process_group(
+        "nccl" if device.type == "cuda" else "gloo",
+        rank=world.rank,
+        world_size=world.size,
+        timeout=timedelta(seconds=timeout_s),
+        device_id=device if device.type == "cuda" else None,
+    )
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+@contextlib.contextmanager
+def main_first(world: World) -> Iterator[None]:
+    """Rank 0 runs the block first (it writes caches: the tokenizer, prepared data), the others once it is done."""
+    if world.size > 1 and not world.is_main:
+        dist.barrier()
+    yield
+    if world.size > 1 and world.is_main:
+        dist.barrier()
+
+
+def wrap(model: nn.Module, world: World, device: torch.device) -> nn.Module:
+    """The model as DDP sees it: trainable parameters in buckets, no initial broadcast (every rank built the same
+    weights from the seed), no buffer broadcasts (the model has no running statistics)."""
+    if world.size == 1:
+        return model
+    return DistributedDataParallel(
+        model,
+        device_ids=[device.index] if device.type == "cuda" else None,
+        init_sync=False,  # no broadcast of parameters or buffers at construction
+        forward_sync_buffers=False,
+    )
+
+
+def broadcast_from_main(value: Any, world: World) -> Any:
+    """Rank 0's `value` on every rank (a decision only rank 0 can make: early stopping, divergence, a time budget)."""
+    if world.size == 1:
+        return value
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def all_gather(value: Any, world: World) -> list:
+    """Every rank's `value`, in rank order."""
+    if world.size == 1:
+        return [value]
+    out = [None] * world.size
+    dist.all_gather_object(out, value)
+    return out
+
+
+def sum_over_ranks(values: list[float], world: World, device: torch.device) -> list[float]:
+    if world.size == 1:
+        return values
+    tensor = torch.tensor(values, dtype=torch.float64, device=device)
+    dist.all_reduce(tensor)
+    return tensor.tolist()
+
+
+# ---- ranks started by the job itself -------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rank_entry(local_rank: int, fn: Callable, size: int, port: int, args: tuple) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(local_rank), WORLD_SIZE=str(size),
+                      LOCAL_RANK=str(local_rank))  # fmt: skip
+    fn(World(local_rank, size, local_rank), *args)
+
+
+def run_ranks(fn: Callable[..., None], size: int, args: tuple = (), poll_s: float = 0.2) -> None:
+    """Run `fn(world, *args)` in `size` spawned processes (rank = local rank) and wait for all of them. When one
+    fails, the others are stopped (SIGTERM, SIGKILL after STOP_GRACE_S) and RankFailed names the rank that failed
+    first: one killed by a signal before one that raised (a rank whose peer died raises too)."""
+    context = mp.start_processes(
+        _rank_entry, args=(fn, size, free_port(), args), nprocs=size, join=False, start_method="spawn"
+    )
+    try:
+        while not context.join(timeout=poll_s, grace_period=STOP_GRACE_S):
+            pass
+    except mp.ProcessExitedException as e:
+        raise RankFailed(_failure(context, e.error_index, size, str(e))) from None
+    except mp.ProcessRaisedException as e:
+        raise RankFailed(_failure(context, e.error_index, size, _last_line(str(e)))) from None
+    except BaseException:  # the job itself interrupted: its ranks stop with it
+        for process in context.processes:
+            if process.is_alive():
+                process.terminate()
+        for process in context.processes:
+            process.join(STOP_GRACE_S)
+        raise
+
+
+def _failure(context, first: int, size: int, what: str) -> str:
+    killed = [(rank, p.exitcode) for rank, p in enumerate(context.processes) if p.exitcode is not None and p.exitcode < 0]
+    killed = [(rank, code) for rank, code in killed if -code != signal.SIGTERM]  # SIGTERM: stopped by us
+    if killed:
+        rank, code = killed[0]
+        name = signal.Signals(-code).name
+        return f"rank {rank} of {size} died: killed by {name}{KILL_HINTS.get(name, '')}; the other ranks were stopped"
+    return f"rank {first} of {size} failed: {what}; the other ranks were stopped"
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else text
+
