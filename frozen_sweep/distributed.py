@@ -19,7 +19,6 @@ import logging
 import os
 import signal
 import socket
-from dataclasses import dataclass
 from datetime import timedelta
 from collections.abc import Iterator
 from typing import Any, Callable, Optional
@@ -30,50 +29,12 @@ import torch.multiprocessing as mp
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from frozen_sweep.world import RankFailed, World
+
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 10.0  # after a rank fails, the others get this long to stop on SIGTERM before SIGKILL
 KILL_HINTS = {"SIGKILL": " (kill -9, or the out-of-memory killer)", "SIGSEGV": " (a crash)"}
-
-
-@dataclass(frozen=True)
-class World:
-    rank: int = 0
-    size: int = 1
-    local_rank: int = 0
-
-    @property
-    def is_main(self) -> bool:
-        """Rank 0: the one rank that writes the record, checkpoints, metrics and test translations."""
-        return self.rank == 0
-
-
-SINGLE = World()
-
-
-class RankFailed(RuntimeError):
-    """A rank of a data-parallel job died or raised; the message names it."""
-
-
-def launched_world(environ=os.environ) -> Optional[World]:
-    """The world an outside launcher started this process in (torchrun; a multi-task SLURM step, whose variables are
-    exported for torch here), or None when this process was started alone."""
-    if "WORLD_SIZE" not in environ and int(environ.get("SLURM_NTASKS", "1")) > 1 and "SLURM_STEP_ID" in environ:
-        from submitit.helpers import TorchDistributedEnvironment
-
-        TorchDistributedEnvironment().export(set_cuda_visible_devices=False)  # SLURM binds GPUs per task itself
-    if int(environ.get("WORLD_SIZE", "1")) <= 1:
-        return None
-    return World(int(environ["RANK"]), int(environ["WORLD_SIZE"]), int(environ.get("LOCAL_RANK", environ["RANK"])))
-
-
-def check_world(world: Optional[World], devices: int) -> None:
-    """A launched world must have trainer.devices ranks: a mismatch would train with another global batch."""
-    if world is not None and world.size != devices:
-        raise RankFailed(
-            f"trainer.devices={devices}, but this process was started as rank {world.rank} of {world.size} (torchrun "
-            f"--nproc-per-node, or SLURM tasks): pass trainer.devices={world.size}, or start {devices} processes"
-        )
 
 
 def rank_device(device: torch.device, world: World) -> torch.device:
@@ -104,6 +65,7 @@ def process_group(world: World, device: torch.device, timeout_s: float) -> Itera
     )
     try:
         yield
+        dist.barrier()  # every rank is done with collectives: none tears the group down under another
     finally:
         dist.destroy_process_group()
 
@@ -170,6 +132,22 @@ def _rank_entry(local_rank: int, fn: Callable, size: int, port: int, args: tuple
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(local_rank), WORLD_SIZE=str(size),
                       LOCAL_RANK=str(local_rank))  # fmt: skip
     fn(World(local_rank, size, local_rank), *args)
+
+
+def log_files() -> list[str]:
+    """The files this process logs to (Hydra's job log): its spawned ranks log there too."""
+    return [h.baseFilename for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
+
+
+def log_as_rank(world: World, files: list[str]) -> None:
+    """A spawned rank logs where the job does (stderr, the job's log files), each line tagged with its rank."""
+    form = logging.Formatter(f"[%(asctime)s][rank {world.rank}][%(name)s][%(levelname)s] - %(message)s")
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    for handler in [logging.StreamHandler(), *map(logging.FileHandler, files)]:
+        handler.setFormatter(form)
+        root.addHandler(handler)
+    log.info("rank %d of %d: pid %d", world.rank, world.size, os.getpid())
 
 
 def run_ranks(fn: Callable[..., None], size: int, args: tuple = (), poll_s: float = 0.2) -> None:

@@ -21,7 +21,7 @@ from frozen_sweep.checkpoint import load_checkpoint
 from frozen_sweep.config import ConfigError, Device, TaskKind
 from frozen_sweep.data import TaskData, load_task
 from frozen_sweep.data.batching import make_batches
-from frozen_sweep.distributed import World
+from frozen_sweep.world import SINGLE, World, check_world, launched_world
 from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
 from frozen_sweep.job_config import BUDGETS, fingerprint, job_config
 from frozen_sweep.model import Transformer
@@ -58,7 +58,7 @@ def pick_device(cfg) -> torch.device:
     if wanted == Device.cpu or not torch.cuda.is_available():
         return torch.device("cpu")
     devices = cfg.trainer.devices
-    if distributed.launched_world() is None and devices > torch.cuda.device_count():
+    if launched_world() is None and devices > torch.cuda.device_count():
         raise ConfigError(
             f"trainer.devices={devices}: this job sees {torch.cuda.device_count()} GPU(s) (CUDA_VISIBLE_DEVICES); "
             f"allowed: 1 … {torch.cuda.device_count()}, or trainer.device=cpu"
@@ -84,8 +84,8 @@ def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
     Config errors (ConfigError, FingerprintMismatch) and a second runner (JobAlreadyRunning) stop it before it
     writes anything."""
     cfg = job_config(cfg, overrides)
-    world = distributed.launched_world()  # torchrun, or a multi-task SLURM job: every rank runs this
-    distributed.check_world(world, cfg.trainer.devices)
+    world = launched_world()  # torchrun, or a multi-task SLURM job: every rank runs this
+    check_world(world, cfg.trainer.devices)
     run_fingerprint = fingerprint(cfg)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -126,11 +126,12 @@ def _run(cfg, run_dir: Path, overrides: list[str], run_fingerprint: dict, world:
     spawns = world is None and cfg.trainer.devices > 1
     try:
         if spawns:  # the ranks write the record as they go (rank 0); it is read back when they end
-            distributed.run_ranks(_rank, cfg.trainer.devices, (_picklable(cfg), run_dir, result))
+            ranks_args = (_picklable(cfg), run_dir, result, distributed.log_files())
+            distributed.run_ranks(_rank, cfg.trainer.devices, ranks_args)
             result = result_of(read_record(run_dir))
         else:
             with cpu.threads_for_free_cores(cfg.trainer.threads):  # fewer while other processes hold cores
-                _train_and_test(cfg, run_dir, result, world or distributed.SINGLE)
+                _train_and_test(cfg, run_dir, result, world or SINGLE)
         result.status = "completed"
     except BaseException as e:  # KeyboardInterrupt and SystemExit too: the record must say the job did not finish
         if spawns:  # the curve rank 0 recorded before the job failed
@@ -174,20 +175,24 @@ def _picklable(cfg):
     return cfg
 
 
-def _rank(world: World, cfg, run_dir: Path, result: RunResult) -> None:
+def _rank(world: World, cfg, run_dir: Path, result: RunResult, log_files: list[str]) -> None:
     """A rank the job spawned: its share of the job's threads (trainer.threads, else OMP_NUM_THREADS or the cores)."""
+    distributed.log_as_rank(world, log_files)
     with cpu.threads_for_free_cores(max(1, cpu.job_threads(cfg.trainer.threads) // world.size)):
         _train_and_test(cfg, run_dir, result, world)
 
 
 def _train_and_test(cfg, run_dir: Path, result: RunResult, world: World) -> RunResult:
+    """Train on every rank; rank 0 then tests, with the ranks' process group gone."""
     device = distributed.rank_device(pick_device(cfg), world)
     with distributed.process_group(world, device, cfg.trainer.dist_timeout_s):
-        _train_and_test_on(cfg, run_dir, result, world, device)
+        data, study = _train(cfg, run_dir, result, world, device)
+    if world.is_main:
+        _test(cfg, run_dir, result, data, study, device)
     return result
 
 
-def _train_and_test_on(cfg, run_dir: Path, result: RunResult, world: World, device: torch.device) -> None:
+def _train(cfg, run_dir: Path, result: RunResult, world: World, device: torch.device):
     keep_freed_memory()
     torch.manual_seed(cfg.seed)
     result.device = str(device) if device.type == "cpu" else torch.cuda.get_device_name(device)
@@ -232,7 +237,7 @@ def _train_and_test_on(cfg, run_dir: Path, result: RunResult, world: World, devi
         record()
         raise
     if not world.is_main:
-        return
+        return data, study
     log.info("training stopped by %s after %.0f s", stop_cause(cfg, state.stopped_reason), time.perf_counter() - started)
 
     best = state.history[state.best_index]
@@ -250,7 +255,10 @@ def _train_and_test_on(cfg, run_dir: Path, result: RunResult, world: World, devi
         result.aucc = efficiency.aucc(state.history, result.aucc_cutoff_s, initial=untrained)
     study.after_training(result)
     record()
+    return data, study
 
+
+def _test(cfg, run_dir: Path, result: RunResult, data: TaskData, study, device: torch.device) -> None:
     model = study.make_model(data)
     load_checkpoint(run_dir / BEST_CHECKPOINT, model)  # a fresh model: its frozen parameters are in place, and verified
     test = evaluate_test(cfg, data, model.to(device), device, run_dir)
@@ -258,4 +266,4 @@ def _train_and_test_on(cfg, run_dir: Path, result: RunResult, world: World, devi
     result.test_chrf = test.get("chrf")
     result.sacrebleu_signature = test.get("signature")
     log.info("test %s = %.2f", result.metric_name, result.test_metric)
-    record()
+    write_result(run_dir, result)

@@ -32,7 +32,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm import tqdm
 
 from frozen_sweep import cpu
-from frozen_sweep.distributed import SINGLE, World, all_gather, broadcast_from_main, sum_over_ranks, wrap
+from frozen_sweep.distributed import all_gather, broadcast_from_main, sum_over_ranks, wrap
 from frozen_sweep.checkpoint import load_checkpoint, save_checkpoint
 from frozen_sweep.data import TaskData
 from frozen_sweep.data.batching import Batch, Group, collate, plan_batches
@@ -42,6 +42,7 @@ from frozen_sweep.metrics_log import MetricsLog
 from frozen_sweep.run_dir import BEST_CHECKPOINT, LAST_CHECKPOINT
 from frozen_sweep.stopping import Diverged, TrainState, add_validation, best_loss, diverging
 from frozen_sweep.updates import rank_share, update_batches, updates_in_epoch
+from frozen_sweep.world import SINGLE, World
 from frozen_sweep.validation import Validation
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from hydra.core.utils import JobReturn, JobRuntime, JobStatus, run_job, setup_gl
 from hydra.types import HydraContext
 from omegaconf import DictConfig, open_dict, read_write
 
-from frozen_sweep.distributed import launched_world
+from frozen_sweep.world import launched_world
 from frozen_sweep.run_dir import ATTEMPTS_FILE, exclusive_run, write_json_atomic
 
 
