@@ -23,7 +23,8 @@ from frozen_sweep.job_config import fingerprint, job_config
 from frozen_sweep.train import Trainer
 from tests.conftest import ROOT, compose_config
 from tests.helpers.jobs import result, run_cli
-from tests.helpers.sweeps import wait_for
+from tests.helpers.sweeps import attempts, job_dirs, record, run_sweep, wait_for
+from tests.slurm_cluster import slurm_cluster  # noqa: F401  (the session's cluster, a fixture)
 
 # fp32: 2 ranks, update_freq 2 and a resumed 2-rank job sum the same per-batch gradients alike: equal parameters (0.0
 # measured). One padded union batch sums them in another order: after 8 Adam updates its parameters differ by ≤6e-8
@@ -125,3 +126,20 @@ def test_two_ranks_killed_resumed_equal_uninterrupted_ranks_update_freq_2_and_on
     differences["union, first checkpoint"] = max_difference(trainable(tmp_path, "first.pt"), union)
     print("max |Δ| of the 2-rank job's parameters:", differences)
     assert all(difference <= ATOL for difference in differences.values()), differences
+
+
+@pytest.mark.slurm
+def test_a_two_task_slurm_job_trains_as_two_ranks_and_writes_one_record(slurm_cluster, tmp_path, dp_overrides):  # noqa: F811
+    sweep = tmp_path / "sweep"
+    proc = run_sweep(sweep, *dp_overrides, "trainer.devices=2", "trainer.max_steps=8", "hydra/launcher=slurm",
+                     "hydra.launcher.tasks_per_node=2", "hydra.launcher.cpus_per_task=1",
+                     "hydra.launcher.poll_interval_s=1", "seed=1")  # fmt: skip
+    assert proc.returncode == 0, proc.stdout
+    assert "ntasks_per_node=2" in proc.stdout and "1 completed" in proc.stdout
+    (run_dir,) = job_dirs(sweep)
+    r = record(sweep)
+    assert r["status"] == "completed" and r["device"] == "cpu × 2" and r["steps"] == 8
+    assert len(attempts(sweep)) == 1  # rank 0's: the job's one runner
+    job_id = attempts(sweep)[0]["job_id"]
+    assert {p.name for p in (sweep / ".submitit" / job_id).glob("*_result.pkl")} == {f"{job_id}_0_result.pkl",
+                                                                                    f"{job_id}_1_result.pkl"}
