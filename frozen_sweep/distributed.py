@@ -102,6 +102,23 @@ def broadcast_from_main(value: Any, world: World) -> Any:
     return box[0]
 
 
+def on_main(fn: Callable[[], Any], world: World, error: type[Exception]) -> Any:
+    """fn() run on rank 0 alone, its value on every rank; an `error` it raises is raised on every rank (a decision
+    only rank 0 can make: validation, early stopping, divergence)."""
+    if world.size == 1:
+        return fn()
+    value, failure = None, None
+    if world.is_main:
+        try:
+            value = fn()
+        except error as e:
+            failure = e
+    value, why = broadcast_from_main((value, failure and str(failure)), world)
+    if why:
+        raise failure or error(why)
+    return value
+
+
 def all_gather(value: Any, world: World) -> list:
     """Every rank's `value`, in rank order."""
     if world.size == 1:

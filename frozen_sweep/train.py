@@ -1,14 +1,11 @@
 """Training loop: Adam + inverse-square-root schedule, checkpoint/resume; validation scores come from validation.py, the
 rules that end a run (early stopping, divergence) from stopping.py.
 
-Only trainable parameters reach the optimiser: a frozen one has no gradient, no optimiser state and no weight decay.
-Data-parallel (frozen_sweep.distributed, frozen_sweep.updates): an update takes `trainer.devices ×
-trainer.update_freq` consecutive batches of the epoch's plan; each rank accumulates its share (DDP's no_sync on all
-but its last) and the loss is normalised by the update's target tokens, counted from the plan. Rank 0 alone validates,
-writes checkpoints and metrics, and tells the others whether training stops. A checkpoint is written after every
-validation; a job that finds `checkpoint_last.pt` in its directory resumes from
-it — same batches (a pure function of seed and epoch), same RNG state — so on CPU the resumed run ends bit-identical
-to an uninterrupted one.
+Only trainable parameters reach the optimiser (frozen_sweep.optim). An update is `trainer.devices × update_freq`
+batches of the epoch's plan, each rank accumulating its share (frozen_sweep.updates); rank 0 alone validates, writes
+checkpoints and metrics, and tells the other ranks whether training stops. A checkpoint is written after every
+validation; a job that finds `checkpoint_last.pt` in its directory resumes from it — same batches (a pure function of
+seed and epoch), same RNG state (each rank's) — so on CPU the resumed run ends bit-identical to an uninterrupted one.
 
 The step loop never waits for the device: the loss is summed on the device and read every `log_every_steps` and at
 validations, and batches are collated one at a time (pinned, copied without blocking on CUDA) while the device
@@ -32,13 +29,14 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm import tqdm
 
 from frozen_sweep import cpu
-from frozen_sweep.distributed import all_gather, broadcast_from_main, sum_over_ranks, wrap
+from frozen_sweep.distributed import all_gather, broadcast_from_main, on_main, sum_over_ranks, wrap
 from frozen_sweep.checkpoint import load_checkpoint, save_checkpoint
 from frozen_sweep.data import TaskData
 from frozen_sweep.data.batching import Batch, Group, collate, plan_batches
 from frozen_sweep.data.vocab import PAD
 from frozen_sweep.freeze import trainable_parameters
 from frozen_sweep.metrics_log import MetricsLog
+from frozen_sweep.optim import optimizer_and_schedule
 from frozen_sweep.run_dir import BEST_CHECKPOINT, LAST_CHECKPOINT
 from frozen_sweep.stopping import Diverged, TrainState, add_validation, best_loss, diverging
 from frozen_sweep.updates import rank_share, update_batches, updates_in_epoch
@@ -46,17 +44,6 @@ from frozen_sweep.world import SINGLE, World
 from frozen_sweep.validation import Validation
 
 log = logging.getLogger(__name__)
-
-
-def inverse_sqrt_schedule(warmup_steps: int, warmup_init_lr: float, lr: float):
-    """Multiplier on `lr`: linear warmup from warmup_init_lr, then decay ∝ 1/sqrt(step)."""
-
-    def factor(step: int) -> float:
-        if step < warmup_steps:
-            return (warmup_init_lr + (lr - warmup_init_lr) * step / warmup_steps) / lr
-        return math.sqrt(warmup_steps / max(step, 1))
-
-    return factor
 
 
 class Trainer:
@@ -68,17 +55,7 @@ class Trainer:
         self.batches_per_update = world.size * self.tr.update_freq
         self.ddp = wrap(model, world, device)  # the training forward; the model itself for one device
         self.rank_rngs: Optional[list] = None  # every rank's RNG state at the last validation, for the checkpoint
-        self.optimizer = torch.optim.Adam(
-            trainable_parameters(model),
-            lr=self.tr.lr,
-            betas=tuple(self.tr.betas),
-            eps=self.tr.adam_eps,
-            weight_decay=self.tr.weight_decay,
-            fused=True,  # one kernel over all parameters instead of a loop of small ops (1.1-1.3x on a tiny step)
-        )
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, inverse_sqrt_schedule(self.tr.warmup_steps, self.tr.warmup_init_lr, self.tr.lr)
-        )
+        self.optimizer, self.scheduler = optimizer_and_schedule(model, self.tr)
         amp_cpu = cpu.has_bf16() if self.tr.amp_cpu is None else self.tr.amp_cpu
         self.autocast = self.tr.amp and (device.type == "cuda" or amp_cpu)
         if device.type == "cpu":
@@ -166,28 +143,41 @@ class Trainer:
             reduction="sum",
         )
 
-    def _train_step(self, batches: Sequence[Group]) -> tuple[int, int]:
-        """One update on the update's batches: this rank's share, each batch's summed (label-smoothed) loss over the
-        update's target tokens, gradients accumulated and all-reduced (summed: DDP averages, hence × world size) with
-        the last one. The loss is added to the device-side sum, not read (no sync). Returns the update's target tokens
-        and sentences, all ranks'."""
-        self.model.train()
+    def _update(self, batches: Sequence[Group]) -> tuple[int, int]:
+        """One update on the update's batches: this rank's share, each batch's loss over the whole update's target
+        tokens (every rank counts them from the plan), gradients all-reduced with the last one. Returns the update's
+        target tokens and sentences, all ranks'."""
         tokens = sum(map(self._target_tokens, batches))
         mine = rank_share(batches, self.world.rank, self.tr.update_freq)
         self.optimizer.zero_grad(set_to_none=True)
         for k, group in enumerate(mine):
-            batch = self._collate(group).to(self.device)
-            last = k == len(mine) - 1
-            with contextlib.nullcontext() if last or self.ddp is self.model else self.ddp.no_sync():
-                loss = self.loss(batch.src, batch.tgt_in, batch.tgt_out)
-                (loss / (tokens / self.world.size)).backward()
-            self._loss_sum += loss.detach()
-            self._loss_tokens += batch.n_tokens
+            self._backward(self._collate(group), tokens, sync=k == len(mine) - 1)
+        self._step()
+        return tokens, sum(len(group.indices) for group in batches)
+
+    def _train_step(self, batch: Batch) -> None:
+        """One update on one batch, on one device (what the benchmarks time)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        self._backward(batch, batch.n_tokens, sync=True)
+        self._step()
+
+    def _backward(self, batch: Batch, tokens: int, sync: bool) -> None:
+        """Gradients of the batch's summed (label-smoothed) loss over `tokens`, added to the parameters' (all-reduced
+        across ranks when `sync`: DDP averages, hence × world size). The loss is added to the device-side sum, not
+        read (no sync)."""
+        self.model.train()
+        batch = batch.to(self.device)
+        with contextlib.nullcontext() if sync or self.ddp is self.model else self.ddp.no_sync():
+            loss = self.loss(batch.src, batch.tgt_in, batch.tgt_out)
+            (loss / (tokens / self.world.size)).backward()
+        self._loss_sum += loss.detach()
+        self._loss_tokens += batch.n_tokens
+
+    def _step(self) -> None:
         if self.tr.clip_norm > 0:
             torch.nn.utils.clip_grad_norm_(trainable_parameters(self.model), self.tr.clip_norm)
         self.optimizer.step()
         self.scheduler.step()
-        return tokens, sum(len(group.indices) for group in batches)
 
     def _read_loss(self, epoch: float) -> float:
         """Mean training loss since the last validation. Reading it waits for the device, so the time of the steps
@@ -246,7 +236,7 @@ class Trainer:
             groups = self._plan(s.epoch)
             updates = updates_in_epoch(len(groups), per_update)  # the remainder is dropped: frozen_sweep.updates
             for update in range(s.batch_in_epoch // per_update, updates):
-                tokens, sentences = self._train_step(update_batches(groups, update, per_update))
+                tokens, sentences = self._update(update_batches(groups, update, per_update))
                 s.step += 1
                 s.batch_in_epoch += per_update
                 if update == updates - 1:
@@ -273,16 +263,12 @@ class Trainer:
         training stops, or diverged."""
         if self.world.size > 1:
             self.rank_rngs = all_gather(torch.get_rng_state(), self.world)
-        diverged = None
-        if self.world.is_main:
-            try:
-                self._validate(epoch, train_loss, budget)
-            except Diverged as e:
-                diverged = e
-        stopped, why = broadcast_from_main((self.state.stopped_reason, diverged and str(diverged)), self.world)
-        self.state.stopped_reason = stopped
-        if why:
-            raise diverged or Diverged(why)
+
+        def validate() -> Optional[str]:
+            self._validate(epoch, train_loss, budget)
+            return self.state.stopped_reason
+
+        self.state.stopped_reason = on_main(validate, self.world, Diverged)
 
     def _validate(self, epoch: float, train_loss: float, budget: Optional[str]) -> None:
         """Validate, update early stopping (sets `stopped_reason`), checkpoint, report."""
