@@ -136,6 +136,19 @@ def sum_over_ranks(values: list[float], world: World, device: torch.device) -> l
     return tensor.tolist()
 
 
+def stop_on_sigterm(world: Optional[World], environ=os.environ) -> None:
+    """Under torchrun, a rank that gets SIGTERM (torchrun stops the others when one fails) exits through Python, so
+    that rank 0 records the job as failed instead of leaving it `running`. SLURM jobs keep submitit's handlers."""
+    if world is None or "TORCHELASTIC_RUN_ID" not in environ or "SLURM_JOB_ID" in environ:
+        return
+
+    def stop(signum, _frame):
+        raise SystemExit(f"rank {world.rank} of {world.size} stopped by torchrun ({signal.Signals(signum).name}): "
+                         "another rank failed; torchrun's output names it")  # fmt: skip
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 # ---- ranks started by the job itself -------------------------------------------------------------------------------
 
 

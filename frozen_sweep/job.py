@@ -86,6 +86,8 @@ def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
     cfg = job_config(cfg, overrides)
     world = launched_world()  # torchrun, or a multi-task SLURM job: every rank runs this
     check_world(world, cfg.trainer.devices)
+    pick_device(cfg)  # no GPU, or fewer than trainer.devices: stop before anything is written
+    distributed.stop_on_sigterm(world)
     run_fingerprint = fingerprint(cfg)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
