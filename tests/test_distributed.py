@@ -21,6 +21,7 @@ from frozen_sweep.data import load_task
 from frozen_sweep.job import run_job
 from frozen_sweep.job_config import fingerprint, job_config
 from frozen_sweep.train import Trainer
+from frozen_sweep.updates import TooFewBatches, rank_share, update_batches, updates_in_epoch
 from tests.conftest import ROOT, compose_config
 from tests.helpers.jobs import result, run_cli
 from tests.helpers.sweeps import attempts, job_dirs, record, run_sweep, wait_for
@@ -143,3 +144,12 @@ def test_a_two_task_slurm_job_trains_as_two_ranks_and_writes_one_record(slurm_cl
     job_id = attempts(sweep)[0]["job_id"]
     assert {p.name for p in (sweep / ".submitit" / job_id).glob("*_result.pkl")} == {f"{job_id}_0_result.pkl",
                                                                                     f"{job_id}_1_result.pkl"}
+
+
+def test_an_update_is_devices_x_update_freq_consecutive_batches_and_rank_r_takes_its_share():
+    plan = list(range(11))  # batches of an epoch
+    assert updates_in_epoch(len(plan), 4) == 2  # 2 devices × update_freq 2: batches 8-10 are dropped
+    assert update_batches(plan, 1, 4) == [4, 5, 6, 7]
+    assert [rank_share([4, 5, 6, 7], rank, 2) for rank in (0, 1)] == [[4, 5], [6, 7]]
+    with pytest.raises(TooFewBatches, match=r"3 batches, fewer than one update takes \(trainer.devices × trainer"):
+        updates_in_epoch(3, 4)
