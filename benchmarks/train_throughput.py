@@ -34,7 +34,7 @@ from torch import nn
 
 from frozen_sweep.data.vocab import BOS, EOS, PAD
 from frozen_sweep.model.layers import sinusoidal_positions
-from frozen_sweep.train import inverse_sqrt_schedule
+from frozen_sweep.optim import inverse_sqrt_schedule
 
 
 class TorchTransformer(nn.Module):

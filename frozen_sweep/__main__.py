@@ -43,7 +43,8 @@ def main(cfg) -> Optional[float]:
     except Exception:
         remove_if_unused(run_dir, {".hydra", f"{hc.job.name}.log", LOCK_FILE})  # a config error leaves nothing
         raise
-    log.info("%s: test %s %.2f (%s)", run_dir, result.metric_name, result.test_metric, result.status)
+    if result.test_metric is not None:  # a data-parallel job's ranks other than 0 only train
+        log.info("%s: test %s %.2f (%s)", run_dir, result.metric_name, result.test_metric, result.status)
     return result.test_metric
 
 

@@ -172,7 +172,12 @@ class Device(Enum):
 @dataclass
 class TrainerConfig:
     name: str = MISSING
-    max_tokens: int = 4096  # target tokens per batch (plus source tokens of the same sentences)
+    max_tokens: int = 4096  # target tokens per batch (plus source tokens of the same sentences), per device and step
+    # data-parallel processes of one job (torch.distributed: gloo on the CPU, NCCL on CUDA), started by the job itself,
+    # or by torchrun / a multi-task SLURM job; an update sees devices × update_freq batches (frozen_sweep.updates)
+    devices: int = 1
+    update_freq: int = 1  # batches accumulated per device before each update (gradient accumulation)
+    dist_timeout_s: float = 1800  # a collective that waits longer (a rank gone silent) fails the job
     length_multiple: int = 4  # padded lengths are multiples of this: few batch shapes (≈9% padding, embedded corpus)
     lr: float = 7e-4  # peak learning rate, reached at the end of warmup
     betas: List[float] = field(default_factory=lambda: [0.9, 0.98])
@@ -279,7 +284,7 @@ class Config:
 # collector's settings (frozen_sweep.collect.runs).
 NEUTRAL_KEYS = frozenset(
     {"name", "force", "dry_run", "task.cache_dir", "trainer.progress", "trainer.threads", "trainer.device",
-     "trainer.loggers", "trainer.log_every_steps"}
+     "trainer.loggers", "trainer.log_every_steps", "trainer.dist_timeout_s"}
     | {f"trainer.wandb.{f.name}" for f in fields(WandbConfig)}
     | {f"trainer.mlflow.{f.name}" for f in fields(MlflowConfig)}
 )  # fmt: skip

@@ -1,7 +1,9 @@
 """One job: data → model → freeze → train (resuming) → test → result.json. Launcher-independent.
 
 The pipeline is the same for every study; the job's study (frozen_sweep.study, named by the config's `study`) makes
-the model and adds to the record at fixed points."""
+the model and adds to the record at fixed points. A data-parallel job (trainer.devices > 1) runs the pipeline in every
+rank (frozen_sweep.distributed): rank 0 holds the directory and writes its files, the others train beside it; a job
+started alone spawns its ranks and watches them."""
 
 import ctypes
 import logging
@@ -11,20 +13,21 @@ import traceback
 from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
 import frozen_sweep
-from frozen_sweep import cpu, efficiency, freeze
+from frozen_sweep import cpu, distributed, efficiency, freeze
 from frozen_sweep.checkpoint import load_checkpoint
-from frozen_sweep.config import Device, TaskKind
+from frozen_sweep.config import ConfigError, Device, TaskKind
 from frozen_sweep.data import TaskData, load_task, make_batches
+from frozen_sweep.world import SINGLE, World, check_world, launched_world
 from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
 from frozen_sweep.job_config import BUDGETS, fingerprint, job_config
 from frozen_sweep.model import Transformer
 from frozen_sweep.results import RunResult
 from frozen_sweep.run_dir import (
     BEST_CHECKPOINT, CONFIG_FILE, LAST_CHECKPOINT, TEST_HYPOTHESES, TEST_REFERENCES, exclusive_run, is_completed,
-    previous_record, result_of, write_result, write_text_atomic,
+    previous_record, read_record, result_of, write_result, write_text_atomic,
 )  # fmt: skip
 from frozen_sweep.study import for_config
 from frozen_sweep.stopping import Diverged
@@ -53,6 +56,12 @@ def pick_device(cfg) -> torch.device:
         raise RuntimeError("trainer.device=cuda but no CUDA device is visible; allowed here: auto, cpu")
     if wanted == Device.cpu or not torch.cuda.is_available():
         return torch.device("cpu")
+    devices = cfg.trainer.devices
+    if launched_world() is None and devices > torch.cuda.device_count():
+        raise ConfigError(
+            f"trainer.devices={devices}: this job sees {torch.cuda.device_count()} GPU(s) (CUDA_VISIBLE_DEVICES); "
+            f"allowed: 1 … {torch.cuda.device_count()}, or trainer.device=cpu"
+        )
     return torch.device("cuda")
 
 
@@ -84,9 +93,19 @@ def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
     Config errors (ConfigError, FingerprintMismatch) and a second runner (JobAlreadyRunning) stop it before it
     writes anything."""
     cfg = job_config(cfg, overrides)
+    world = launched_world()  # torchrun, or a multi-task SLURM job: every rank runs this
+    check_world(world, cfg.trainer.devices)
+    pick_device(cfg)  # no GPU, or fewer than trainer.devices: stop before anything is written
+    distributed.stop_on_sigterm(world)
     run_fingerprint = fingerprint(cfg)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    if world is not None and not world.is_main:  # rank 0 holds the directory; this rank makes the same decision
+        previous = previous_record(run_dir, run_fingerprint, cfg.force)
+        if is_completed(previous) and not cfg.force:
+            return result_of(previous)
+        with cpu.threads_for_free_cores(cfg.trainer.threads):
+            return _train_and_test(cfg, run_dir, RunResult(), world)
     with exclusive_run(run_dir):
         previous = previous_record(run_dir, run_fingerprint, cfg.force)
         if is_completed(previous) and not cfg.force:
@@ -95,10 +114,10 @@ def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
         if cfg.force:
             for stale in (LAST_CHECKPOINT, BEST_CHECKPOINT):
                 (run_dir / stale).unlink(missing_ok=True)
-        return _run(cfg, run_dir, overrides, run_fingerprint)
+        return _run(cfg, run_dir, overrides, run_fingerprint, world)
 
 
-def _run(cfg, run_dir: Path, overrides: list[str], run_fingerprint: dict) -> RunResult:
+def _run(cfg, run_dir: Path, overrides: list[str], run_fingerprint: dict, world: World | None) -> RunResult:
     result = RunResult(
         study=cfg.study.value,
         task=cfg.task.name,
@@ -115,11 +134,19 @@ def _run(cfg, run_dir: Path, overrides: list[str], run_fingerprint: dict) -> Run
     )
     write_text_atomic(run_dir / CONFIG_FILE, OmegaConf.to_yaml(cfg))
     write_result(run_dir, result)
+    spawns = world is None and cfg.trainer.devices > 1
     try:
-        with cpu.threads_for_free_cores(cfg.trainer.threads):  # fewer while other processes hold cores
-            _train_and_test(cfg, run_dir, result)
+        if spawns:  # the ranks write the record as they go (rank 0); it is read back when they end
+            ranks_args = (_picklable(cfg), run_dir, result, distributed.log_files())
+            distributed.run_ranks(_rank, cfg.trainer.devices, ranks_args)
+            result = result_of(read_record(run_dir))
+        else:
+            with cpu.threads_for_free_cores(cfg.trainer.threads):  # fewer while other processes hold cores
+                _train_and_test(cfg, run_dir, result, world or SINGLE)
         result.status = "completed"
     except BaseException as e:  # KeyboardInterrupt and SystemExit too: the record must say the job did not finish
+        if spawns:  # the curve rank 0 recorded before the job failed
+            result = result_of(read_record(run_dir) or result.to_dict())
         result.status = "failed"
         result.error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-8)}"
         write_result(run_dir, result)
@@ -151,16 +178,46 @@ def keep_freed_memory() -> None:
     libc.mallopt(M_TRIM_THRESHOLD, 2**31 - 1)
 
 
-def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
+def _picklable(cfg):
+    """The job's config for the spawned ranks: without Hydra's node, whose resolvers live in the launching process."""
+    cfg = cfg.copy()
+    with open_dict(cfg):
+        cfg.pop("hydra", None)
+    return cfg
+
+
+def _rank(world: World, cfg, run_dir: Path, result: RunResult, log_files: list[str]) -> None:
+    """A rank the job spawned: its share of the job's threads (trainer.threads, else OMP_NUM_THREADS or the cores)."""
+    distributed.log_as_rank(world, log_files)
+    with cpu.threads_for_free_cores(max(1, cpu.job_threads(cfg.trainer.threads) // world.size)):
+        _train_and_test(cfg, run_dir, result, world)
+
+
+def _train_and_test(cfg, run_dir: Path, result: RunResult, world: World) -> RunResult:
+    """Train on every rank; rank 0 then tests, with the ranks' process group gone."""
+    device = distributed.rank_device(pick_device(cfg), world)
+    with distributed.process_group(world, device, cfg.trainer.dist_timeout_s):
+        data, study = _train(cfg, run_dir, result, world, device)
+    if world.is_main:
+        _test(cfg, run_dir, result, data, study, device)
+    return result
+
+
+def _train(cfg, run_dir: Path, result: RunResult, world: World, device: torch.device):
     keep_freed_memory()
     torch.manual_seed(cfg.seed)
-    device = pick_device(cfg)
     result.device = str(device) if device.type == "cpu" else torch.cuda.get_device_name(device)
+    if world.size > 1:
+        result.device += f" × {world.size}"
+    record = (lambda: write_result(run_dir, result)) if world.is_main else (lambda: None)  # rank 0 alone writes
 
-    data = load_task(cfg.task)
+    with distributed.main_first(world):  # rank 0 prepares (caches) the data, the others then read it
+        data = load_task(cfg.task)
     result.data = data.stats
     study = for_config(cfg)
-    model = study.make_model(data)
+    model = study.make_model(data)  # the same weights on every rank: the same seed
+    if world.rank:  # each rank its own dropout masks (rank 0 keeps a one-device run's)
+        torch.manual_seed(cfg.seed + 1_000_003 * world.rank)
     for key, value in freeze.parameter_counts(model).items():
         setattr(result, key, value)
     study.describe(model, result)
@@ -174,13 +231,13 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
         100 * result.trainable_ratio,
         result.device,
     )
-    write_result(run_dir, result)
+    record()
 
     def report_progress(state) -> None:  # the record shows the curve while the job runs
         result.history = state.history
-        write_result(run_dir, result)
+        record()
 
-    trainer = Trainer(cfg, data, model.to(device), device, run_dir, on_validation=report_progress)
+    trainer = Trainer(cfg, data, model.to(device), device, run_dir, on_validation=report_progress, world=world)
     study.before_training(trainer, result)  # before resuming: the trainer's model is still the fresh one
     trainer.resume_if_possible()
     started = time.perf_counter()
@@ -188,7 +245,10 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
         state = trainer.fit()
     except Diverged:  # the run fails; its record keeps the curve and says why it stopped
         result.history, result.stopped_reason = trainer.state.history, trainer.state.stopped_reason
+        record()
         raise
+    if not world.is_main:
+        return data, study
     log.info("training stopped by %s after %.0f s", stop_cause(cfg, state.stopped_reason), time.perf_counter() - started)
 
     best = state.history[state.best_index]
@@ -205,8 +265,11 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
     if all(h["valid_metric"] is not None for h in state.history):  # null when validation BLEU is off
         result.aucc = efficiency.aucc(state.history, result.aucc_cutoff_s, initial=untrained)
     study.after_training(result)
-    write_result(run_dir, result)
+    record()
+    return data, study
 
+
+def _test(cfg, run_dir: Path, result: RunResult, data: TaskData, study, device: torch.device) -> None:
     model = study.make_model(data)
     load_checkpoint(run_dir / BEST_CHECKPOINT, model)  # a fresh model: its frozen parameters are in place, and verified
     test = evaluate_test(cfg, data, model.to(device), device, run_dir)
@@ -215,3 +278,4 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult) -> None:
     result.sacrebleu_signature = test.get("signature")
     result.decoding = test.get("decoding", {})
     log.info("test %s = %.2f", result.metric_name, result.test_metric)
+    write_result(run_dir, result)

@@ -8,12 +8,15 @@ The fingerprint is what determines a job's result: its resolved config less conf
 not what it computes) and DATA_LOCATION_KEYS, plus the identity of its data: the corpus files' content hashes and the
 key of the prepared dataset they give (frozen_sweep.data.identity).
 A job directory's result is reused or resumed only by a job with the same fingerprint (frozen_sweep.run_dir).
+Data-parallel jobs: `trainer.devices` and `trainer.update_freq` enter it only as their product, the batches per update
+(frozen_sweep.updates): 4 devices and 1 device accumulating 4 batches make the same updates.
 """
 
 import copy
 import dataclasses
 import hashlib
 import json
+import math
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
@@ -30,6 +33,8 @@ ADOPTED = ("task", "model", "freeze", "reservoir")  # a relearn job takes these 
 BUDGETS = ("max_epochs", "max_steps", "max_time_s")  # trainer keys; a run stops at the first one reached
 # bumped when the same config and data give other results: 2 = batches planned by numpy's PCG64 (data/batching.py)
 FINGERPRINT_RECIPE = 2
+WORLD_KEYS = ("trainer.devices", "trainer.update_freq")  # fingerprinted as their product, BATCHES_PER_UPDATE
+BATCHES_PER_UPDATE = "trainer.batches_per_update"
 
 
 def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
@@ -101,6 +106,9 @@ def fingerprint(cfg: DictConfig) -> dict:
     container.pop("hydra", None)
     neutral = NEUTRAL_KEYS | DATA_LOCATION_KEYS | LABEL_KEYS
     config = {key: value for key, value in flatten(container).items() if key not in neutral}
+    batches = math.prod(config.pop(key, 1) for key in WORLD_KEYS)
+    if batches > 1:  # absent at 1, so that the fingerprints of jobs from before these keys stay the same
+        config[BATCHES_PER_UPDATE] = batches
     from frozen_sweep.data.identity import prepared_key  # the data package: imported when a fingerprint is asked for
 
     key, data, _ = prepared_key(cfg.task)  # the key also covers the code's tokenisation (format, SentencePiece)

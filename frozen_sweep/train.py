@@ -1,10 +1,11 @@
 """Training loop: Adam + inverse-square-root schedule, checkpoint/resume; validation scores come from validation.py, the
 rules that end a run (early stopping, divergence) from stopping.py.
 
-Only trainable parameters reach the optimiser: a frozen one has no gradient, no optimiser state and no weight decay.
-A checkpoint is written after every validation; a job that finds `checkpoint_last.pt` in its directory resumes from
-it — same batches (a pure function of seed and epoch), same RNG state — so on CPU the resumed run ends bit-identical
-to an uninterrupted one.
+Only trainable parameters reach the optimiser (frozen_sweep.optim). An update is `trainer.devices × update_freq`
+batches of the epoch's plan, each rank accumulating its share (frozen_sweep.updates); rank 0 alone validates, writes
+checkpoints and metrics, and tells the other ranks whether training stops. A checkpoint is written after every
+validation; a job that finds `checkpoint_last.pt` in its directory resumes from it — same batches (a pure function of
+seed and epoch), same RNG state (each rank's) — so on CPU the resumed run ends bit-identical to an uninterrupted one.
 
 The step loop never waits for the device: the loss is summed on the device and read every `log_every_steps` and at
 validations, and batches are collated one at a time (pinned, copied without blocking on CUDA) while the device
@@ -16,6 +17,7 @@ import contextlib
 import logging
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
@@ -27,44 +29,32 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm import tqdm
 
 from frozen_sweep import cpu
+from frozen_sweep.distributed import all_gather, broadcast_from_main, on_main, sum_over_ranks, wrap
 from frozen_sweep.checkpoint import load_checkpoint, save_checkpoint
 from frozen_sweep.data import Batch, Group, TaskData, plan
 from frozen_sweep.data.vocab import PAD
 from frozen_sweep.freeze import trainable_parameters
 from frozen_sweep.metrics_log import MetricsLog
+from frozen_sweep.optim import optimizer_and_schedule
 from frozen_sweep.run_dir import BEST_CHECKPOINT, LAST_CHECKPOINT
 from frozen_sweep.stopping import Diverged, TrainState, add_validation, best_loss, diverging
+from frozen_sweep.updates import rank_share, update_batches, updates_in_epoch
+from frozen_sweep.world import SINGLE, World
 from frozen_sweep.validation import Validation
 
 log = logging.getLogger(__name__)
 
 
-def inverse_sqrt_schedule(warmup_steps: int, warmup_init_lr: float, lr: float):
-    """Multiplier on `lr`: linear warmup from warmup_init_lr, then decay ∝ 1/sqrt(step)."""
-
-    def factor(step: int) -> float:
-        if step < warmup_steps:
-            return (warmup_init_lr + (lr - warmup_init_lr) * step / warmup_steps) / lr
-        return math.sqrt(warmup_steps / max(step, 1))
-
-    return factor
-
-
 class Trainer:
-    def __init__(self, cfg, data: TaskData, model, device: torch.device, run_dir: Path, on_validation=None):
+    def __init__(
+        self, cfg, data: TaskData, model, device: torch.device, run_dir: Path, on_validation=None, world: World = SINGLE
+    ):
         self.cfg, self.tr, self.data, self.model, self.device = cfg, cfg.trainer, data, model, device
-        self.run_dir = Path(run_dir)
-        self.optimizer = torch.optim.Adam(
-            trainable_parameters(model),
-            lr=self.tr.lr,
-            betas=tuple(self.tr.betas),
-            eps=self.tr.adam_eps,
-            weight_decay=self.tr.weight_decay,
-            fused=True,  # one kernel over all parameters instead of a loop of small ops (1.1-1.3x on a tiny step)
-        )
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, inverse_sqrt_schedule(self.tr.warmup_steps, self.tr.warmup_init_lr, self.tr.lr)
-        )
+        self.run_dir, self.world = Path(run_dir), world
+        self.batches_per_update = world.size * self.tr.update_freq
+        self.ddp = wrap(model, world, device)  # the training forward; the model itself for one device
+        self.rank_rngs: Optional[list] = None  # every rank's RNG state at the last validation, for the checkpoint
+        self.optimizer, self.scheduler = optimizer_and_schedule(model, self.tr)
         amp_cpu = cpu.has_bf16() if self.tr.amp_cpu is None else self.tr.amp_cpu
         self.autocast = self.tr.amp and (device.type == "cuda" or amp_cpu)
         if device.type == "cpu":
@@ -83,6 +73,8 @@ class Trainer:
         self.on_validation = on_validation  # called with the state after every validation (progress reporting)
         self.validation = Validation(cfg, data, device)
         self.metrics = MetricsLog(self.run_dir, self.tr, self.optimizer, cfg)  # trainer.loggers
+        if not world.is_main:
+            self.metrics.names = []  # rank 0 alone writes metrics
         self._loss_sum = torch.zeros((), device=device)  # training loss since the last read, summed on the device
         self._loss_tokens = 0
         self._since_validation = [0.0, 0]  # summed loss and tokens of the reads since the last validation
@@ -98,6 +90,11 @@ class Trainer:
         batch = self.data.train.collate(group.indices, group.length)
         return batch.pin_memory() if self.device.type == "cuda" else batch
 
+    def _target_tokens(self, group: Group) -> int:
+        """A batch's target tokens (eos included: its collated n_tokens), from the lengths alone: every rank counts
+        those of the whole update without collating the other ranks' batches."""
+        return int(self.data.train.tgt_lens[group.indices].sum()) + len(group.indices)
+
     # ---- resume -----------------------------------------------------------------------------------------------------
 
     def resume_if_possible(self) -> bool:
@@ -108,7 +105,9 @@ class Trainer:
         self.optimizer.load_state_dict(extra["optimizer"])
         self.scheduler.load_state_dict(extra["scheduler"])
         self.state = TrainState(**extra["train_state"])
-        torch.set_rng_state(extra["rng"])
+        rank_rngs = extra.get("rank_rngs")  # a data-parallel run's: each rank continues its own dropout stream
+        same_world = rank_rngs is not None and len(rank_rngs) == self.world.size
+        torch.set_rng_state(rank_rngs[self.world.rank] if same_world else extra["rng"])
         if torch.cuda.is_available() and extra.get("cuda_rng") is not None:
             torch.cuda.set_rng_state_all(extra["cuda_rng"])
         log.info("resumed from %s at step %d (epoch %d)", path, self.state.step, self.state.epoch)
@@ -123,6 +122,7 @@ class Trainer:
             scheduler=self.scheduler.state_dict(),
             train_state=asdict(self.state),
             rng=torch.get_rng_state(),
+            rank_rngs=self.rank_rngs,
             cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
         )
         if best:
@@ -133,7 +133,7 @@ class Trainer:
     def _loss(self, src, tgt_in, tgt_out) -> torch.Tensor:
         """The summed label-smoothed cross-entropy of a batch (the training forward)."""
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast), self.attention_backend():
-            logits = self.model(src, tgt_in)  # (B, T, V)
+            logits = self.ddp(src, tgt_in)  # (B, T, V)
         return F.cross_entropy(
             logits.float().flatten(0, 1),
             tgt_out.flatten(),
@@ -142,25 +142,48 @@ class Trainer:
             reduction="sum",
         )
 
+    def _update(self, batches: Sequence[Group]) -> tuple[int, int]:
+        """One update on the update's batches: this rank's share, each batch's loss over the whole update's target
+        tokens (every rank counts them from the plan), gradients all-reduced with the last one. Returns the update's
+        target tokens and sentences, all ranks'."""
+        tokens = sum(map(self._target_tokens, batches))
+        mine = rank_share(batches, self.world.rank, self.tr.update_freq)
+        self.optimizer.zero_grad(set_to_none=True)
+        for k, group in enumerate(mine):
+            self._backward(self._collate(group), tokens, sync=k == len(mine) - 1)
+        self._step()
+        return tokens, sum(len(group.indices) for group in batches)
+
     def _train_step(self, batch: Batch) -> None:
-        """One update; its summed (label-smoothed) loss is added to the device-side sum, not read (no sync)."""
+        """One update on one batch, on one device (what the benchmarks time)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        self._backward(batch, batch.n_tokens, sync=True)
+        self._step()
+
+    def _backward(self, batch: Batch, tokens: int, sync: bool) -> None:
+        """Gradients of the batch's summed (label-smoothed) loss over `tokens`, added to the parameters' (all-reduced
+        across ranks when `sync`: DDP averages, hence × world size). The loss is added to the device-side sum, not
+        read (no sync)."""
         self.model.train()
         batch = batch.to(self.device)
-        loss = self.loss(batch.src, batch.tgt_in, batch.tgt_out)
-        self.optimizer.zero_grad(set_to_none=True)
-        (loss / batch.n_tokens).backward()
+        with contextlib.nullcontext() if sync or self.ddp is self.model else self.ddp.no_sync():
+            loss = self.loss(batch.src, batch.tgt_in, batch.tgt_out)
+            (loss / (tokens / self.world.size)).backward()
+        self._loss_sum += loss.detach()
+        self._loss_tokens += batch.n_tokens
+
+    def _step(self) -> None:
         if self.tr.clip_norm > 0:
             torch.nn.utils.clip_grad_norm_(trainable_parameters(self.model), self.tr.clip_norm)
         self.optimizer.step()
         self.scheduler.step()
-        self._loss_sum += loss.detach()
-        self._loss_tokens += batch.n_tokens
 
     def _read_loss(self, epoch: float) -> float:
         """Mean training loss since the last validation. Reading it waits for the device, so the time of the steps
         since the last read is accounted here and the metrics loggers get their record; a non-finite loss raises
         Diverged."""
-        s, summed, tokens = self.state, self._loss_sum.item(), self._loss_tokens
+        s = self.state
+        summed, tokens = sum_over_ranks([self._loss_sum.item(), self._loss_tokens], self.world, self.device)
         now = time.perf_counter()
         elapsed, self._clock = now - self._clock, now
         s.train_time_s += elapsed
@@ -187,8 +210,9 @@ class Trainer:
             return "max_epochs"
         if tr.max_steps is not None and s.step >= tr.max_steps:
             return "max_steps"
-        if tr.max_time_s is not None and s.train_time_s + time.perf_counter() - self._clock >= tr.max_time_s:
-            return "max_time"
+        if tr.max_time_s is not None:  # the clocks of the ranks differ: rank 0's says for all
+            spent = s.train_time_s + time.perf_counter() - self._clock
+            return broadcast_from_main("max_time" if spent >= tr.max_time_s else None, self.world)
         return None
 
     def fit(self) -> TrainState:
@@ -206,17 +230,18 @@ class Trainer:
     def _train(self, bar: tqdm) -> None:
         s, every = self.state, self.tr.validate_every_steps
         self._clock = time.perf_counter()
+        per_update = self.batches_per_update
         while not s.stopped_reason:
             groups = self._plan(s.epoch)
-            for group in groups[s.batch_in_epoch :]:
-                batch = self._collate(group)
-                self._train_step(batch)
+            updates = updates_in_epoch(len(groups), per_update)  # the remainder is dropped: frozen_sweep.updates
+            for update in range(s.batch_in_epoch // per_update, updates):
+                tokens, sentences = self._update(update_batches(groups, update, per_update))
                 s.step += 1
-                s.batch_in_epoch += 1
-                if s.batch_in_epoch == len(groups):
+                s.batch_in_epoch += per_update
+                if update == updates - 1:
                     s.epoch, s.batch_in_epoch = s.epoch + 1, 0
-                s.train_tokens += batch.n_tokens
-                s.train_sentences += len(batch.indices)
+                s.train_tokens += tokens
+                s.train_sentences += sentences
                 bar.update()
 
                 budget = self._budget_exhausted()
@@ -226,11 +251,23 @@ class Trainer:
                     train_loss = self._read_loss(epoch)
                     bar.set_postfix(loss=f"{train_loss:.3f}", tok_s=f"{s.train_tokens / s.step_time_s:,.0f}")
                 if budget or due:
-                    self._validate(epoch, train_loss, budget)
+                    self._validate_on_main(epoch, train_loss, budget)
                     self._since_validation = [0.0, 0]
                     self._clock = time.perf_counter()
                     if s.stopped_reason:
                         break
+
+    def _validate_on_main(self, epoch: float, train_loss: float, budget: Optional[str]) -> None:
+        """Rank 0 validates, checkpoints (with every rank's RNG state) and reports; every rank learns from it whether
+        training stops, or diverged."""
+        if self.world.size > 1:
+            self.rank_rngs = all_gather(torch.get_rng_state(), self.world)
+
+        def validate() -> Optional[str]:
+            self._validate(epoch, train_loss, budget)
+            return self.state.stopped_reason
+
+        self.state.stopped_reason = on_main(validate, self.world, Diverged)
 
     def _validate(self, epoch: float, train_loss: float, budget: Optional[str]) -> None:
         """Validate, update early stopping (sets `stopped_reason`), checkpoint, report."""

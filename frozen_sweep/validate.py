@@ -33,9 +33,10 @@ RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
         "model.decoder_layers", "model.d_model", "model.ffn_dim", "model.heads", "model.max_positions",
         "task.vocab_size", "task.max_len", "trainer.max_tokens", "trainer.lr", "trainer.patience",
         "trainer.length_multiple", "trainer.diverge_validations", "trainer.log_every_steps", "eval.beam",
-        "eval.batch_sentences",
+        "eval.batch_sentences", "trainer.dist_timeout_s",
     )),
     *((f"trainer.{budget}", _positive_or_null, "must be > 0") for budget in ("max_epochs", "max_steps", "max_time_s")),
+    *((f"trainer.{key}", lambda v: v >= 1, "must be an integer >= 1") for key in ("devices", "update_freq")),
     ("model.encoder_layers", lambda v: v >= 0, "must be >= 0"),
     ("task.vocab_sample_lines", lambda v: v >= 0, "must be >= 0 (0: train the vocabulary on every training line)"),
     *((f"model.{key}", _fraction, "must be in [0, 1)")

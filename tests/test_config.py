@@ -85,6 +85,8 @@ def test_cross_field_errors_name_the_key(overrides, words):
         ("trainer.aucc_cutoff_s=0", "trainer.aucc_cutoff_s=0.0: must be > 0 (or null)"),
         ("reservoir.conv_kernel=4", "reservoir.conv_kernel=4: must be odd and >= 1"),
         ("eval.beam=0", "eval.beam=0: must be > 0"),
+        ("trainer.devices=0", "trainer.devices=0: must be an integer >= 1"),
+        ("trainer.update_freq=0", "trainer.update_freq=0: must be an integer >= 1"),
     ],
 )
 def test_range_errors_name_the_key_the_value_and_what_is_allowed(override, message):

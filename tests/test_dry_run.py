@@ -82,5 +82,5 @@ def test_launcher_settings_that_cannot_be_used_are_refused(tmp_path, micro_overr
         LocalGpusLauncher(**local, gpus=None, max_parallel=2)
     proc = run_sweep(tmp_path / "sweep", *micro_overrides, "hydra/launcher=slurm", "hydra.launcher.gpus_per_node=2",
                      "seed=1,2", "dry_run=true")  # fmt: skip
-    assert proc.returncode != 0 and "a job trains on one GPU, so 1 would sit idle" in proc.stdout, proc.stdout
+    assert proc.returncode != 0 and "a job's rank trains on one GPU, so 1 would sit idle" in proc.stdout, proc.stdout
     assert not (tmp_path / "sweep").exists()

@@ -3,7 +3,6 @@
 import subprocess
 import sys
 
-from tests.conftest import ROOT
 
 
 def test_help_lists_the_groups_launchers_collector_and_examples(tmp_path):

@@ -40,10 +40,33 @@ def test_jobs_per_gpu_must_be_positive(tmp_path, micro_overrides):
     assert proc.returncode != 0 and "hydra.launcher.jobs_per_gpu=0: must be >= 1" in proc.stdout
 
 
-@pytest.mark.parametrize("gpus, jobs_per_gpu, slots", [([0, 1], 2, [0, 1, 0, 1]), ([], 1, [None])])
-def test_slots_fill_gpus_in_turn(tmp_path, gpus, jobs_per_gpu, slots):
+@pytest.mark.parametrize(
+    "gpus, jobs_per_gpu, gpus_per_job, slots",
+    [([0, 1], 2, 1, [(0,), (1,), (0,), (1,)]), ([], 1, 1, [None]), ([0, 1], 1, 2, [(0, 1)])],
+)
+def test_slots_fill_gpus_in_turn_or_give_a_job_several(tmp_path, gpus, jobs_per_gpu, gpus_per_job, slots):
     from hydra_plugins.frozen_sweep_launchers.local_gpus import LocalGpusLauncher
 
     launcher = LocalGpusLauncher(submitit_folder=str(tmp_path), gpus=gpus, max_parallel=1, poll_interval_s=0.1,
-                                 jobs_per_gpu=jobs_per_gpu)  # fmt: skip
+                                 jobs_per_gpu=jobs_per_gpu, gpus_per_job=gpus_per_job)  # fmt: skip
     assert launcher.slots == slots
+
+
+@pytest.mark.parametrize(
+    "gpus, jobs_per_gpu, gpus_per_job, error",
+    [([0, 1], 2, 2, "jobs_per_gpu=2 with gpus_per_job=2"), ([0, 1], 1, 4, "gpus_per_job=4: only 2 GPUs")],
+)
+def test_impossible_gpu_shares_are_refused(tmp_path, gpus, jobs_per_gpu, gpus_per_job, error):
+    from hydra_plugins.frozen_sweep_launchers.local_gpus import LocalGpusLauncher
+
+    with pytest.raises(ValueError, match=error):
+        LocalGpusLauncher(submitit_folder=str(tmp_path), gpus=gpus, max_parallel=1, poll_interval_s=0.1,
+                          jobs_per_gpu=jobs_per_gpu, gpus_per_job=gpus_per_job)  # fmt: skip
+
+
+def test_a_job_whose_devices_differ_from_its_gpus_is_refused_before_any_starts(tmp_path, micro_overrides):
+    proc = run_sweep(tmp_path / "sweep", *micro_overrides, LOCAL, "hydra.launcher.gpus=[0,1]",
+                     "hydra.launcher.gpus_per_job=2", "trainer.devices=1", "seed=1,2")  # fmt: skip
+    assert proc.returncode != 0, proc.stdout
+    assert "trainer.devices=1, but hydra.launcher.gpus_per_job gives it 2" in proc.stdout
+    assert "No job was started" in proc.stdout and not list((tmp_path / "sweep").glob("*/result.json"))

@@ -11,7 +11,8 @@ from frozen_sweep.data import load_task
 from frozen_sweep.build import build_model
 from frozen_sweep.job import run_job
 from frozen_sweep.stopping import Diverged
-from frozen_sweep.train import Trainer, inverse_sqrt_schedule
+from frozen_sweep.optim import inverse_sqrt_schedule
+from frozen_sweep.train import Trainer
 from tests.conftest import CONF, compose_config
 
 

@@ -157,3 +157,13 @@ def submitted_slurm_job(job_dir: Path) -> Optional[str]:
         return json.loads((job_dir / SUBMISSION_FILE).read_text())["slurm_job_id"]
     except (OSError, ValueError, KeyError):
         return None
+
+
+def check_devices(jobs: list[PlannedJob], ranks: int, what: str) -> None:
+    """Every job's trainer.devices is the number of ranks the launcher gives it; else the sweep stops unstarted."""
+    for job in jobs:
+        if job.config.trainer.devices != ranks:
+            raise SweepConfigError(
+                f"job #{job.num} ({job.label}): trainer.devices={job.config.trainer.devices}, but {what} gives it "
+                f"{ranks}: make them equal. No job was started."
+            )

@@ -13,6 +13,7 @@ from hydra.core.utils import JobReturn, JobRuntime, JobStatus, run_job, setup_gl
 from hydra.types import HydraContext
 from omegaconf import DictConfig, open_dict, read_write
 
+from frozen_sweep.world import launched_world
 from frozen_sweep.run_dir import ATTEMPTS_FILE, exclusive_run, write_json_atomic
 
 
@@ -41,15 +42,19 @@ class JobTask(submitit.helpers.Checkpointable):
         setup_globals()
         job_dir = Path(self.config.hydra.runtime.output_dir)
         job_dir.mkdir(parents=True, exist_ok=True)
+        world = launched_world()  # a multi-task job runs this in every task: rank 0 holds the directory
+        if world is not None and not world.is_main:
+            return self._run(job_dir, main=False)
         with exclusive_run(job_dir):
-            return self._run(job_dir)
+            return self._run(job_dir, main=True)
 
-    def _run(self, job_dir: Path) -> JobReturn:
+    def _run(self, job_dir: Path, main: bool) -> JobReturn:
         job_id = submitit.JobEnvironment().job_id
         with read_write(self.config.hydra.job), open_dict(self.config.hydra.job):
             self.config.hydra.job.id = job_id
         JobRuntime.instance().set("name", self.config.hydra.job.name)
-        _start_attempt(job_dir, job_id)
+        if main:
+            _start_attempt(job_dir, job_id)
         ret = None
         try:
             ret = run_job(
@@ -60,7 +65,8 @@ class JobTask(submitit.helpers.Checkpointable):
                 hydra_context=self.hydra_context,
             )
         finally:  # a job stopped to be requeued exits from inside run_job
-            _end_attempt(job_dir, ret.status.name.lower() if ret else "interrupted")
+            if main:
+                _end_attempt(job_dir, ret.status.name.lower() if ret else "interrupted")
         if ret.status == JobStatus.FAILED:
             raise ret._return_value  # so that submitit and SLURM see the failure too, not a job that completed
         return ret

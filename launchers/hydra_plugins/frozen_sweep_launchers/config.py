@@ -28,6 +28,7 @@ class LocalGpusConf:
     gpus: Optional[list[int]] = None  # GPU ids to use, e.g. [0,1]; None: every GPU this process sees
     max_parallel: int = 1  # jobs at a time when there is no GPU
     jobs_per_gpu: int = 1  # jobs sharing one GPU at a time: raise it for small models (demo: 4)
+    gpus_per_job: int = 1  # GPUs each job gets, for trainer.devices ranks (the inverse of jobs_per_gpu; equal to it)
     poll_interval_s: float = 0.2  # how often running jobs are checked
 
 
@@ -46,7 +47,11 @@ class SlurmConf:
     submitit_folder: str = SUBMITIT_FOLDER  # sbatch scripts, pickles, each job's stdout/stderr
     partition: Optional[str] = None  # None: the cluster's default partition
     gpus_per_node: Optional[int] = None  # GPUs per job (--gpus-per-node); None: none
-    cpus_per_task: int = 1  # CPUs per job; also the job's trainer.threads and OMP_NUM_THREADS unless set
+    # a data-parallel job (trainer.devices = nodes × tasks_per_node): one rank per task, each with gpus_per_task GPUs
+    nodes: int = 1
+    tasks_per_node: int = 1
+    gpus_per_task: Optional[int] = None  # --gpus-per-task; None: none (or gpus_per_node, shared by the node's tasks)
+    cpus_per_task: int = 1  # CPUs per task (rank); also its trainer.threads and OMP_NUM_THREADS unless set
     mem_gb: Optional[float] = None  # memory per job; None: the cluster's default
     timeout_min: int = 1440  # time limit per job; before it, the job checkpoints and is requeued (max_num_timeout)
     max_num_timeout: int = 3  # requeues after a time-out (preemptions do not count)

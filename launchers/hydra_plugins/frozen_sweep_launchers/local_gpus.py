@@ -21,7 +21,7 @@ from frozen_sweep.run_dir import ATTEMPTS_FILE, live_runner
 
 from ._base import SweepLauncher
 from ._outcome import settle, settle_adopted
-from ._plan import PlannedJob
+from ._plan import PlannedJob, check_devices
 from ._progress import Progress
 
 log = logging.getLogger(__name__)
@@ -39,17 +39,27 @@ class LocalGpusLauncher(SweepLauncher):
         max_parallel: int,
         poll_interval_s: float,
         jobs_per_gpu: int = 1,
+        gpus_per_job: int = 1,
     ):
-        for key, value in (("max_parallel", max_parallel), ("jobs_per_gpu", jobs_per_gpu)):
+        for key, value in (("max_parallel", max_parallel), ("jobs_per_gpu", jobs_per_gpu), ("gpus_per_job", gpus_per_job)):
             if value < 1:
                 raise ValueError(f"hydra.launcher.{key}={value}: must be >= 1")
+        if jobs_per_gpu > 1 and gpus_per_job > 1:
+            raise ValueError(
+                f"hydra.launcher.jobs_per_gpu={jobs_per_gpu} with gpus_per_job={gpus_per_job}: a GPU is either shared by "
+                "jobs or one of a job's several; allowed: one of them > 1"
+            )
         self.submitit_folder = submitit_folder
         self.gpus = visible_gpus(OmegaConf.to_container(gpus) if OmegaConf.is_config(gpus) else gpus)
         check_usable(self.gpus, visible_gpus(None) if gpus is not None else self.gpus, max_parallel, jobs_per_gpu)
-        self.jobs_per_gpu = jobs_per_gpu
-        # jobs_per_gpu slots per GPU, GPUs in turn (a sweep spreads over them first); or max_parallel CPU slots (None)
-        gpu_slots = [gpu for _ in range(jobs_per_gpu) for gpu in self.gpus]
-        self.slots: list[Optional[int]] = gpu_slots or [None] * max_parallel
+        if self.gpus and gpus_per_job > len(self.gpus):
+            raise ValueError(f"hydra.launcher.gpus_per_job={gpus_per_job}: only {len(self.gpus)} GPUs {self.gpus} to use")
+        self.jobs_per_gpu, self.gpus_per_job = jobs_per_gpu, gpus_per_job
+        # jobs_per_gpu slots per GPU, GPUs in turn (a sweep spreads over them first), or disjoint sets of gpus_per_job
+        # GPUs (a slot: the GPU ids a job sees); or max_parallel CPU slots (None)
+        sets = [tuple(self.gpus[i : i + gpus_per_job]) for i in range(0, len(self.gpus) - gpus_per_job + 1, gpus_per_job)]
+        gpu_slots = [gpu_set for _ in range(jobs_per_gpu) for gpu_set in sets]
+        self.slots: list[Optional[tuple[int, ...]]] = gpu_slots or [None] * max_parallel
         self.poll_interval_s = poll_interval_s
 
     def threads_per_job(self) -> int:
@@ -61,6 +71,8 @@ class LocalGpusLauncher(SweepLauncher):
     def run(self, jobs: list[PlannedJob], adopted: list[PlannedJob], progress: Progress) -> None:
         import submitit
 
+        if self.gpus:  # on the CPU a job's ranks are processes, as many as it asks for
+            check_devices(jobs, self.gpus_per_job, "hydra.launcher.gpus_per_job")
         threads = str(self.threads_per_job())
         where = f"GPUs {self.gpus}, {self.jobs_per_gpu} job(s) each" if self.gpus else "CPU"
         where += f", {len(self.slots)} jobs at a time"
@@ -76,8 +88,8 @@ class LocalGpusLauncher(SweepLauncher):
                 slot, job = free.pop(0), queue.popleft()
                 executor.update_parameters(
                     timeout_min=NO_TIME_LIMIT_MIN,
-                    gpus_per_node=0 if slot is None else 1,
-                    visible_gpus=() if slot is None else [slot],
+                    gpus_per_node=0 if slot is None else len(slot),
+                    visible_gpus=() if slot is None else list(slot),
                 )
                 with environment(OMP_NUM_THREADS=threads):  # read by the job at start; MKL follows it (frozen_sweep.cpu)
                     running.append((slot, job, executor.submit(self.task(job))))
@@ -133,10 +145,10 @@ def last_attempt(job: PlannedJob) -> dict:
         return {}
 
 
-def take_slot(free: list, job: PlannedJob) -> Optional[int]:
-    """The slot an adopted job uses: its GPU (from its attempts record) when that one is free, else any free one."""
-    gpu = last_attempt(job).get("cuda_visible_devices")
-    slot = next((s for s in free if str(s) == gpu), free[0] if free else None)
+def take_slot(free: list, job: PlannedJob) -> Optional[tuple[int, ...]]:
+    """The slot an adopted job uses: its GPUs (from its attempts record) when they are free, else any free slot."""
+    gpus = last_attempt(job).get("cuda_visible_devices")
+    slot = next((s for s in free if s is not None and ",".join(map(str, s)) == gpus), free[0] if free else None)
     if slot in free:
         free.remove(slot)
     return slot

@@ -17,7 +17,7 @@ from frozen_sweep.run_dir import describe_runner
 
 from ._base import SweepLauncher
 from ._outcome import Outcome, settle
-from ._plan import PlannedJob, record_submission, submitted_slurm_job
+from ._plan import PlannedJob, check_devices, record_submission, submitted_slurm_job
 from ._progress import Progress
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,9 @@ class SlurmLauncher(SweepLauncher):
         partition: Optional[str],
         gpus_per_node: Optional[int],
         cpus_per_task: int,
+        nodes: int = 1,
+        tasks_per_node: int = 1,
+        gpus_per_task: Optional[int] = None,
         mem_gb: Optional[float],
         timeout_min: int,
         max_num_timeout: int,
@@ -52,19 +55,26 @@ class SlurmLauncher(SweepLauncher):
     ):
         if gpus_per_node is not None and gpus_per_node > 1:  # nothing would use the others: refuse, not waste them
             raise ValueError(
-                f"hydra.launcher.gpus_per_node={gpus_per_node}: a job trains on one GPU, so {gpus_per_node - 1} would "
-                "sit idle; allowed: null (no GPU) or 1 (one job per GPU: sweep more jobs instead)"
+                f"hydra.launcher.gpus_per_node={gpus_per_node}: a job's rank trains on one GPU, so {gpus_per_node - 1} "
+                "would sit idle; allowed: null (no GPU) or 1; a job on N GPUs is N ranks: trainer.devices=N with "
+                "hydra.launcher.tasks_per_node=N and gpus_per_task=1"
             )
         self.submitit_folder = submitit_folder
         self.cpus_per_task = cpus_per_task
         self.max_num_timeout = max_num_timeout
         self.poll_interval_s = poll_interval_s
+        self.ranks = nodes * tasks_per_node  # each job's trainer.devices
         threads = f"export OMP_NUM_THREADS={cpus_per_task}"  # MKL follows it (frozen_sweep.cpu)
         sbatch = {
             "job_name": job_name,
             "partition": partition,
             "gpus_per_node": gpus_per_node,
             "cpus_per_task": cpus_per_task,
+            "nodes": nodes if nodes > 1 else None,
+            "ntasks_per_node": tasks_per_node if tasks_per_node > 1 else None,
+            "gpus_per_task": gpus_per_task,
+            # a rank that dies ends the job's other tasks at once: they would wait for it until a collective times out
+            "srun_args": ["--kill-on-bad-exit=1"] if self.ranks > 1 else None,
             "mem": None if mem_gb is None else f"{int(mem_gb * 1024)}M",
             "time": timeout_min,
             "signal_delay_s": signal_delay_s,
@@ -84,6 +94,8 @@ class SlurmLauncher(SweepLauncher):
 
     def run(self, jobs: list[PlannedJob], adopted: list[PlannedJob], progress: Progress) -> None:
         import submitit
+
+        check_devices(jobs, self.ranks, "hydra.launcher.nodes × hydra.launcher.tasks_per_node (one rank per task)")
 
         executor = submitit.SlurmExecutor(folder=self.submitit_folder, max_num_timeout=self.max_num_timeout)
         executor.update_parameters(**self.sbatch)
