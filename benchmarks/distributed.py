@@ -35,7 +35,7 @@ TIMEOUT_S = 600
 def synthetic_data(vocab: int, sentences: int) -> TaskData:
     src = common.synthetic_sentences(sentences, 10, 40, vocab, 1)
     tgt = common.synthetic_sentences(sentences, 10, 40, vocab, 2)
-    split = Split(src, tgt, None, [""] * sentences)
+    split = Split.from_ids(src, tgt, None, [""] * sentences)
     return TaskData(common.StubVocab(vocab), split, split, split, {})
 
 
