@@ -5,17 +5,27 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import CompactHydraException
 from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from frozen_sweep.config import register_configs
+from frozen_sweep.config import ConfigError, register_configs
 from frozen_sweep.job import run_job
-from frozen_sweep.run_dir import LOCK_FILE, dirname, remove_if_unused
+from frozen_sweep.job_config import absolute_paths
+from frozen_sweep.run_dir import LOCK_FILE, JobAlreadyRunning, dirname, remove_if_unused
 
 log = logging.getLogger("frozen_sweep")
 
 # the configs ship inside the package, so an installed wheel finds them wherever it is run from; a user's own
 # presets, tasks and experiments come in through `--config-dir DIR` (or `hydra.searchpath=[DIR]`)
 CONFIG_PATH = "pkg://frozen_sweep.conf"
+
+
+
+
+class JobConfigError(CompactHydraException):
+    """A job that cannot run as configured (a bad key or value, missing data, a directory holding another config's
+    run, another runner): printed as one message, as a sweep prints it, not as a traceback."""
 
 
 register_configs()
@@ -26,10 +36,13 @@ OmegaConf.register_new_resolver("job_dirname", dirname, replace=True)
 def main(cfg) -> float:
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
+    absolute_paths(cfg, Path(hc.runtime.cwd))  # a no-op in a sweep's job: the launcher's plan made them absolute
     try:
         result = run_job(cfg, run_dir, hc.overrides.task)
-    except Exception:
+    except Exception as e:
         remove_if_unused(run_dir, {".hydra", f"{hc.job.name}.log", LOCK_FILE})  # a config error leaves nothing
+        if isinstance(e, (ConfigError, JobAlreadyRunning, OmegaConfBaseException)):
+            raise JobConfigError(f"{e}. The job did not start.") from None
         raise
     log.info("%s: test %s %.2f (%s)", run_dir, result.metric_name, result.test_metric, result.status)
     return result.test_metric

@@ -15,7 +15,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from frozen_sweep.base_run import load_base_run
 from frozen_sweep.config import NEUTRAL_KEYS, ConfigError, CorpusKind, TaskKind
@@ -28,6 +28,7 @@ DATA_LOCATION_KEYS = frozenset({"task.path", "task.sword_dir"})  # where the dat
 LABEL_KEYS = frozenset({"study"})
 ADOPTED = ("task", "model", "freeze", "reservoir")  # a relearn job takes these from its base run
 BUDGETS = ("max_epochs", "max_steps", "max_time_s")  # trainer keys; a run stops at the first one reached
+PATH_KEYS = ("task.path", "task.sword_dir", "task.cache_dir", "relearn.base_checkpoint")  # relative to the command
 
 
 def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
@@ -39,6 +40,17 @@ def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     if cfg.relearn.name != "none":
         cfg = adopt_base(cfg, overrides)
     return cfg
+
+
+def absolute_paths(cfg: DictConfig, base: Path) -> None:
+    """Make the config's relative paths (PATH_KEYS) absolute against `base`, the directory the command ran in
+    (Hydra's runtime.cwd): the sweep's check before any job starts and every job then read the same files, wherever
+    the job runs (hydra.job.chdir=true runs it in its own directory)."""
+    for key in PATH_KEYS:
+        value = OmegaConf.select(cfg, key)
+        if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+            with read_write(cfg), open_dict(cfg):
+                OmegaConf.update(cfg, key, str(Path(base, value)))
 
 
 def adopt_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:

@@ -1,6 +1,5 @@
 """Every job of a sweep composed and validated before any starts, with its directory and what it already holds."""
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -12,9 +11,9 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import Config, ConfigError
-from frozen_sweep.job_config import fingerprint, job_config, override_key
+from frozen_sweep.job_config import absolute_paths, fingerprint, job_config, override_key
 from frozen_sweep.run_dir import (
-    LAST_CHECKPOINT, SUBMISSION_FILE, is_completed, live_runner, previous_record, write_json_atomic,
+    LAST_CHECKPOINT, is_completed, live_runner, previous_record,
 )  # fmt: skip
 
 NOT_A_FROZEN_SWEEP_APP = "frozen_sweep's launchers run frozen_sweep jobs only"
@@ -71,13 +70,14 @@ def plan_jobs(
         job_dir = _job_dir(config)
         with read_write(config.hydra.runtime), open_dict(config.hydra.runtime):
             config.hydra.runtime.output_dir = str(job_dir)
+        absolute_paths(config, Path(config.hydra.runtime.cwd))  # checked here, read by the job: the same files
         try:
             checked = job_config(config, overrides)
             previous = previous_record(job_dir, fingerprint(checked), checked.force)
         except (ConfigError, OmegaConfBaseException) as e:  # e.g. a mandatory value left unset
             raise SweepConfigError(f"job #{num} ({' '.join(overrides)}): {e}. No job was started.") from e
         jobs.append(PlannedJob(num, overrides, config, job_dir, previous, live_runner(job_dir)))
-    _check_distinct_dirs(jobs)
+    check_distinct_dirs(jobs)
     shared = set.intersection(*(set(job.overrides) for job in jobs))
     for job in jobs:
         job.label = " ".join(o for o in job.overrides if o not in shared) or job.job_dir.name
@@ -95,7 +95,7 @@ def _job_dir(config: DictConfig) -> Path:
         hydra_config.cfg = previous
 
 
-def _check_distinct_dirs(jobs: list[PlannedJob]) -> None:
+def check_distinct_dirs(jobs: list[PlannedJob], not_started: str = "No job was started.") -> None:
     """Two jobs in one directory would overwrite each other's checkpoints and results."""
     seen: dict[Path, PlannedJob] = {}
     for job in jobs:
@@ -107,18 +107,5 @@ def _check_distinct_dirs(jobs: list[PlannedJob]) -> None:
             raise SweepConfigError(
                 f"jobs #{other.num} and #{job.num} would share the directory {job.job_dir}: they differ only in "
                 f"{', '.join(differing)}, which directory names leave out (hydra.job.config.override_dirname."
-                f"exclude_keys; these keys do not change a result). No job was started."
+                f"exclude_keys; these keys do not change a result). {not_started}"
             )
-
-
-def record_submission(job: PlannedJob, slurm_job_id: str) -> None:
-    """Note in the job's directory which SLURM job runs it: a later plan adopts that job while SLURM lists it."""
-    job.job_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(job.job_dir / SUBMISSION_FILE, {"slurm_job_id": slurm_job_id})
-
-
-def submitted_slurm_job(job_dir: Path) -> Optional[str]:
-    try:
-        return json.loads((job_dir / SUBMISSION_FILE).read_text())["slurm_job_id"]
-    except (OSError, ValueError, KeyError):
-        return None
