@@ -168,7 +168,7 @@ def test_relaunches_adopt_the_jobs_of_an_interrupted_or_killed_launcher_instead_
     assert first.wait(timeout=60) != 0
     out = (tmp_path / "first.txt").read_text()
     assert "Interrupted: 2 jobs still run" in out and "Run the same command again" in out and "Traceback" not in out
-    assert sorted(out.split("stop them: kill ")[1].split()[:2]) == sorted(str(r["pid"]) for r in running), out
+    assert sorted(out.split("stop them: kill -INT ")[1].split()[:2]) == sorted(str(r["pid"]) for r in running), out
     # 2. a relaunch adopts them, and is killed in turn (its queued job had not started: both slots were taken)
     second = start_sweep(sweep, *args, output=tmp_path / "second.txt")
     wait_for(lambda: "still running from an earlier launch" in (tmp_path / "second.txt").read_text(), "the plan")
