@@ -13,6 +13,7 @@ import copy
 import dataclasses
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
@@ -50,7 +51,7 @@ def absolute_paths(cfg: DictConfig, base: Path) -> None:
         value = OmegaConf.select(cfg, key)
         if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
             with read_write(cfg), open_dict(cfg):
-                OmegaConf.update(cfg, key, str(Path(base, value)))
+                OmegaConf.update(cfg, key, os.path.normpath(Path(base, value)))
 
 
 def adopt_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:

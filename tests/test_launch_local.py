@@ -72,6 +72,11 @@ def test_missing_data_stops_the_sweep_before_any_job_starts(tmp_path, micro_over
     assert proc.returncode != 0 and "No job was started" in proc.stdout
     assert "job #1 (" in proc.stdout and f"task.path={missing}: missing {missing / 'train.es'}" in proc.stdout
     assert not (tmp_path / "sweep").exists()
+    # in batches of one job, the second batch's missing data stops the sweep before the first batch starts
+    proc = run_sweep(tmp_path / "sweep", *overrides, LOCAL, f"task.path={toy_corpus},{missing}",
+                     "hydra.sweeper.max_batch_size=1")  # fmt: skip
+    assert proc.returncode != 0 and "No job was started" in proc.stdout and "job #1 (" in proc.stdout, proc.stdout
+    assert not (tmp_path / "sweep").exists()
 
 
 @pytest.mark.slow
