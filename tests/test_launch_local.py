@@ -154,44 +154,6 @@ def test_gpus_named_by_uuid_must_be_configured(monkeypatch):
         visible_gpus(None)
 
 
-@pytest.mark.slow
-def test_relaunches_adopt_the_jobs_of_an_interrupted_or_killed_launcher_instead_of_running_them_twice(
-    tmp_path, micro_overrides
-):
-    args = [
-        *micro_overrides, LOCAL, "hydra.launcher.max_parallel=2", "trainer.threads=1", "trainer.max_epochs=3",
-        "trainer.valid_bleu_sentences=0", "freeze=none,emb,ffn",
-    ]  # fmt: skip
-    sweep = tmp_path / "sweep"
-    first = start_sweep(sweep, *args, output=tmp_path / "first.txt")
-    running = wait_for(lambda: [r for d in job_dirs(sweep) if (r := live_runner(d))] if len(job_dirs(sweep)) == 2
-                       and all(live_runner(d) for d in job_dirs(sweep)) else None, "two running jobs")  # fmt: skip
-    for runner in running:  # hold the two jobs mid-run while launchers come and go
-        os.kill(runner["pid"], signal.SIGSTOP)
-    # 1. Ctrl-C on the launcher alone (not its jobs): it says which jobs still run and how to reattach or stop them
-    os.kill(first.pid, signal.SIGINT)
-    assert first.wait(timeout=60) != 0
-    out = (tmp_path / "first.txt").read_text()
-    assert "Interrupted: 2 jobs still run" in out and "Run the same command again" in out and "Traceback" not in out
-    assert sorted(out.split("stop them: kill -INT ")[1].split()[:2]) == sorted(str(r["pid"]) for r in running), out
-    # 2. a relaunch adopts them, and is killed in turn (its queued job had not started: both slots were taken)
-    second = start_sweep(sweep, *args, output=tmp_path / "second.txt")
-    wait_for(lambda: "still running from an earlier launch" in (tmp_path / "second.txt").read_text(), "the plan")
-    os.killpg(second.pid, signal.SIGKILL)
-    second.wait()
-    for runner in running:
-        os.kill(runner["pid"], signal.SIGCONT)
-    # 3. one more relaunch waits for them and runs the rest
-    third = run_sweep(sweep, *args)
-    assert third.returncode == 0, third.stdout
-    assert "3 jobs: 1 to run (0 resuming from a checkpoint), 0 already completed" in third.stdout, third.stdout
-    assert "2 still running from an earlier launch (adopted" in third.stdout and "3 completed" in third.stdout
-    for freeze in ("none", "emb", "ffn"):  # each job ran once, by one runner, to its end
-        assert record(sweep, f"freeze={freeze}")["status"] == "completed"
-        (attempt,) = attempts(sweep, f"freeze={freeze}")
-        assert attempt["status"] == "completed"
-
-
 RESOLVER_LAUNCHER = """
 import sys
 import hydra

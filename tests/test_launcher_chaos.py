@@ -4,6 +4,7 @@ The kills are placed exactly with FROZEN_SWEEP_KILL_AT (hydra_plugins/frozen_swe
 jobs read their data through paths relative to the command's directory, with hydra.job.chdir=true (they run in
 their own directories). benchmarks/chaos.py kills at random instants, many times."""
 
+import contextlib
 import os
 import re
 import signal
@@ -11,6 +12,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Iterator, Optional
 
 import pytest
 from hydra_plugins.frozen_sweep_launchers._submission import local_processes, queued_tasks, read_submission
@@ -36,10 +38,29 @@ def kill_at(point: str, signal_name: str = "SIGKILL") -> dict:
     return {"FROZEN_SWEEP_KILL_AT": f"{point}:{signal_name}"}
 
 
-def launch(sweep: Path, args: list[str], name: str, tmp_path: Path, env: dict = {}) -> tuple[int, str]:
+def launch(sweep: Path, args: list[str], name: str, tmp_path: Path, env: Optional[dict] = None) -> tuple[int, str]:
     out = tmp_path / f"{name}.txt"
     proc = start_sweep(sweep, *args, output=out, env=env)
     return proc.wait(timeout=300), out.read_text()
+
+
+def training(sweep: Path) -> list[Path]:
+    """The directories of the jobs that run and have written their record (so they are past their set-up)."""
+    return [d for d in job_dirs(sweep) if live_runner(d) and (d / "result.json").exists()]
+
+
+@contextlib.contextmanager
+def held(sweep: Path) -> Iterator[None]:
+    """The sweep's running jobs stopped (SIGSTOP) while the block runs, so that they are still mid-run when a
+    launcher adopts them; signals sent to them meanwhile arrive when they continue."""
+    pids = [runner["pid"] for d in job_dirs(sweep) if (runner := live_runner(d))]
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
 
 
 def each_ran_once_to_its_end(sweep: Path, interrupted: set = frozenset()) -> None:
@@ -54,7 +75,7 @@ def test_local_gpus_adopts_jobs_still_starting_when_the_launcher_died_and_its_st
     tmp_path, micro_overrides
 ):
     args = [*relative_paths(micro_overrides), LOCAL, "hydra.launcher.max_parallel=2", "trainer.threads=1",
-            "trainer.max_epochs=3", f"freeze={','.join(FREEZES)}"]  # fmt: skip
+            "trainer.max_epochs=2", f"freeze={','.join(FREEZES)}"]  # fmt: skip
     sweep = tmp_path / "sweep"
     # 1. killed the instant its first job's processes exist, before the job holds its directory's lock
     code, _ = launch(sweep, args, "first", tmp_path, kill_at("after_submit"))
@@ -67,22 +88,31 @@ def test_local_gpus_adopts_jobs_still_starting_when_the_launcher_died_and_its_st
     out = wait_for(lambda: "still running: " in (text := (tmp_path / "second.txt").read_text()) and text, "the plan")
     for pid in pids:
         os.kill(pid, signal.SIGCONT)
-    assert "3 jobs: 2 to run" in out and re.search(r"still running: freeze=none \(starting on \S+ \(pid [\d ]+\)\)", out)
-    # 3. Ctrl-C on the launcher alone, once two jobs train: the message names them, and its advice stops them
-    wait_for(lambda: sum(bool(live_runner(d)) for d in job_dirs(sweep)) == 2, "two running jobs")
-    os.kill(second.pid, signal.SIGINT)
-    assert second.wait(timeout=60) != 0
-    out = (tmp_path / "second.txt").read_text()
-    assert "Interrupted: 2 jobs still run" in out and "Traceback" not in out and "not run:" not in out, out
-    stopped = {freeze for freeze in FREEZES if any(live_runner(d) for d in job_dirs(sweep, f"freeze={freeze}"))}
-    subprocess.run(out.split("stop them: ")[1].split(" (")[0], shell=True, check=True)
-    wait_for(lambda: not any(live_runner(d) for d in job_dirs(sweep)), "the jobs to stop")
-    for freeze in stopped:
-        assert record(sweep, f"freeze={freeze}")["status"] == "failed"  # the record says so, not `running`
-    # 4. the last launch resumes the stopped ones and runs the rest: each ran once at a time, to its end
+    assert "3 jobs: 2 to run" in out
+    assert re.search(r"still running: freeze=none \(starting on \S+ \(pid [\d ]+\)\)", out), out
+    # 3. Ctrl-C on the launcher alone, once two jobs train (held mid-run from here while launchers come and go):
+    # the message names them, and how to stop them
+    wait_for(lambda: len(training(sweep)) == 2, "two jobs to train")
+    with held(sweep):
+        os.kill(second.pid, signal.SIGINT)
+        assert second.wait(timeout=60) != 0
+        out = (tmp_path / "second.txt").read_text()
+        assert "Interrupted: 2 jobs still run" in out and "Traceback" not in out and "not run:" not in out, out
+        # 4. a relaunch adopts both (running, with their pids): the advice stops the first while it waits for them,
+        # the second completes
+        third = start_sweep(sweep, *args, output=tmp_path / "third.txt")
+        wait_for(lambda: "2 still running from an earlier launch" in (tmp_path / "third.txt").read_text(), "the plan")
+        command, pids = out.split("stop them: ")[1].split(" (")[0].split(" ", 2)[1:]
+        subprocess.run(["kill", command, pids.split()[0]], check=True)
+    assert third.wait(timeout=120) != 0
+    out = (tmp_path / "third.txt").read_text()
+    assert "2 completed, 0 skipped (completed before), 1 failed" in out, out  # emb adopted, ffn run
+    assert "FAILED freeze=none: KeyboardInterrupt" in out
+    assert record(sweep, "freeze=none")["status"] == "failed"  # the record says so, not `running`
+    # 5. the last launch resumes the stopped one and runs the rest: each ran once at a time, to its end
     final = run_sweep(sweep, *args)
     assert final.returncode == 0, final.stdout
-    each_ran_once_to_its_end(sweep, interrupted=stopped)
+    each_ran_once_to_its_end(sweep, interrupted={"none"})
 
 
 class ArrayWatch:
@@ -112,7 +142,7 @@ def test_slurm_launchers_killed_between_records_and_sbatch_or_before_the_array_i
     micro_overrides,
 ):
     args = [*relative_paths(micro_overrides), "hydra/launcher=slurm", "hydra.launcher.cpus_per_task=1",
-            "hydra.launcher.poll_interval_s=1", "trainer.max_epochs=4", f"freeze={','.join(FREEZES)}"]  # fmt: skip
+            "hydra.launcher.poll_interval_s=1", "trainer.max_epochs=2", f"freeze={','.join(FREEZES)}"]  # fmt: skip
     sweep = tmp_path / "sweep"
     watch = ArrayWatch(sweep)
     # 1. kill -9 after sbatch returned, before any record holds the array's id (the issue's lost window)
@@ -124,24 +154,31 @@ def test_slurm_launchers_killed_between_records_and_sbatch_or_before_the_array_i
     # 2. a relaunch adopts all three (pending ones by their SLURM id), submits nothing, and is interrupted
     second = start_sweep(sweep, *args, output=tmp_path / "second.txt")
     wait_for(lambda: "still running: " in (tmp_path / "second.txt").read_text(), "the plan")
-    wait_for(lambda: any(live_runner(d) for d in job_dirs(sweep)), "a job to run")
-    os.kill(second.pid, signal.SIGINT)
-    assert second.wait(timeout=60) != 0
-    out = (tmp_path / "second.txt").read_text()
-    assert "3 jobs: 0 to run" in out and "slurm: submitted" not in out and "pid None" not in out, out
-    assert re.search(rf"still running: freeze=\w+ \((pending|running)\S*( on \S+)?, SLURM job {array}_\d", out), out
-    assert f"SLURM job {array} (" in out and "stay on the cluster" in out and "SLURM lists no job" not in out, out
-    # its advice stops them: pending ones cancelled, running ones interrupted (their records say failed)
-    running = {d for d in job_dirs(sweep) if live_runner(d)}
-    subprocess.run(out.split("stop them: ")[1], shell=True, capture_output=True)
-    wait_for(lambda: not queued_tasks(sweep), "the array to leave the queue", timeout=60)
+    wait_for(lambda: len(training(sweep)) == 2, "two jobs to train")
+    running = training(sweep)
+    with held(sweep):  # mid-run from here while launchers come and go
+        os.kill(second.pid, signal.SIGINT)
+        assert second.wait(timeout=60) != 0
+        out = (tmp_path / "second.txt").read_text()
+        assert "3 jobs: 0 to run" in out and "slurm: submitted" not in out and "pid None" not in out, out
+        assert re.search(rf"still running: freeze=\w+ \((pending|running)\S*( on \S+)?, SLURM job {array}_\d", out)
+        assert f"SLURM job {array} (2 running, 1 pending) stay on the cluster" in out, out
+        # 3. a relaunch adopts them all again: the advice interrupts the running ones while it waits (their records
+        # say failed, not `running`); the pending one then runs, and completes
+        assert f"stop them: scancel --state=PENDING {array}; scancel --signal=INT {array}" in out
+        third = start_sweep(sweep, *args, output=tmp_path / "third.txt")
+        wait_for(lambda: "3 still running from an earlier launch" in (tmp_path / "third.txt").read_text(), "the plan")
+        subprocess.run(["scancel", "--signal=INT", array], capture_output=True)  # an error for the pending task
+    assert third.wait(timeout=120) != 0
+    out = (tmp_path / "third.txt").read_text()
+    assert "1 completed, 0 skipped (completed before), 2 failed" in out and "slurm: submitted" not in out, out
     for directory in running:
         assert read_json(directory / "result.json")["status"] == "failed"
         assert read_json(directory / "attempts.json")[-1]["status"] == "interrupted"
-    # 3. SIGINT with the records written and sbatch not yet called: it says that nothing runs, truly
-    code, out = launch(sweep, args, "third", tmp_path, kill_at("before_sbatch", "SIGINT"))
+    # 4. SIGINT with the records written and sbatch not yet called: it says that nothing runs, truly
+    code, out = launch(sweep, args, "fourth", tmp_path, kill_at("before_sbatch", "SIGINT"))
     assert code != 0 and "SLURM lists no job of this sweep" in out and not queued_tasks(sweep), out
-    # 4. the last launch runs what did not complete, once
+    # 5. the last launch runs what did not complete, once
     started = time.time()
     final = run_sweep(sweep, *args)
     assert final.returncode == 0, final.stdout

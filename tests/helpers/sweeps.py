@@ -19,7 +19,9 @@ def sweep_command(sweep_dir: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "frozen_sweep", "-m", f"hydra.sweep.dir={sweep_dir}", *args]
 
 
-def run_sweep(sweep_dir: Path, *args: str, timeout: int = 300, env: Optional[dict] = None) -> subprocess.CompletedProcess:
+def run_sweep(
+    sweep_dir: Path, *args: str, timeout: int = 300, env: Optional[dict] = None
+) -> subprocess.CompletedProcess:
     """Run a sweep to its end; stdout and stderr in one stream, as a user sees them. `env`: variables to add."""
     return subprocess.run(
         sweep_command(sweep_dir, *args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
