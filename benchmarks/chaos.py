@@ -1,13 +1,14 @@
 """A sweep whose launcher is killed at random instants of its life, on both launchers: no job ever has two live
 submissions at once, and none is lost.
 
-    python benchmarks/chaos.py [--launcher both|local_gpus|slurm] [--kills 20] [--jobs 6] [--epochs 8] [--seed 0]
+    python benchmarks/chaos.py [--launcher both|local_gpus|slurm] [--kills 20] [--jobs 6] [--epochs 40] [--seed 0]
 
 A sweep of --jobs micro jobs (the tests' small synthetic corpus, under a temporary directory), two at a time. A
 launcher is started and killed, --kills times, each a new launcher started at once; the last one runs to the end.
 Each kill is one of: SIGKILL to the launcher alone (its jobs live on), SIGINT to it alone, SIGINT to its process
-group (Ctrl-C in a terminal: local jobs get it too), each after a random delay (uniform over 0..--span s), or the
-launcher killed exactly at a random named point of its submission (FROZEN_SWEEP_KILL_AT: before the records, between
+group (Ctrl-C in a terminal: local jobs get it too), each at a random instant once the launcher has planned
+(uniform over 0..--span s after its plan line), or the launcher killed exactly at a random named point of its
+submission (FROZEN_SWEEP_KILL_AT: before the records, between
 the records and sbatch, after sbatch before the array's ids are recorded, after a local job's start).
 
 Throughout, a watcher looks every 0.1 s at what runs each job directory: squeue's tasks of the sweep, traced to their
@@ -39,6 +40,7 @@ from frozen_sweep.run_dir import ATTEMPTS_FILE, read_record  # noqa: E402
 from tests.conftest import write_corpus  # noqa: E402
 from tests.helpers.sweeps import read_json, sweep_command  # noqa: E402
 
+PLAN_TIMEOUT_S = 120  # a launcher plans within this (python, torch and Hydra imports, composing every job)
 KILL_POINTS = {"slurm": ["before_records", "before_sbatch", "after_sbatch"], "local_gpus": ["after_submit"]}
 LAUNCHER_ARGS = {
     "slurm": ["hydra/launcher=slurm", "hydra.launcher.cpus_per_task=1", "hydra.launcher.poll_interval_s=1"],
@@ -86,6 +88,15 @@ def is_controller(pid: int) -> bool:
         return False
 
 
+def wait(condition, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def launch(sweep: Path, args: list[str], env: dict, log) -> subprocess.Popen:
     return subprocess.Popen(sweep_command(sweep, *args), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True, env={**os.environ, **env})  # fmt: skip
@@ -102,29 +113,33 @@ def chaos(launcher: str, args: argparse.Namespace, tmp: Path) -> dict:
     kinds: Counter = Counter()
     watcher = Watcher(sweep, launcher)
     started = time.perf_counter()
-    with open(tmp / f"{launcher}.log", "w") as log:
-        for _ in range(args.kills):
-            kind = rng.choice(["SIGKILL", "SIGINT", "SIGINT to the group", "point"])
-            env = {}
-            if kind == "point":
-                kind = f"at {rng.choice(KILL_POINTS[launcher])}:{rng.choice(['SIGKILL', 'SIGINT'])}"
-                env = {"FROZEN_SWEEP_KILL_AT": kind[3:]}
+    for number in range(args.kills):
+        kind = rng.choice(["SIGKILL", "SIGINT", "SIGINT to the group", "point"])
+        env = {}
+        if kind == "point":
+            kind = f"at {rng.choice(KILL_POINTS[launcher])}:{rng.choice(['SIGKILL', 'SIGINT'])}"
+            env = {"FROZEN_SWEEP_KILL_AT": kind[3:]}
+        output = tmp / f"{launcher}-{number}.log"
+        with open(output, "w") as log:
             proc = launch(sweep, config, env, log)
-            try:
-                proc.wait(timeout=rng.uniform(0, args.span) if not env else args.span)
-                kinds[f"{kind} (ended before the kill)" if not env else f"{kind}"] += 1
-                continue
-            except subprocess.TimeoutExpired:
-                pass
-            if env:  # the point was not reached (nothing left to submit): killed like any other
-                kind = "SIGKILL (point not reached)"
-            kinds[kind] += 1
-            if kind == "SIGINT to the group":
-                os.killpg(proc.pid, signal.SIGINT)
-            else:
-                proc.send_signal(signal.SIGINT if kind.startswith("SIGINT") else signal.SIGKILL)
-            proc.wait()
-        final = subprocess.run(sweep_command(sweep, *config), cwd=ROOT, capture_output=True, text=True)
+        # a random instant after the launcher has planned (what comes before it submits nothing), or the point
+        planned = wait(lambda: proc.poll() is not None or " jobs: " in output.read_text(), PLAN_TIMEOUT_S)
+        try:
+            proc.wait(timeout=PLAN_TIMEOUT_S if env else rng.uniform(0, args.span) if planned else 0)
+            fired = env and (proc.returncode == -signal.SIGKILL or "Interrupted" in output.read_text())
+            kinds[kind if fired else f"{kind} (the launcher had ended: nothing left to do)"] += 1
+            continue
+        except subprocess.TimeoutExpired:
+            pass
+        if env:  # the point was not reached (nothing left to submit): killed like any other
+            kind = "SIGKILL (point not reached)"
+        kinds[kind] += 1
+        if kind == "SIGINT to the group":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGINT if kind.startswith("SIGINT") else signal.SIGKILL)
+        proc.wait()
+    final = subprocess.run(sweep_command(sweep, *config), cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - started
     duplicates = watcher.close()
     directories = [d for d in sweep.iterdir() if d.is_dir() and not d.name.startswith(".")]
@@ -145,7 +160,7 @@ def main() -> None:
     p.add_argument("--launcher", choices=["both", "local_gpus", "slurm"], default="both")
     p.add_argument("--kills", type=int, default=20)
     p.add_argument("--jobs", type=int, default=6)
-    p.add_argument("--epochs", type=int, default=8, help="trainer.max_epochs of each micro job")
+    p.add_argument("--epochs", type=int, default=40, help="trainer.max_epochs of each micro job (the sweep's life)")
     p.add_argument("--span", type=float, default=8.0, help="a kill comes after 0..span s (or at a named point)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()

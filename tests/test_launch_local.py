@@ -8,6 +8,8 @@ import sys
 from itertools import combinations
 
 import pytest
+from hydra_plugins.frozen_sweep_launchers._batches import check_claims
+from hydra_plugins.frozen_sweep_launchers._plan import PlannedJob, SweepConfigError
 from hydra_plugins.frozen_sweep_launchers.local_gpus import visible_gpus
 
 from frozen_sweep.run_dir import live_runner
@@ -174,3 +176,14 @@ def test_jobs_get_the_launchers_hydra_state_such_as_its_resolvers(tmp_path, micr
     assert proc.returncode == 0, proc.stdout
     (result,) = [read_json(path) for path in sweep.glob("*/result.json")]
     assert result["status"] == "completed" and result["seed"] == 6
+
+
+def test_a_later_batch_may_not_take_a_directory_that_an_earlier_batch_took_with_other_overrides(tmp_path):
+    """Sweepers that choose each batch from earlier results (Optuna): checked batch by batch (_batches.py)."""
+
+    def job(num: int, *overrides: str) -> PlannedJob:
+        return PlannedJob(num, list(overrides), None, tmp_path / "one_dir", None)
+
+    check_claims([job(0, "seed=1")], [job(1, "seed=1")])  # the same job chosen again: skipped once completed
+    with pytest.raises(SweepConfigError, match=r"jobs #0 and #1 would share .* No job of this batch was started"):
+        check_claims([job(0, "seed=1", "name=a")], [job(1, "seed=1", "name=b")])
