@@ -34,7 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hydra_plugins.frozen_sweep_launchers._submission import local_processes, queued_tasks, read_submission  # noqa: E402
+from hydra_plugins.frozen_sweep_launchers._submission import (  # noqa: E402
+    local_processes, queued_tasks, read_submission,
+)  # fmt: skip
 
 from frozen_sweep.run_dir import ATTEMPTS_FILE, read_record  # noqa: E402
 from tests.conftest import write_corpus  # noqa: E402
