@@ -5,8 +5,8 @@ submissions at once, and none is lost.
 
 A sweep of --jobs micro jobs (the tests' small synthetic corpus, under a temporary directory), two at a time. A
 launcher is started and killed, --kills times, each a new launcher started at once; the last one runs to the end.
-Each kill is one of: SIGKILL to the launcher alone (its jobs live on), SIGINT to it alone, SIGINT to its process
-group (Ctrl-C in a terminal: local jobs get it too), each at a random instant once the launcher has planned
+Each kill is one of: SIGKILL to the launcher alone (its jobs live on), SIGINT to it alone, SIGINT to it alone and
+then the stop command its message advises (so that later launches submit again), SIGINT to its process group (Ctrl-C in a terminal: local jobs get it too), each at a random instant once the launcher has planned
 (uniform over 0..--span s after its plan line), or the launcher killed exactly at a random named point of its
 submission (FROZEN_SWEEP_KILL_AT: before the records, between
 the records and sbatch, after sbatch before the array's ids are recorded, after a local job's start).
@@ -116,7 +116,7 @@ def chaos(launcher: str, args: argparse.Namespace, tmp: Path) -> dict:
     watcher = Watcher(sweep, launcher)
     started = time.perf_counter()
     for number in range(args.kills):
-        kind = rng.choice(["SIGKILL", "SIGINT", "SIGINT to the group", "point"])
+        kind = rng.choice(["SIGKILL", "SIGINT", "SIGINT, then its advice", "SIGINT to the group", "point"])
         env = {}
         if kind == "point":
             kind = f"at {rng.choice(KILL_POINTS[launcher])}:{rng.choice(['SIGKILL', 'SIGINT'])}"
@@ -127,7 +127,7 @@ def chaos(launcher: str, args: argparse.Namespace, tmp: Path) -> dict:
         # a random instant after the launcher has planned (what comes before it submits nothing), or the point
         planned = wait(lambda: proc.poll() is not None or " jobs: " in output.read_text(), PLAN_TIMEOUT_S)
         try:
-            proc.wait(timeout=PLAN_TIMEOUT_S if env else rng.uniform(0, args.span) if planned else 0)
+            proc.wait(timeout=(args.span if env else rng.uniform(0, args.span)) if planned else 0)
             fired = env and (proc.returncode == -signal.SIGKILL or "Interrupted" in output.read_text())
             kinds[kind if fired else f"{kind} (the launcher had ended: nothing left to do)"] += 1
             continue
@@ -141,6 +141,9 @@ def chaos(launcher: str, args: argparse.Namespace, tmp: Path) -> dict:
         else:
             proc.send_signal(signal.SIGINT if kind.startswith("SIGINT") else signal.SIGKILL)
         proc.wait()
+        if kind == "SIGINT, then its advice" and "stop them: " in (text := output.read_text()):
+            advice = text.split("stop them: ")[1].splitlines()[0].split(" (")[0]
+            subprocess.run(advice, shell=True, capture_output=True)  # as a user would: the next launch resubmits
     final = subprocess.run(sweep_command(sweep, *config), cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - started
     duplicates = watcher.close()
