@@ -85,7 +85,7 @@ def test_local_gpus_adopts_jobs_still_starting_when_the_launcher_died_and_its_st
         os.kill(pid, signal.SIGSTOP)
     # 2. the relaunch adopts that job (found by its processes: it holds no lock yet) and starts the others
     second = start_sweep(sweep, *args, output=tmp_path / "second.txt")
-    out = wait_for(lambda: "still running: " in (text := (tmp_path / "second.txt").read_text()) and text, "the plan")
+    out = wait_for(lambda: "local_gpus: " in (text := (tmp_path / "second.txt").read_text()) and text, "the plan")
     for pid in pids:
         os.kill(pid, signal.SIGCONT)
     assert "3 jobs: 2 to run" in out
@@ -153,7 +153,7 @@ def test_slurm_launchers_killed_between_records_and_sbatch_or_before_the_array_i
     assert len(records) == 3 and all(r["state"] == "submitting" for r in records)
     # 2. a relaunch adopts all three (pending ones by their SLURM id), submits nothing, and is interrupted
     second = start_sweep(sweep, *args, output=tmp_path / "second.txt")
-    wait_for(lambda: "still running: " in (tmp_path / "second.txt").read_text(), "the plan")
+    wait_for(lambda: " jobs: " in (tmp_path / "second.txt").read_text(), "the plan")
     wait_for(lambda: len(training(sweep)) == 2, "two jobs to train")
     running = training(sweep)
     with held(sweep):  # mid-run from here while launchers come and go
