@@ -61,26 +61,39 @@ class Watcher:
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
-    def live(self) -> Counter:
-        if self.launcher == "local_gpus":  # one submitit controller per submission
-            return Counter(
-                directory for directory, pids in local_processes().items() for pid in pids if is_controller(pid)
-            )
+    def live(self) -> dict[str, list]:
+        """Directory → its live submissions: submitit controllers (local_gpus), or squeue's tasks (slurm)."""
+        if self.launcher == "local_gpus":
+            return {d: [process(pid) for pid in pids if is_controller(pid)] for d, pids in local_processes().items()}
         for path in self.sweep.glob("*/submission.json"):
             record = read_submission(path.parent)
             self.claims[(record.get("comment"), record.get("array_index"))] = path.parent.name
-        return Counter(self.claims.get((task.comment, task.index), "?") for task in queued_tasks(self.sweep))
+        live: dict[str, list] = {}
+        for task in queued_tasks(self.sweep):
+            live.setdefault(self.claims.get((task.comment, task.index), "?"), []).append(task)
+        return live
 
     def run(self) -> None:
         while not self.stop.wait(0.1):
-            for directory, count in self.live().items():
-                if count > 1:
+            for directory, submissions in self.live().items():
+                if len(submissions) > 1:
+                    if not self.duplicates:
+                        print(f"  first duplicate: {directory}: {submissions}", flush=True)
                     self.duplicates[directory] += 1
 
     def close(self) -> Counter:
         self.stop.set()
         self.thread.join()
         return self.duplicates
+
+
+def process(pid: int) -> str:
+    """pid, parent pid and age, for a duplicate's report."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return f"pid {pid} (parent {fields[1]}, started at tick {fields[19]})"
+    except OSError:
+        return f"pid {pid} (gone)"
 
 
 def is_controller(pid: int) -> bool:

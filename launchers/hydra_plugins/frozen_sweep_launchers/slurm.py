@@ -84,7 +84,7 @@ class SlurmLauncher(SweepLauncher):
             claimed.add(task)
             if task and not job.already_completed and not job.runner:
                 job.runner = task.runner()
-        for path in self.sweep_dir.glob(f"*/{SUBMISSION_FILE}"):  # jobs of this sweep outside this command's batch
+        for path in self.sweep_dir.rglob(SUBMISSION_FILE):  # jobs of this sweep outside this command's batch
             claimed.add(task_of(read_submission(path.parent), tasks))
         orphans = [task.job_id for task in tasks if task not in claimed]
         if orphans:
