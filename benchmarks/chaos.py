@@ -64,7 +64,8 @@ class Watcher:
     def live(self) -> dict[str, list]:
         """Directory → its live submissions: submitit controllers (local_gpus), or squeue's tasks (slurm)."""
         if self.launcher == "local_gpus":
-            return {d: [process(pid) for pid in pids if is_controller(pid)] for d, pids in local_processes().items()}
+            return {d: [process(pid) for pid in pids if is_controller(pid)]
+                    for d, pids in local_processes().items() if d.startswith(f"{self.sweep}/")}  # fmt: skip
         for path in self.sweep.glob("*/submission.json"):
             record = read_submission(path.parent)
             self.claims[(record.get("comment"), record.get("array_index"))] = path.parent.name

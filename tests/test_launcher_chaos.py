@@ -80,7 +80,7 @@ def test_local_gpus_adopts_jobs_still_starting_when_the_launcher_died_and_its_st
     # 1. killed the instant its first job's processes exist, before the job holds its directory's lock
     code, _ = launch(sweep, args, "first", tmp_path, kill_at("after_submit"))
     assert code == -signal.SIGKILL
-    (pids,) = local_processes().values()
+    (pids,) = [pids for directory, pids in local_processes().items() if directory.startswith(str(sweep))]
     for pid in pids:  # held before it takes its lock, while the next launcher plans
         os.kill(pid, signal.SIGSTOP)
     # 2. the relaunch adopts that job (found by its processes: it holds no lock yet) and starts the others
