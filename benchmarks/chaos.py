@@ -64,8 +64,7 @@ class Watcher:
     def live(self) -> dict[str, list]:
         """Directory → its live submissions: submitit controllers (local_gpus), or squeue's tasks (slurm)."""
         if self.launcher == "local_gpus":
-            return {d: [process(pid) for pid in pids if is_controller(pid)]
-                    for d, pids in local_processes().items() if d.startswith(f"{self.sweep}/")}  # fmt: skip
+            return {d: controllers(pids) for d, pids in local_processes().items() if d.startswith(f"{self.sweep}/")}
         for path in self.sweep.glob("*/submission.json"):
             record = read_submission(path.parent)
             self.claims[(record.get("comment"), record.get("array_index"))] = path.parent.name
@@ -88,20 +87,18 @@ class Watcher:
         return self.duplicates
 
 
-def process(pid: int) -> str:
-    """pid, parent pid and age, for a duplicate's report."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return f"pid {pid} (parent {fields[1]}, started at tick {fields[19]})"
-    except OSError:
-        return f"pid {pid} (gone)"
-
-
-def is_controller(pid: int) -> bool:
-    try:
-        return b"submitit.local._local" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
+def controllers(pids: list[int]) -> list[str]:
+    """The submitit controllers among a directory's processes, one per submission: a process whose parent is one of
+    them is its task, caught between fork and exec (it still shows the controller's command line)."""
+    found = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            if b"submitit.local._local" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found[pid] = int(fields[1])
+        except OSError:  # ended meanwhile
+            continue
+    return [f"pid {pid} (parent {parent})" for pid, parent in found.items() if parent not in found]
 
 
 def wait(condition, timeout: float) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 import pytest
+from hydra_plugins.frozen_sweep_launchers._plan import SweepConfigError
 from hydra_plugins.frozen_sweep_launchers._submission import local_processes, queued_tasks, read_submission
 
 from frozen_sweep.run_dir import live_runner
@@ -126,7 +127,8 @@ class ArrayWatch:
 
     def watch(self) -> None:
         while not self.stop.wait(0.2):
-            self.most = max(self.most, len({task.array_id for task in queued_tasks(self.sweep)}))
+            with contextlib.suppress(SweepConfigError):  # squeue did not answer this time
+                self.most = max(self.most, len({task.array_id for task in queued_tasks(self.sweep)}))
 
     def close(self) -> int:
         self.stop.set()
@@ -163,15 +165,16 @@ def test_slurm_launchers_killed_between_records_and_sbatch_or_before_the_array_i
         assert "3 jobs: 0 to run" in out and "slurm: submitted" not in out and "pid None" not in out, out
         assert re.search(rf"still running: freeze=\w+ \((pending|running)\S*( on \S+)?, SLURM job {array}_\d", out)
         assert f"SLURM job {array} (2 running, 1 pending) stay on the cluster" in out, out
-        # 3. a relaunch adopts them all again: the advice interrupts the running ones while it waits (their records
-        # say failed, not `running`); the pending one then runs, and completes
+        # 3. a relaunch adopts them all again; the advice stops them while it waits: the pending one cancelled, the
+        # running ones interrupted (their records say failed, not `running`)
         assert f"stop them: scancel --state=PENDING {array}; scancel --signal=INT {array}" in out
         third = start_sweep(sweep, *args, output=tmp_path / "third.txt")
         wait_for(lambda: "3 still running from an earlier launch" in (tmp_path / "third.txt").read_text(), "the plan")
-        subprocess.run(["scancel", "--signal=INT", array], capture_output=True)  # an error for the pending task
+    subprocess.run(out.split("stop them: ")[1].splitlines()[0], shell=True, check=True)
     assert third.wait(timeout=120) != 0
     out = (tmp_path / "third.txt").read_text()
-    assert "1 completed, 0 skipped (completed before), 2 failed" in out and "slurm: submitted" not in out, out
+    assert "0 completed, 0 skipped (completed before), 3 failed" in out and "slurm: submitted" not in out, out
+    assert "FAILED freeze=ffn: SLURM ended the job without a result: CANCELLED" in out, out
     for directory in running:
         assert read_json(directory / "result.json")["status"] == "failed"
         assert read_json(directory / "attempts.json")[-1]["status"] == "interrupted"
