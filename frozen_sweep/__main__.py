@@ -6,19 +6,27 @@ from typing import Optional
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import CompactHydraException
 from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from frozen_sweep.config import register_configs
+from frozen_sweep.config import ConfigError, register_configs
 from frozen_sweep.dry_run import REFUSE, check_job, report
 from frozen_sweep.help_text import config_groups
 from frozen_sweep.job import run_job
-from frozen_sweep.run_dir import LOCK_FILE, dirname, remove_if_unused
+from frozen_sweep.job_config import absolute_paths
+from frozen_sweep.run_dir import LOCK_FILE, JobAlreadyRunning, dirname, remove_if_unused
 
 log = logging.getLogger("frozen_sweep")
 
 # the configs ship inside the package, so an installed wheel finds them wherever it is run from; a user's own
 # presets, tasks and experiments come in through `--config-dir DIR` (or `hydra.searchpath=[DIR]`)
 CONFIG_PATH = "pkg://frozen_sweep.conf"
+
+
+class JobConfigError(CompactHydraException):
+    """A job that cannot run as configured (a bad key or value, missing data, a directory holding another config's
+    run, another runner): printed as one message, as a sweep prints it, not as a traceback."""
 
 
 register_configs()
@@ -30,6 +38,7 @@ OmegaConf.register_new_resolver("frozen_sweep_help", config_groups, replace=True
 def main(cfg) -> Optional[float]:
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
+    absolute_paths(cfg, Path(hc.runtime.cwd))  # a no-op in a sweep's job: the launcher's plan made them absolute
     if cfg.dry_run:  # what the job would do; Hydra's .hydra/ and log go again unless the directory held a run
         decision = check_job(cfg, hc.overrides.task, run_dir)
         remove_if_unused(run_dir, {".hydra", f"{hc.job.name}.log"})
@@ -40,8 +49,10 @@ def main(cfg) -> Optional[float]:
         return None
     try:
         result = run_job(cfg, run_dir, hc.overrides.task)
-    except Exception:
+    except Exception as e:
         remove_if_unused(run_dir, {".hydra", f"{hc.job.name}.log", LOCK_FILE})  # a config error leaves nothing
+        if isinstance(e, (ConfigError, JobAlreadyRunning, OmegaConfBaseException)):
+            raise JobConfigError(f"{e}. The job did not start.") from None
         raise
     if result.test_metric is not None:  # a data-parallel job's ranks other than 0 only train
         log.info("%s: test %s %.2f (%s)", run_dir, result.metric_name, result.test_metric, result.status)

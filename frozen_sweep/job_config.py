@@ -17,8 +17,10 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
+from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from frozen_sweep.base_run import load_base_run
 from frozen_sweep.config import NEUTRAL_KEYS, ConfigError
@@ -35,6 +37,7 @@ BUDGETS = ("max_epochs", "max_steps", "max_time_s")  # trainer keys; a run stops
 FINGERPRINT_RECIPE = 2
 WORLD_KEYS = ("trainer.devices", "trainer.update_freq")  # fingerprinted as their product, BATCHES_PER_UPDATE
 BATCHES_PER_UPDATE = "trainer.batches_per_update"
+PATH_KEYS = ("task.path", "task.sword_dir", "task.cache_dir", "relearn.base_checkpoint")  # relative to the command
 
 
 def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
@@ -46,6 +49,17 @@ def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     if cfg.relearn.name != "none":
         cfg = adopt_base(cfg, overrides)
     return cfg
+
+
+def absolute_paths(cfg: DictConfig, base: Path) -> None:
+    """Make the config's relative paths (PATH_KEYS) absolute against `base`, the directory the command ran in
+    (Hydra's runtime.cwd): the sweep's check before any job starts and every job then read the same files, wherever
+    the job runs (hydra.job.chdir=true runs it in its own directory)."""
+    for key in PATH_KEYS:
+        value = OmegaConf.select(cfg, key)
+        if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+            with read_write(cfg), open_dict(cfg):
+                OmegaConf.update(cfg, key, os.path.normpath(Path(base, value)))
 
 
 def adopt_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:

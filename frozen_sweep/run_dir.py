@@ -44,7 +44,7 @@ TRACKING_RUNS_FILE = "tracking_runs.json"  # the W&B and MLflow run ids of the j
 TEST_HYPOTHESES, TEST_REFERENCES = "test.hyp.txt", "test.ref.txt"  # test translations, for significance tests
 LOCK_FILE = "job.lock"  # held by the job's one runner
 ATTEMPTS_FILE = "attempts.json"  # launchers: one entry per time the job ran: where, with which GPU, when, how it ended
-SUBMISSION_FILE = "submission.json"  # launchers: which SLURM job was submitted for this directory
+SUBMISSION_FILE = "submission.json"  # launchers: what was submitted for this directory, written before submitting
 
 
 def write_atomic(path: Path, write: Callable[[BinaryIO], Any]) -> None:
@@ -193,9 +193,19 @@ class JobAlreadyRunning(RuntimeError):
 
 
 def describe_runner(runner: dict) -> str:
-    where = f"pid {runner.get('pid')} on {runner.get('host')}"
-    slurm = f", SLURM job {runner['slurm_job_id']}" if runner.get("slurm_job_id") else ""
-    return f"{where}{slurm}, since {runner.get('started')}"
+    """What is known of a runner: "pid 12 on node1, SLURM job 7_3, since …" once it runs; a job still queued (or
+    starting) has no pid yet: "pending, SLURM job 7_3"."""
+    host = f" on {runner['host']}" if runner.get("host") else ""
+    if runner.get("state") and runner.get("state") != "RUNNING" or runner.get("pid") is None:
+        pids = f" (pid {runner['pid']})" if runner.get("pid") is not None else ""
+        parts = [f"{str(runner.get('state') or 'unknown state').lower()}{host}{pids}"]
+    else:
+        parts = [f"pid {runner['pid']}{host}"]
+    if runner.get("slurm_job_id"):
+        parts.append(f"SLURM job {runner['slurm_job_id']}")
+    if runner.get("started"):
+        parts.append(f"since {runner['started']}")
+    return ", ".join(parts)
 
 
 def this_runner() -> dict:
@@ -265,7 +275,10 @@ def _read_runner(path: Path) -> dict:
 
 
 def _how_to_stop(runner: dict) -> str:
-    return f"scancel {runner['slurm_job_id']}" if runner.get("slurm_job_id") else f"kill {runner.get('pid')}"
+    """SIGINT, which a job handles by recording itself failed (interrupted); submitit ignores SIGTERM."""
+    if runner.get("slurm_job_id"):
+        return f"scancel --signal=INT {runner['slurm_job_id']}"
+    return f"kill -INT {runner.get('pid')}"
 
 
 def remove_if_unused(directory: Path, expected: set[str]) -> None:

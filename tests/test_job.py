@@ -6,8 +6,10 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from tests.conftest import ROOT
+from frozen_sweep.run_dir import exclusive_run
+from tests.conftest import ROOT, fake_run_dir
 from tests.helpers.jobs import bleu_of, result, run_cli
 
 
@@ -131,3 +133,27 @@ def test_budgets_mean_what_they_say_and_a_changed_corpus_is_not_taken_for_the_fi
     forced = run_cli(*args, "force=true")
     assert forced.returncode == 0, forced.stdout
     assert result(tmp_path / "run")["fingerprint"]["data"]["test.en"] != r["fingerprint"]["data"]["test.en"]
+
+
+def test_user_errors_of_a_single_job_print_one_message_as_a_sweep_does_not_a_traceback(tmp_path, micro_overrides):
+    other = fake_run_dir(tmp_path / "other", *micro_overrides)  # a directory holding a run of another config
+    proc = run_cli(*micro_overrides, "seed=7", f"hydra.run.dir={other}")
+    assert proc.returncode != 0 and "holds a completed run of a different config: seed: 1 → 7" in proc.stdout
+    assert "The job did not start" in proc.stdout and "Traceback" not in proc.stdout, proc.stdout
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    with exclusive_run(busy):  # this process runs the directory: a second runner stops, saying how to stop the first
+        proc = run_cli(*micro_overrides, f"hydra.run.dir={busy}")
+    assert proc.returncode != 0 and f"already being run by pid {os.getpid()}" in proc.stdout
+    assert f"kill -INT {os.getpid()}" in proc.stdout and "Traceback" not in proc.stdout, proc.stdout
+
+
+def test_relative_paths_mean_the_directory_the_command_ran_in_when_the_job_runs_in_its_own(tmp_path, micro_overrides):
+    relative = [
+        f"{key}={os.path.relpath(value, ROOT)}" if key in ("task.path", "task.cache_dir") else f"{key}={value}"
+        for key, value in (o.split("=", 1) for o in micro_overrides)
+    ]
+    proc = run_cli(*relative, "hydra.job.chdir=true", "trainer.max_steps=2", "eval.beam=1",
+                   f"hydra.run.dir={tmp_path / 'run'}")  # fmt: skip
+    assert proc.returncode == 0, proc.stdout
+    assert result(tmp_path / "run")["data"]["data_dir"] == str(Path(micro_overrides[1].split("=")[1]))

@@ -9,6 +9,8 @@ import sys
 from itertools import combinations
 
 import pytest
+from hydra_plugins.frozen_sweep_launchers._batches import check_claims
+from hydra_plugins.frozen_sweep_launchers._plan import PlannedJob, SweepConfigError
 from hydra_plugins.frozen_sweep_launchers.local_gpus import visible_gpus
 
 from frozen_sweep.run_dir import live_runner
@@ -68,6 +70,11 @@ def test_missing_data_stops_the_sweep_before_any_job_starts(tmp_path, micro_over
     proc = run_sweep(tmp_path / "sweep", *overrides, LOCAL, f"task.path={toy_corpus},{missing}")
     assert proc.returncode != 0 and "No job was started" in proc.stdout
     assert "job #1 (" in proc.stdout and f"task.path={missing}: missing {missing / 'train.es'}" in proc.stdout
+    assert not (tmp_path / "sweep").exists()
+    # in batches of one job, the second batch's missing data stops the sweep before the first batch starts
+    proc = run_sweep(tmp_path / "sweep", *overrides, LOCAL, f"task.path={toy_corpus},{missing}",
+                     "hydra.sweeper.max_batch_size=1")  # fmt: skip
+    assert proc.returncode != 0 and "No job was started" in proc.stdout and "job #1 (" in proc.stdout, proc.stdout
     assert not (tmp_path / "sweep").exists()
 
     bad = shutil.copytree(toy_corpus, tmp_path / "bad")  # every file there, but a byte of train.en is not UTF-8
@@ -159,44 +166,6 @@ def test_gpus_named_by_uuid_must_be_configured(monkeypatch):
         visible_gpus(None)
 
 
-@pytest.mark.slow
-def test_relaunches_adopt_the_jobs_of_an_interrupted_or_killed_launcher_instead_of_running_them_twice(
-    tmp_path, micro_overrides
-):
-    args = [
-        *micro_overrides, LOCAL, "hydra.launcher.max_parallel=2", "trainer.threads=1", "trainer.max_epochs=3",
-        "trainer.valid_bleu_sentences=0", "freeze=none,emb,ffn",
-    ]  # fmt: skip
-    sweep = tmp_path / "sweep"
-    first = start_sweep(sweep, *args, output=tmp_path / "first.txt")
-    running = wait_for(lambda: [r for d in job_dirs(sweep) if (r := live_runner(d))] if len(job_dirs(sweep)) == 2
-                       and all(live_runner(d) for d in job_dirs(sweep)) else None, "two running jobs")  # fmt: skip
-    for runner in running:  # hold the two jobs mid-run while launchers come and go
-        os.kill(runner["pid"], signal.SIGSTOP)
-    # 1. Ctrl-C on the launcher alone (not its jobs): it says which jobs still run and how to reattach or stop them
-    os.kill(first.pid, signal.SIGINT)
-    assert first.wait(timeout=60) != 0
-    out = (tmp_path / "first.txt").read_text()
-    assert "Interrupted: 2 jobs still run" in out and "Run the same command again" in out and "Traceback" not in out
-    assert sorted(out.split("stop them: kill ")[1].split()[:2]) == sorted(str(r["pid"]) for r in running), out
-    # 2. a relaunch adopts them, and is killed in turn (its queued job had not started: both slots were taken)
-    second = start_sweep(sweep, *args, output=tmp_path / "second.txt")
-    wait_for(lambda: "still running from an earlier launch" in (tmp_path / "second.txt").read_text(), "the plan")
-    os.killpg(second.pid, signal.SIGKILL)
-    second.wait()
-    for runner in running:
-        os.kill(runner["pid"], signal.SIGCONT)
-    # 3. one more relaunch waits for them and runs the rest
-    third = run_sweep(sweep, *args)
-    assert third.returncode == 0, third.stdout
-    assert "3 jobs: 1 to run (0 resuming from a checkpoint), 0 already completed" in third.stdout, third.stdout
-    assert "2 still running from an earlier launch (adopted" in third.stdout and "3 completed" in third.stdout
-    for freeze in ("none", "emb", "ffn"):  # each job ran once, by one runner, to its end
-        assert record(sweep, f"freeze={freeze}")["status"] == "completed"
-        (attempt,) = attempts(sweep, f"freeze={freeze}")
-        assert attempt["status"] == "completed"
-
-
 RESOLVER_LAUNCHER = """
 import sys
 import hydra
@@ -217,3 +186,14 @@ def test_jobs_get_the_launchers_hydra_state_such_as_its_resolvers(tmp_path, micr
     assert proc.returncode == 0, proc.stdout
     (result,) = [read_json(path) for path in sweep.glob("*/result.json")]
     assert result["status"] == "completed" and result["seed"] == 6
+
+
+def test_a_later_batch_may_not_take_a_directory_that_an_earlier_batch_took_with_other_overrides(tmp_path):
+    """Sweepers that choose each batch from earlier results (Optuna): checked batch by batch (_batches.py)."""
+
+    def job(num: int, *overrides: str) -> PlannedJob:
+        return PlannedJob(num, list(overrides), None, tmp_path / "one_dir", None)
+
+    check_claims([job(0, "seed=1")], [job(1, "seed=1")])  # the same job chosen again: skipped once completed
+    with pytest.raises(SweepConfigError, match=r"jobs #0 and #1 would share .* No job of this batch was started"):
+        check_claims([job(0, "seed=1", "name=a")], [job(1, "seed=1", "name=b")])

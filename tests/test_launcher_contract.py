@@ -2,7 +2,7 @@
 
 Their jobs belong to Hydra's toy app (`foo`, `bar`, `db` configs), while frozen_sweep's launchers plan every job as a
 frozen_sweep job before any starts (validated, its directory's record read: docs/architecture.md#launchers). So each
-suite test that launches a job is pinned to stop at the plan with a clear error and nothing started; the two that
+suite test that launches a job (BatchedSweeperTestSuite's too: its first batch plans the whole sweep) is pinned to stop at the plan with a clear error and nothing started; the two that
 launch nothing (a sweep over Hydra's own config, a bad key) pass as they are. What the suites check on a job that
 runs is checked on frozen_sweep jobs in tests/test_launch_local.py and tests/test_slurm.py. The slurm runs need no
 cluster: the plan stops before anything is submitted.
@@ -13,7 +13,7 @@ import inspect
 import subprocess
 
 import pytest
-from hydra.test_utils.launcher_common_tests import IntegrationTestSuite, LauncherTestSuite
+from hydra.test_utils.launcher_common_tests import BatchedSweeperTestSuite, IntegrationTestSuite, LauncherTestSuite
 from hydra_plugins.frozen_sweep_launchers._plan import NOT_A_FROZEN_SWEEP_APP, SweepConfigError
 
 LAUNCHERS = ["local_gpus", "slurm"]
@@ -48,6 +48,13 @@ def pin(suite: type, names: list[str]) -> dict:
 @pytest.mark.parametrize("launcher_name, overrides", [(name, []) for name in LAUNCHERS])
 class TestLauncherSuite(LauncherTestSuite):
     locals().update(pin(LauncherTestSuite, LAUNCHING))
+
+
+@pytest.mark.parametrize("launcher_name, overrides", [(name, ["hydra.sweeper.max_batch_size=2"]) for name in LAUNCHERS])
+class TestBatchedSweeperSuite(BatchedSweeperTestSuite):
+    """Batches of Hydra's basic sweeper: the first batch's launch plans the whole sweep, and stops there."""
+
+    locals().update(pin(BatchedSweeperTestSuite, ["test_sweep_2_jobs_2_batches"]))
 
 
 @pytest.mark.slow  # one app per test, in a subprocess

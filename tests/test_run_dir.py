@@ -124,7 +124,7 @@ def test_one_runner_per_directory_until_it_dies(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "locked"
         assert live_runner(tmp_path)["pid"] == holder.pid
-        with pytest.raises(JobAlreadyRunning, match=f"already being run by pid {holder.pid} on .*kill {holder.pid}"):
+        with pytest.raises(JobAlreadyRunning, match=f"already being run by pid {holder.pid} on .*kill -INT {holder.pid}"):
             with exclusive_run(tmp_path):
                 pass
     finally:

@@ -4,7 +4,6 @@ submitit handles by checkpointing and requeueing), all mid-training; then the sa
 
 import os
 import re
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -85,44 +84,6 @@ def test_a_slurm_sweep_survives_scancel_resumes_requeued_jobs_and_skips_complete
     assert [len(attempts(sweep, f"freeze={f}")) for f in ("none", "ffn", "att")] == [1, 2, 2]  # not submitted
     assert record(sweep, "freeze=emb")["status"] == "completed"
     assert attempts(sweep, "freeze=emb")[-1]["started"] > started
-
-
-def test_a_relaunch_reattaches_to_the_array_of_an_interrupted_or_killed_launcher_and_submits_nothing_twice(
-    slurm_cluster,  # noqa: F811
-    tmp_path,
-    micro_overrides,
-):
-    args = [*micro_overrides, *SLURM, "trainer.max_epochs=6", "trainer.valid_bleu_sentences=0", "eval.beam=1",
-            "freeze=none,emb,ffn,att"]  # fmt: skip
-    sweep = tmp_path / "sweep"
-    # 1. Ctrl-C on the launcher once jobs run: it says the array stays live, and how to reattach or cancel it
-    first = start_sweep(sweep, *args, output=tmp_path / "first.txt")
-    array = slurm_job_id(sweep, "none").split("_")[0]
-    os.kill(first.pid, signal.SIGINT)
-    assert first.wait(timeout=60) != 0
-    out = (tmp_path / "first.txt").read_text()
-    assert "stay queued and running on the cluster" in out and f"scancel {array}" in out and "Traceback" not in out
-    # 2. a relaunch adopts every job (queued ones too) and is killed in turn
-    second = start_sweep(sweep, *args, output=tmp_path / "second.txt")
-    wait_for(lambda: "still running from an earlier launch" in (tmp_path / "second.txt").read_text(), "the plan")
-    assert {job.split("_")[0] for job in queued()} <= {array}  # no second array beside the first
-    os.killpg(second.pid, signal.SIGKILL)
-    second.wait()
-    # 3. one more relaunch waits for them to the end
-    third = run_sweep(sweep, *args)
-    assert third.returncode == 0, third.stdout
-    for out in ((tmp_path / "second.txt").read_text(), third.stdout):
-        assert re.search(r"4 jobs: 0 to run", out) and "slurm: submitted" not in out, out
-    for freeze in ("none", "emb", "ffn", "att"):  # each job ran once, in the first array, to its end
-        (attempt,) = attempts(sweep, f"freeze={freeze}")
-        assert attempt["job_id"].split("_")[0] == array and attempt["status"] == "completed"
-        assert record(sweep, f"freeze={freeze}")["status"] == "completed"
-    wait_for(lambda: not queued(), "the array's last jobs to leave the queue (COMPLETING)", timeout=60)
-
-
-def queued() -> list[str]:
-    """Ids of the jobs squeue lists (pending, running or completing)."""
-    return subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True).stdout.split()
 
 
 def test_a_job_counts_as_gone_only_when_slurm_says_so_twice_and_a_failing_squeue_never_counts(

@@ -1,10 +1,12 @@
 """Real sweeps through `python -m frozen_sweep -m`, and what their job directories hold."""
 
 import json
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import yaml
 
@@ -17,20 +19,23 @@ def sweep_command(sweep_dir: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "frozen_sweep", "-m", f"hydra.sweep.dir={sweep_dir}", *args]
 
 
-def run_sweep(sweep_dir: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    """Run a sweep to its end; stdout and stderr in one stream, as a user sees them."""
+def run_sweep(
+    sweep_dir: Path, *args: str, timeout: int = 300, env: Optional[dict] = None
+) -> subprocess.CompletedProcess:
+    """Run a sweep to its end; stdout and stderr in one stream, as a user sees them. `env`: variables to add."""
     return subprocess.run(
         sweep_command(sweep_dir, *args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        timeout=timeout,
+        timeout=timeout, env={**os.environ, **(env or {})},
     )  # fmt: skip
 
 
-def start_sweep(sweep_dir: Path, *args: str, output: Path) -> subprocess.Popen:
+def start_sweep(sweep_dir: Path, *args: str, output: Path, env: Optional[dict] = None) -> subprocess.Popen:
     """Start a sweep in a process group of its own (its jobs included), so that it can be killed as a whole."""
     with open(output, "w") as out:
         return subprocess.Popen(
-            sweep_command(sweep_dir, *args), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+            sweep_command(sweep_dir, *args), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )  # fmt: skip
 
 
 def wait_for(condition, what: str, timeout: float = 120):

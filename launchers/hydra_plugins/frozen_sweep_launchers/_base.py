@@ -3,7 +3,7 @@
 import logging
 from abc import abstractmethod
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Sequence
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn
@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from frozen_sweep.run_dir import describe_runner, remove_if_unused
 
+from ._batches import check_claims, later_batch, whole_sweep
 from ._outcome import skipped
 from ._plan import PlannedJob, SweepConfigError, dry_run, plan_jobs
 from ._progress import Progress
@@ -42,50 +43,66 @@ class SweepLauncher(Launcher):
         """Run the jobs to their end, and wait for the adopted ones (started by an earlier launcher, still live),
         reporting each outcome to `progress` as it comes."""
 
-    def live_elsewhere(self, job: PlannedJob) -> Optional[dict]:
-        """Who runs the job now outside this launcher (its directory's lock holder), or None."""
-        return job.runner
+    def check(self, jobs: list[PlannedJob]) -> None:
+        """SweepConfigError for a job this launcher could not run as configured (before any job starts)."""
+
+    def adopt(self, jobs: list[PlannedJob], dry_run: bool = False) -> None:
+        """Set `job.runner` for each job that is not completed and that an earlier launcher started and still runs:
+        its directory's lock holder (set by the plan), or a submission that has not taken the lock yet. A dry run
+        changes nothing on the cluster."""
 
     @abstractmethod
     def interrupted(self) -> str:
         """What became of the started jobs when the launcher was interrupted, and how to reattach or stop them."""
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        sweep_dir = Path(str(self.config.hydra.sweep.dir)).absolute()
+        sweep_dir = self.sweep_dir = Path(str(self.config.hydra.sweep.dir)).absolute()
         self.singleton_state = Singleton.get_state()  # Hydra's config store, resolvers, ...: each job restores them
         dry = bool(OmegaConf.select(self.config, "dry_run", default=False))
+        threads = [f"trainer.threads={self.threads_per_job()}"]
         try:
-            jobs = plan_jobs(
-                self.hydra_context, self.config, job_overrides, initial_job_idx,
-                [f"trainer.threads={self.threads_per_job()}"], refuse_each=dry,
-            )  # fmt: skip
-            if dry:
-                dry_run(jobs, self.live_elsewhere)
+            if initial_job_idx == 0:  # a new sweep; the basic sweeper's batches are all planned now (_batches.py)
+                whole = whole_sweep(self.config, self.hydra_context)
+                self.claimed: list[PlannedJob] = []
+                if whole and len(whole) > len(job_overrides):
+                    self.claimed = plan_jobs(self.hydra_context, self.config, whole, 0, threads, refuse_each=dry)
+            jobs = plan_jobs(self.hydra_context, self.config, job_overrides, initial_job_idx, threads, refuse_each=dry)
+            check_claims(self.claimed, jobs)
+            self.check([job for job in jobs if not job.refused])
+            if dry:  # the whole sweep once, at its first batch; nothing is started or cancelled
+                if initial_job_idx == 0:
+                    shown = self.claimed or jobs
+                    self.adopt(shown, dry_run=True)
+                    dry_run(shown)
                 return []
-        except SweepConfigError:
+        except SweepConfigError as error:
+            if initial_job_idx and not dry:
+                raise later_batch(error) from error
             remove_if_unused(sweep_dir, {"multirun.yaml"})  # written by Hydra's sweeper: a config error leaves nothing
             raise
         finally:
             if dry:  # the dry run's multirun.yaml goes too, and so does the sweep's folder if nothing else is there
                 (sweep_dir / "multirun.yaml").unlink(missing_ok=True)
                 remove_if_unused(sweep_dir, set())
+        self.claimed += jobs
         progress = Progress(jobs, sweep_dir)
         for job in jobs:
-            job.runner = None if job.already_completed else self.live_elsewhere(job)
             if job.already_completed:
+                job.runner = None
                 progress.finished(skipped(job), running=0)
-        adopted = [job for job in jobs if job.runner]
-        todo = [job for job in jobs if not job.already_completed and not job.runner]
-        resuming = sum(job.resumes for job in todo)
-        log.info(
-            f"{len(jobs)} jobs: {len(todo)} to run ({resuming} resuming from a checkpoint), "
-            f"{len(jobs) - len(todo) - len(adopted)} already completed (skipped; force=true reruns them)"
-            + (f", {len(adopted)} still running from an earlier launch (adopted: waited for, not run again)"
-               if adopted else "")
-        )  # fmt: skip
-        for job in adopted:
-            log.info(f"  still running: {job.label} ({describe_runner(job.runner)})")
-        try:
+        try:  # a Ctrl-C may come at any point from here: the message asks what runs now
+            self.adopt(jobs)
+            adopted = [job for job in jobs if job.runner]
+            todo = [job for job in jobs if not job.already_completed and not job.runner]
+            resuming = sum(job.resumes for job in todo)
+            log.info(
+                f"{len(jobs)} jobs: {len(todo)} to run ({resuming} resuming from a checkpoint), "
+                f"{len(jobs) - len(todo) - len(adopted)} already completed (skipped; force=true reruns them)"
+                + (f", {len(adopted)} still running from an earlier launch (adopted: waited for, not run again)"
+                   if adopted else "")
+            )  # fmt: skip
+            for job in adopted:
+                log.info(f"  still running: {job.label} ({describe_runner(job.runner)})")
             if todo or adopted:
                 self.run(todo, adopted, progress)
         except KeyboardInterrupt:

@@ -1,9 +1,8 @@
 """Every job of a sweep composed and validated before any starts, with its directory and what it already holds."""
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import CompactHydraException
@@ -13,9 +12,9 @@ from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import Config, ConfigError
 from frozen_sweep.dry_run import decide, report
-from frozen_sweep.job_config import fingerprint, job_config, override_key
+from frozen_sweep.job_config import absolute_paths, fingerprint, job_config, override_key
 from frozen_sweep.run_dir import (
-    LAST_CHECKPOINT, SUBMISSION_FILE, is_completed, live_runner, previous_record, write_json_atomic,
+    LAST_CHECKPOINT, is_completed, live_runner, previous_record,
 )  # fmt: skip
 
 NOT_A_FROZEN_SWEEP_APP = "frozen_sweep's launchers run frozen_sweep jobs only"
@@ -75,6 +74,7 @@ def plan_jobs(
         job_dir = _job_dir(config)
         with read_write(config.hydra.runtime), open_dict(config.hydra.runtime):
             config.hydra.runtime.output_dir = str(job_dir)
+        absolute_paths(config, Path(config.hydra.runtime.cwd))  # checked here, read by the job: the same files
         try:
             checked = job_config(config, overrides)
             job_fingerprint = fingerprint(checked)
@@ -87,7 +87,7 @@ def plan_jobs(
         jobs.append(PlannedJob(num, overrides, config, job_dir, previous, live_runner(job_dir)))
         if not jobs[-1].already_completed:
             datasets.setdefault(job_fingerprint["prepared"], (num, checked.task))
-    _check_distinct_dirs(jobs)
+    check_distinct_dirs(jobs)
     _prepare_data(datasets)
     shared = set.intersection(*(set(job.overrides) for job in jobs))
     for job in jobs:
@@ -118,7 +118,7 @@ def _job_dir(config: DictConfig) -> Path:
         hydra_config.cfg = previous
 
 
-def _check_distinct_dirs(jobs: list[PlannedJob]) -> None:
+def check_distinct_dirs(jobs: list[PlannedJob], not_started: str = "No job was started.") -> None:
     """Two jobs in one directory would overwrite each other's checkpoints and results."""
     seen: dict[Path, PlannedJob] = {}
     for job in jobs:
@@ -130,33 +130,20 @@ def _check_distinct_dirs(jobs: list[PlannedJob]) -> None:
             raise SweepConfigError(
                 f"jobs #{other.num} and #{job.num} would share the directory {job.job_dir}: they differ only in "
                 f"{', '.join(differing)}, which directory names leave out (hydra.job.config.override_dirname."
-                f"exclude_keys; these keys do not change a result). No job was started."
+                f"exclude_keys; these keys do not change a result). {not_started}"
             )
 
 
-def dry_run(jobs: list[PlannedJob], live_elsewhere: Callable[[PlannedJob], Optional[dict]]) -> None:
+def dry_run(jobs: list[PlannedJob]) -> None:
     """Print what each job would do (frozen_sweep.dry_run); SweepConfigError after it if any job would be refused."""
     rows = []
     for job in jobs:
-        runner = None if job.refused or job.already_completed else live_elsewhere(job)
+        runner = None if job.refused or job.already_completed else job.runner
         rows.append((job.label, job.job_dir, decide(job.job_dir, job.previous, job.config.force, runner, job.refused)))
     print(report(rows), flush=True)
     refused = sum(job.refused is not None for job in jobs)
     if refused:
         raise SweepConfigError(f"{refused} of {len(jobs)} jobs would be refused (above). No job was started.")
-
-
-def record_submission(job: PlannedJob, slurm_job_id: str) -> None:
-    """Note in the job's directory which SLURM job runs it: a later plan adopts that job while SLURM lists it."""
-    job.job_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(job.job_dir / SUBMISSION_FILE, {"slurm_job_id": slurm_job_id})
-
-
-def submitted_slurm_job(job_dir: Path) -> Optional[str]:
-    try:
-        return json.loads((job_dir / SUBMISSION_FILE).read_text())["slurm_job_id"]
-    except (OSError, ValueError, KeyError):
-        return None
 
 
 def check_devices(jobs: list[PlannedJob], ranks: int, what: str) -> None:

@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import os
+import socket
 import time
 from collections import deque
 from typing import Iterator, Optional, Sequence
@@ -20,9 +21,11 @@ from omegaconf import OmegaConf
 from frozen_sweep.run_dir import ATTEMPTS_FILE, live_runner
 
 from ._base import SweepLauncher
+from ._kill_point import kill_point
 from ._outcome import settle, settle_adopted
 from ._plan import PlannedJob, check_devices
 from ._progress import Progress
+from ._submission import JOB_DIR_VARIABLE, local_processes
 
 log = logging.getLogger(__name__)
 
@@ -68,11 +71,21 @@ class LocalGpusLauncher(SweepLauncher):
         cores = len(os.sched_getaffinity(0))
         return cores if self.slots[0] is None else max(1, cores // len(self.slots))
 
+    def check(self, jobs: list[PlannedJob]) -> None:
+        if self.gpus:  # on the CPU a job's ranks are processes, as many as it asks for
+            check_devices(jobs, self.gpus_per_job, "hydra.launcher.gpus_per_job")
+
+    def adopt(self, jobs: list[PlannedJob], dry_run: bool = False) -> None:
+        """Also the jobs whose processes an earlier launcher started and that do not hold their lock yet."""
+        processes = local_processes()
+        for job in jobs:
+            pids = processes.get(str(job.job_dir))
+            if pids and not job.already_completed and not job.runner:
+                job.runner = {"pid": " ".join(map(str, pids)), "host": socket.gethostname(), "state": "starting"}
+
     def run(self, jobs: list[PlannedJob], adopted: list[PlannedJob], progress: Progress) -> None:
         import submitit
 
-        if self.gpus:  # on the CPU a job's ranks are processes, as many as it asks for
-            check_devices(jobs, self.gpus_per_job, "hydra.launcher.gpus_per_job")
         threads = str(self.threads_per_job())
         where = f"GPUs {self.gpus}, {self.jobs_per_gpu} job(s) each" if self.gpus else "CPU"
         where += f", {len(self.slots)} jobs at a time"
@@ -91,10 +104,14 @@ class LocalGpusLauncher(SweepLauncher):
                     gpus_per_node=0 if slot is None else len(slot),
                     visible_gpus=() if slot is None else list(slot),
                 )
-                with environment(OMP_NUM_THREADS=threads):  # read by the job at start; MKL follows it (frozen_sweep.cpu)
+                # OMP_NUM_THREADS: read by the job at start; MKL follows it (frozen_sweep.cpu). The job directory:
+                # marks every process of the job from its start, so that a next launcher finds it (_submission.py)
+                with environment(OMP_NUM_THREADS=threads, **{JOB_DIR_VARIABLE: str(job.job_dir)}):
                     running.append((slot, job, executor.submit(self.task(job))))
+                kill_point("after_submit")
             time.sleep(self.poll_interval_s)
-            for entry in [entry for entry in running if _ended(*entry[1:])]:
+            processes = local_processes() if any(entry[2] is None for entry in running) else {}
+            for entry in [entry for entry in running if _ended(*entry[1:], processes)]:
                 running.remove(entry)
                 slot, job, submitit_job = entry
                 if submitit_job and (runner := outlived_wrapper(job, submitit_job)):
@@ -107,23 +124,32 @@ class LocalGpusLauncher(SweepLauncher):
 
     def interrupted(self) -> str:
         time.sleep(2 * self.poll_interval_s + 1)  # a Ctrl-C reached the jobs too: give them time to record it
-        live = [(job, live_runner(job.job_dir)) for _, job, _ in getattr(self, "running", [])]
-        live = [(job, runner) for job, runner in live if runner]
+        processes = local_processes()
+        live = {}  # job → the pids to interrupt: its own process once it holds its lock, else every one it started
+        for _, job, _ in getattr(self, "running", []):
+            runner = live_runner(job.job_dir)
+            pids = [runner.get("pid")] if runner else processes.get(str(job.job_dir))
+            if pids:
+                live[job] = pids
         if not live:
             return (
                 "Interrupted: the running jobs stopped with the launcher (Ctrl-C reaches them too). Run the same "
                 "command again to resume them from their checkpoints; completed jobs are skipped."
             )
-        pids = " ".join(str(runner.get("pid")) for _, runner in live)
+        pids = " ".join(str(pid) for pids in live.values() for pid in pids)
         return (
-            f"Interrupted: {len(live)} jobs still run ({', '.join(job.label for job, _ in live)}). Run the same "
+            f"Interrupted: {len(live)} jobs still run ({', '.join(job.label for job in live)}). Run the same "
             f"command again to wait for them (they are adopted, not run twice) and run the rest, or stop them: "
-            f"kill {pids}"
+            f"kill -INT {pids} (each records failed: interrupted, and resumes from its checkpoint when run again)"
         )
 
 
-def _ended(job: PlannedJob, submitit_job) -> bool:
-    return submitit_job.done() if submitit_job else live_runner(job.job_dir) is None
+def _ended(job: PlannedJob, submitit_job, processes: dict[str, list[int]]) -> bool:
+    """A job this launcher started: when its submitit job is done; an adopted one: when nobody holds its lock and
+    no process started for it is left (`processes`: local_processes())."""
+    if submitit_job:
+        return submitit_job.done()
+    return live_runner(job.job_dir) is None and str(job.job_dir) not in processes
 
 
 def outlived_wrapper(job: PlannedJob, submitit_job) -> Optional[dict]:

@@ -13,12 +13,14 @@ from typing import Any, Optional, Sequence
 
 from omegaconf import OmegaConf
 
-from frozen_sweep.run_dir import describe_runner
+from frozen_sweep.run_dir import SUBMISSION_FILE, describe_runner
 
 from ._base import SweepLauncher
+from ._kill_point import kill_point
 from ._outcome import Outcome, settle
-from ._plan import PlannedJob, check_devices, record_submission, submitted_slurm_job
+from ._plan import PlannedJob, check_devices
 from ._progress import Progress
+from ._submission import describe_tasks, new_comment, queued_tasks, read_submission, record_submissions, task_of
 
 log = logging.getLogger(__name__)
 
@@ -87,24 +89,49 @@ class SlurmLauncher(SweepLauncher):
     def threads_per_job(self) -> int:
         return self.cpus_per_task
 
-    def live_elsewhere(self, job: PlannedJob) -> Optional[dict]:
-        """A job whose directory's lock is held, or whose earlier submission SLURM still lists (pending too)."""
-        submitted = submitted_slurm_job(job.job_dir)
-        return job.runner or ({"slurm_job_id": submitted, "pid": None} if submitted and _listed(submitted) else None)
+    def check(self, jobs: list[PlannedJob]) -> None:
+        check_devices(jobs, self.ranks, "hydra.launcher.nodes × hydra.launcher.tasks_per_node (one rank per task)")
+
+    def adopt(self, jobs: list[PlannedJob], dry_run: bool = False) -> None:
+        """Adopt every job SLURM still lists for its directory (found through its submission record, however early
+        the launcher that submitted it was killed); cancel listed jobs of this sweep that no directory claims (a dry
+        run only says it would)."""
+        tasks = queued_tasks(self.sweep_dir)
+        claimed = set()
+        for job in jobs:
+            task = task_of(read_submission(job.job_dir), tasks)
+            claimed.add(task)
+            if task and not job.already_completed and not job.runner:
+                job.runner = task.runner()
+        for path in self.sweep_dir.rglob(SUBMISSION_FILE):  # jobs of this sweep outside this command's batch
+            claimed.add(task_of(read_submission(path.parent), tasks))
+        orphans = [task.job_id for task in tasks if task not in claimed]
+        if orphans:
+            if not dry_run:
+                subprocess.run(["scancel", *orphans], capture_output=True, text=True, timeout=120)
+            log.warning(
+                f"slurm: {'would cancel' if dry_run else 'cancelled'} {' '.join(orphans)}: queued by an earlier launch "
+                "of this sweep for directories that were submitted again since (no job directory claims them)"
+            )
 
     def run(self, jobs: list[PlannedJob], adopted: list[PlannedJob], progress: Progress) -> None:
         import submitit
 
-        check_devices(jobs, self.ranks, "hydra.launcher.nodes × hydra.launcher.tasks_per_node (one rank per task)")
 
         executor = submitit.SlurmExecutor(folder=self.submitit_folder, max_num_timeout=self.max_num_timeout)
         executor.update_parameters(**self.sbatch)
         submitted = []
         if jobs:
+            comment = new_comment(self.sweep_dir)  # leads squeue back to the records, whenever the launcher dies
+            executor.update_parameters(comment=comment)
+            kill_point("before_records")
+            record_submissions(jobs, "submitting", comment=comment)
+            kill_point("before_sbatch")
             with executor.batch():
                 submitted = [executor.submit(self.task(job)) for job in jobs]
-            for job, sjob in zip(jobs, submitted):
-                record_submission(job, sjob.job_id)
+            kill_point("after_sbatch")
+            record_submissions(jobs, "submitted", comment=comment, slurm_job_id=lambda i: submitted[i].job_id)
+            kill_point("after_records")
             options = ", ".join(f"{key}={value}" for key, value in self.sbatch.items() if value not in ([], {}))
             log.info(f"slurm: submitted {len(jobs)} jobs as job {submitted[0].job_id.split('_')[0]} ({options})")
         for job in [job for job in adopted if not job.runner.get("slurm_job_id")]:  # no SLURM job to watch
@@ -113,7 +140,6 @@ class SlurmLauncher(SweepLauncher):
             progress.finished(Outcome(job, "failed", reason), running=0)
         reattached = [submitit.SlurmJob(self.submitit_folder, job.runner["slurm_job_id"]) for job in adopted]
         waiting = list(zip(jobs, submitted)) + list(zip(adopted, reattached))
-        self.waiting = waiting
         if not waiting:
             return
         watcher = waiting[0][1].watcher  # shared by all jobs: one sacct call per poll
@@ -139,14 +165,25 @@ class SlurmLauncher(SweepLauncher):
                 progress.finished(settle(job, sjob, died=_died(state)), running=running)
 
     def interrupted(self) -> str:
-        ids = sorted({sjob.job_id.split("_")[0] for _, sjob in getattr(self, "waiting", [])})
-        if not ids:
-            return "Interrupted before any job was submitted: nothing runs. Run the same command again to start."
+        """What SLURM lists for this sweep now (asked afresh: the launcher may have been interrupted anywhere)."""
+        tasks = queued_tasks(self.sweep_dir)
+        if not tasks:
+            return (
+                "Interrupted: SLURM lists no job of this sweep, nothing is queued or running. Run the same command "
+                "again to start (completed jobs are skipped)."
+            )
         return (
-            f"Interrupted: the submitted jobs (SLURM job {', '.join(ids)}) stay queued and running on the cluster; "
-            "their results land in their directories. Run the same command again to reattach (completed jobs are "
-            f"skipped, queued and running ones adopted: nothing is submitted twice), or cancel them: scancel {' '.join(ids)}"
+            f"Interrupted: {describe_tasks(tasks)} stay on the cluster; their results land in their directories. "
+            "Run the same command again to reattach (completed jobs are skipped, queued and running ones adopted: "
+            f"nothing is submitted twice), or stop them: {stop_command(sorted({t.array_id for t in tasks}))}"
         )
+
+
+def stop_command(ids: list[str]) -> str:
+    """Cancel the pending jobs, and interrupt the running ones with the signal a job handles (SIGINT: it records
+    `failed` and its attempt `interrupted`; submitit ignores scancel's SIGTERM, and the SIGKILL that follows leaves
+    the record saying `running`)."""
+    return f"scancel --state=PENDING {' '.join(ids)}; scancel --signal=INT {' '.join(ids)}"
 
 
 def _gone(sjob: Any, gone_since: dict[str, float], confirm_after_s: float) -> bool:

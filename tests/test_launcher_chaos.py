@@ -1,0 +1,193 @@
+"""A launcher killed (SIGKILL) or interrupted (SIGINT) at the worst instants of submission, on both launchers: the
+next launch adopts every job the earlier one started, never starts a live job twice, and the messages say what runs.
+The kills are placed exactly with FROZEN_SWEEP_KILL_AT (hydra_plugins/frozen_sweep_launchers/_kill_point.py). The
+jobs read their data through paths relative to the command's directory, with hydra.job.chdir=true (they run in
+their own directories). benchmarks/chaos.py kills at random instants, many times."""
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Iterator, Optional
+
+import pytest
+from hydra_plugins.frozen_sweep_launchers._plan import SweepConfigError
+from hydra_plugins.frozen_sweep_launchers._submission import local_processes, queued_tasks, read_submission
+
+from frozen_sweep.run_dir import live_runner
+from tests.conftest import ROOT
+from tests.helpers.sweeps import LOCAL, attempts, job_dirs, read_json, record, run_sweep, start_sweep, wait_for
+from tests.slurm_cluster import slurm_cluster  # noqa: F401  (the session's cluster, a fixture)
+
+FREEZES = ("none", "emb", "ffn")
+
+
+def relative_paths(micro_overrides: list[str]) -> list[str]:
+    """The micro job's data and cache paths relative to the directory the sweeps run in; jobs run in their own."""
+    relative = []
+    for override in micro_overrides:
+        key, value = override.split("=", 1)
+        relative.append(f"{key}={os.path.relpath(value, ROOT)}" if key in ("task.path", "task.cache_dir") else override)
+    return [*relative, "hydra.job.chdir=true", "trainer.valid_bleu_sentences=0", "eval.beam=1"]
+
+
+def kill_at(point: str, signal_name: str = "SIGKILL") -> dict:
+    return {"FROZEN_SWEEP_KILL_AT": f"{point}:{signal_name}"}
+
+
+def launch(sweep: Path, args: list[str], name: str, tmp_path: Path, env: Optional[dict] = None) -> tuple[int, str]:
+    out = tmp_path / f"{name}.txt"
+    proc = start_sweep(sweep, *args, output=out, env=env)
+    return proc.wait(timeout=300), out.read_text()
+
+
+def training(sweep: Path) -> list[Path]:
+    """The directories of the jobs that run and have written their record (so they are past their set-up)."""
+    return [d for d in job_dirs(sweep) if live_runner(d) and (d / "result.json").exists()]
+
+
+@contextlib.contextmanager
+def held(sweep: Path) -> Iterator[None]:
+    """The sweep's running jobs stopped (SIGSTOP) while the block runs, so that they are still mid-run when a
+    launcher adopts them; signals sent to them meanwhile arrive when they continue."""
+    pids = [runner["pid"] for d in job_dirs(sweep) if (runner := live_runner(d))]
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+
+
+def each_ran_once_to_its_end(sweep: Path, interrupted: set = frozenset()) -> None:
+    for freeze in FREEZES:
+        assert record(sweep, f"freeze={freeze}")["status"] == "completed"
+        expected = ["interrupted", "completed"] if freeze in interrupted else ["completed"]
+        assert [a.get("status") for a in attempts(sweep, f"freeze={freeze}")] == expected, freeze
+
+
+@pytest.mark.slow
+def test_local_gpus_adopts_jobs_still_starting_when_the_launcher_died_and_its_stop_advice_stops_them(
+    tmp_path, micro_overrides
+):
+    args = [*relative_paths(micro_overrides), LOCAL, "hydra.launcher.max_parallel=2", "trainer.threads=1",
+            "trainer.max_epochs=2", f"freeze={','.join(FREEZES)}"]  # fmt: skip
+    sweep = tmp_path / "sweep"
+    # 1. killed the instant its first job's processes exist, before the job holds its directory's lock
+    code, _ = launch(sweep, args, "first", tmp_path, kill_at("after_submit"))
+    assert code == -signal.SIGKILL
+    (pids,) = [pids for directory, pids in local_processes().items() if directory.startswith(str(sweep))]
+    for pid in pids:  # held before it takes its lock, while the next launcher plans
+        os.kill(pid, signal.SIGSTOP)
+    # 2. the relaunch adopts that job (found by its processes: it holds no lock yet) and starts the others
+    second = start_sweep(sweep, *args, output=tmp_path / "second.txt")
+    out = wait_for(lambda: "local_gpus: " in (text := (tmp_path / "second.txt").read_text()) and text, "the plan")
+    for pid in pids:
+        os.kill(pid, signal.SIGCONT)
+    assert "3 jobs: 2 to run" in out
+    assert re.search(r"still running: freeze=none \(starting on \S+ \(pid [\d ]+\)\)", out), out
+    # 3. Ctrl-C on the launcher alone, once two jobs train (held mid-run from here while launchers come and go):
+    # the message names them, and how to stop them
+    wait_for(lambda: len(training(sweep)) == 2, "two jobs to train")
+    with held(sweep):
+        os.kill(second.pid, signal.SIGINT)
+        assert second.wait(timeout=60) != 0
+        out = (tmp_path / "second.txt").read_text()
+        assert "Interrupted: 2 jobs still run" in out and "Traceback" not in out and "not run:" not in out, out
+        # 4. a relaunch adopts both (running, with their pids): the advice stops the first while it waits for them,
+        # the second completes
+        third = start_sweep(sweep, *args, output=tmp_path / "third.txt")
+        wait_for(lambda: "2 still running from an earlier launch" in (tmp_path / "third.txt").read_text(), "the plan")
+        command, pids = out.split("stop them: ")[1].split(" (")[0].split(" ", 2)[1:]
+        subprocess.run(["kill", command, pids.split()[0]], check=True)
+    assert third.wait(timeout=120) != 0
+    out = (tmp_path / "third.txt").read_text()
+    assert "2 completed, 0 skipped (completed before), 1 failed" in out, out  # emb adopted, ffn run
+    assert "FAILED freeze=none: KeyboardInterrupt" in out
+    assert record(sweep, "freeze=none")["status"] == "failed"  # the record says so, not `running`
+    # 5. the last launch resumes the stopped one and runs the rest: each ran once at a time, to its end
+    final = run_sweep(sweep, *args)
+    assert final.returncode == 0, final.stdout
+    each_ran_once_to_its_end(sweep, interrupted={"none"})
+
+
+class ArrayWatch:
+    """Samples squeue while a test runs: the most arrays of one sweep ever live at once (two would mean a job
+    directory submitted twice while its first submission was still queued or running)."""
+
+    def __init__(self, sweep: Path):
+        self.sweep, self.most, self.stop = sweep, 0, threading.Event()
+        self.thread = threading.Thread(target=self.watch, daemon=True)
+        self.thread.start()
+
+    def watch(self) -> None:
+        while not self.stop.wait(0.2):
+            with contextlib.suppress(SweepConfigError):  # squeue did not answer this time
+                self.most = max(self.most, len({task.array_id for task in queued_tasks(self.sweep)}))
+
+    def close(self) -> int:
+        self.stop.set()
+        self.thread.join()
+        return self.most
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_slurm_launchers_killed_between_records_and_sbatch_or_before_the_array_ids_are_recorded_submit_nothing_twice(
+    slurm_cluster,  # noqa: F811
+    tmp_path,
+    micro_overrides,
+):
+    args = [*relative_paths(micro_overrides), "hydra/launcher=slurm", "hydra.launcher.cpus_per_task=1",
+            "hydra.launcher.poll_interval_s=1", "trainer.max_epochs=2", f"freeze={','.join(FREEZES)}"]  # fmt: skip
+    sweep = tmp_path / "sweep"
+    watch = ArrayWatch(sweep)
+    # 1. kill -9 after sbatch returned, before any record holds the array's id (the issue's lost window)
+    code, _ = launch(sweep, args, "first", tmp_path, kill_at("after_sbatch"))
+    assert code == -signal.SIGKILL
+    (array,) = {task.array_id for task in queued_tasks(sweep)}
+    records = [read_submission(path.parent) for path in sweep.glob("*/submission.json")]
+    assert len(records) == 3 and all(r["state"] == "submitting" for r in records)
+    # 2. a relaunch adopts all three (pending ones by their SLURM id), submits nothing, and is interrupted
+    second = start_sweep(sweep, *args, output=tmp_path / "second.txt")
+    wait_for(lambda: " jobs: " in (tmp_path / "second.txt").read_text(), "the plan")
+    wait_for(lambda: len(training(sweep)) == 2, "two jobs to train")
+    running = training(sweep)
+    with held(sweep):  # mid-run from here while launchers come and go
+        os.kill(second.pid, signal.SIGINT)
+        assert second.wait(timeout=60) != 0
+        out = (tmp_path / "second.txt").read_text()
+        assert "3 jobs: 0 to run" in out and "slurm: submitted" not in out and "pid None" not in out, out
+        assert re.search(rf"still running: freeze=\w+ \((pending|running)\S*( on \S+)?, SLURM job {array}_\d", out)
+        assert f"SLURM job {array} (2 running, 1 pending) stay on the cluster" in out, out
+        # 3. a relaunch adopts them all again; the advice stops them while it waits: the pending one cancelled, the
+        # running ones interrupted (their records say failed, not `running`)
+        assert f"stop them: scancel --state=PENDING {array}; scancel --signal=INT {array}" in out
+        third = start_sweep(sweep, *args, output=tmp_path / "third.txt")
+        wait_for(lambda: "3 still running from an earlier launch" in (tmp_path / "third.txt").read_text(), "the plan")
+    subprocess.run(out.split("stop them: ")[1].splitlines()[0], shell=True, check=True)
+    assert third.wait(timeout=120) != 0
+    out = (tmp_path / "third.txt").read_text()
+    assert "0 completed, 0 skipped (completed before), 3 failed" in out and "slurm: submitted" not in out, out
+    assert "FAILED freeze=ffn: SLURM ended the job without a result: CANCELLED" in out, out
+    for directory in running:
+        assert read_json(directory / "result.json")["status"] == "failed"
+        assert read_json(directory / "attempts.json")[-1]["status"] == "interrupted"
+    # 4. SIGINT with the records written and sbatch not yet called: it says that nothing runs, truly
+    code, out = launch(sweep, args, "fourth", tmp_path, kill_at("before_sbatch", "SIGINT"))
+    assert code != 0 and "SLURM lists no job of this sweep" in out and not queued_tasks(sweep), out
+    # 5. the last launch runs what did not complete, once
+    started = time.time()
+    final = run_sweep(sweep, *args)
+    assert final.returncode == 0, final.stdout
+    assert watch.close() == 1  # never two arrays of this sweep live at once
+    for freeze in FREEZES:
+        assert record(sweep, f"freeze={freeze}")["status"] == "completed"
+        tries = attempts(sweep, f"freeze={freeze}")
+        assert all(a.get("status") in ("interrupted", "completed") for a in tries) and len(tries) <= 2, tries
+        assert all(a["started"] > started for a in tries[1:])  # a second try only in the last launch
