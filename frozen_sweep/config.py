@@ -23,7 +23,12 @@ class ConfigError(ValueError):
 
 class TaskKind(Enum):
     translation = "translation"
-    lm = "lm"
+    lm = "lm"  # causal language modelling: a decoder-only model predicts the next token
+    mlm = "mlm"  # masked language modelling (BERT/RoBERTa): an encoder-only model predicts masked tokens
+
+    @property
+    def monolingual(self) -> bool:
+        return self != TaskKind.translation
 
 
 class CorpusKind(Enum):
@@ -47,6 +52,11 @@ class TaskConfig:
     # subwords and example filtering
     vocab_size: int = 8000
     max_len: int = 200  # training examples longer than this (in subwords) are dropped
+    # kind=mlm (frozen_sweep.data.masking): mask_prob of the tokens are predicted; of those, mask_replace_prob are
+    # shown as <mask>, random_replace_prob as a random piece, the rest unchanged (BERT: 0.15, then 0.8/0.1/0.1)
+    mask_prob: float = 0.15
+    mask_replace_prob: float = 0.8
+    random_replace_prob: float = 0.1
     cache_dir: str = "${oc.env:FROZEN_SWEEP_CACHE,'~/.cache/frozen_sweep'}"
 
 
@@ -73,7 +83,7 @@ class TieEmbeddings(Enum):
 class ModelConfig:
     name: str = MISSING
     encoder_layers: int = 6  # 0 for a decoder-only language model
-    decoder_layers: int = 6
+    decoder_layers: int = 6  # 0 for an encoder-only masked language model
     d_model: int = 512
     ffn_dim: int = 2048
     heads: int = 8

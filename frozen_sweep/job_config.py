@@ -105,8 +105,8 @@ def fingerprint(cfg: DictConfig) -> dict:
 
 def data_files(task_cfg) -> dict[str, Path]:
     """The files the task reads, by a name that does not depend on where they are; ConfigError for a missing one."""
-    lm = TaskKind(task_cfg.kind) == TaskKind.lm
-    langs = [task_cfg.tgt_lang] if lm else [task_cfg.src_lang, task_cfg.tgt_lang]
+    monolingual = TaskKind(task_cfg.kind).monolingual
+    langs = [task_cfg.tgt_lang] if monolingual else [task_cfg.src_lang, task_cfg.tgt_lang]
     if CorpusKind(task_cfg.corpus) == CorpusKind.text_files:
         directory = Path(task_cfg.path).expanduser()
         files = {f"{split}.{lang}": directory / f"{split}.{lang}" for split in ("train", "valid", "test") for lang in langs}

@@ -29,7 +29,9 @@ from tqdm import tqdm
 from frozen_sweep import cpu
 from frozen_sweep.checkpoint import load_checkpoint, save_checkpoint
 from frozen_sweep.data import TaskData
+from frozen_sweep.config import TaskKind
 from frozen_sweep.data.batching import Batch, Group, collate, plan_batches
+from frozen_sweep.data.masking import mask_train_batch
 from frozen_sweep.data.vocab import PAD
 from frozen_sweep.freeze import trainable_parameters
 from frozen_sweep.metrics_log import MetricsLog
@@ -97,6 +99,8 @@ class Trainer:
 
     def _collate(self, group: Group) -> Batch:
         batch = collate(self.data.train.src, self.data.train.tgt, group.indices, group.length)
+        if self.cfg.task.kind == TaskKind.mlm:  # masks seeded by (seed, epoch, the batch): the same after a resume
+            batch = mask_train_batch(batch, self.cfg.task, len(self.data.vocab), self.cfg.seed, self.state.epoch)
         return batch.pin_memory() if self.device.type == "cuda" else batch
 
     # ---- resume -----------------------------------------------------------------------------------------------------

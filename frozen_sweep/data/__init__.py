@@ -62,8 +62,8 @@ def _drop_long(split: Split, max_len: int) -> tuple[Split, int]:
 def load_task(task_cfg) -> TaskData:
     """Resolve the corpus, train or load the vocabulary, encode every split; drop over-long TRAIN examples only."""
     start = time.perf_counter()
-    lm = TaskKind(task_cfg.kind) == TaskKind.lm
-    langs = [task_cfg.tgt_lang] if lm else [task_cfg.src_lang, task_cfg.tgt_lang]
+    monolingual = TaskKind(task_cfg.kind).monolingual
+    langs = [task_cfg.tgt_lang] if monolingual else [task_cfg.src_lang, task_cfg.tgt_lang]
     directory = data_dir(task_cfg)
     texts = {name: read_split(directory, name, langs) for name in ("train", "valid", "test")}
 
