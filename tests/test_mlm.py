@@ -121,6 +121,15 @@ def test_encoder_only_model_ties_its_output_and_keeps_frozen_components_bit_iden
         assert torch.equal(p, before[name]) == frozen or p.dim() == 1, name  # frozen: bit-identical; else moved
 
 
+@pytest.mark.parametrize("kind", ["transformer", "bigru", "conv"])
+def test_reservoirs_sit_in_the_encoder_of_an_mlm(kind):
+    cfg = compose_config("experiment=reservoir_mlm", f"reservoir={kind}")
+    validate(cfg)
+    model = build_model(cfg, 50)
+    assert model.encoder.pattern == "LRLRL" and not any(p.requires_grad for p in model.encoder.layers[1].parameters())
+    assert model(None, torch.tensor([[5, 6, MASK, 7, EOS, PAD]])).shape == (1, 6, 50)
+
+
 @pytest.mark.parametrize(
     "overrides, key",
     [
