@@ -96,21 +96,27 @@ def validate_task_kind(cfg) -> None:
     kind = TaskKind(t.kind)
     (encoder, decoder), presets = MODEL_SHAPES[kind]
     if (m.encoder_layers > 0, m.decoder_layers > 0) != (encoder, decoder):
-        shape = {(True, True): "an encoder–decoder model", (False, True): "a decoder-only model "
-                 "(model.encoder_layers=0)", (True, False): "an encoder-only model (model.decoder_layers=0)"}  # fmt: skip
+        shape = {
+            (True, True): "an encoder–decoder model",
+            (False, True): "a decoder-only model (model.encoder_layers=0)",
+            (True, False): "an encoder-only model (model.decoder_layers=0)",
+        }
         raise ConfigError(
             f"task.kind={kind.value} needs {shape[encoder, decoder]}, but model={m.name} has "
             f"encoder_layers={m.encoder_layers}, decoder_layers={m.decoder_layers}; use e.g. {presets}"
         )
     if kind.monolingual and t.src_lang is not None:
         raise ConfigError(
-            f"task.src_lang={t.src_lang}: must be null for task.kind={kind.value} (a monolingual task: task.tgt_lang "
-            f"names its language); task={t.name} is a translation corpus, use e.g. task=lm_bible_en or mlm_bible_en"
+            f"task.src_lang={t.src_lang}: must be null for task.kind={kind.value} (a monolingual task reads "
+            f"task.tgt_lang only); set task.src_lang=null, or for the embedded English text task=lm_bible_en or "
+            f"task=mlm_bible_en (task={t.name} is a translation task)"
         )
     if not kind.monolingual and t.src_lang is None:
         raise ConfigError("task.src_lang is null: a translation task needs a source language")
     if kind.monolingual and tr.stop_metric == StopMetric.bleu:
-        raise ConfigError(f"trainer.stop_metric=bleu needs a translation task; allowed for task.kind={kind.value}: loss")
+        raise ConfigError(
+            f"trainer.stop_metric=bleu needs a translation task; allowed for task.kind={kind.value}: loss"
+        )
     if kind == TaskKind.mlm and t.mask_replace_prob + t.random_replace_prob > 1:
         raise ConfigError(
             f"task.mask_replace_prob={t.mask_replace_prob} + task.random_replace_prob={t.random_replace_prob} "

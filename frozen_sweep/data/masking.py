@@ -73,5 +73,6 @@ def mask_eval_batch(batch: Batch, split: str, task_cfg, vocab_size: int) -> Batc
     lengths = (batch.tgt_out != PAD).sum(1).tolist()
     for row, (example, n) in enumerate(zip(batch.indices, lengths)):
         tokens = batch.tgt_out[row : row + 1, :n]  # (1, n)
-        inputs[row, :n], targets[row, :n] = mask_tokens(tokens, task_cfg, vocab_size, generator(eval_key(split, example)))
+        gen = generator(eval_key(split, example))
+        inputs[row, :n], targets[row, :n] = mask_tokens(tokens, task_cfg, vocab_size, gen)
     return Batch(None, inputs, targets, int((targets != PAD).sum()), batch.indices)
