@@ -4,16 +4,29 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup data run table bench bench-gpu bench-collect clean-outputs slurm-up slurm-down
+.PHONY: demo demo-mlm test setup data run table bench bench-gpu bench-collect clean-outputs slurm-up slurm-down
 
 # The seven freeze rows behind findings F1-F3 on the embedded corpus (23 min 13 s on 2 quiet CPU cores; F3 holds,
-# F1 and F2 do not: README, docs/studies.md), then their table and curves.
-# The leading `-` collects the table even when a job failed: failures are listed under it.
+# F1 and F2 do not: README, docs/studies.md), then the seven language-model rows behind F5 (≈2.5 min), their tables
+# and curves. The leading `-` collects a table even when a job failed: failures are listed under it.
 demo: setup
 	-$(PY) -m frozen_sweep -m experiment=demo_table
 	$(PY) -m frozen_sweep.collect outputs/demo_table --reference paper_big --claims \
 	    --out outputs/demo_table/table.md --plot outputs/demo_table/curves.png
-	cat outputs/demo_table/table.md
+	-$(PY) -m frozen_sweep -m experiment=lm_demo_table
+	$(PY) -m frozen_sweep.collect outputs/lm_demo_table --reference paper_lm --claims \
+	    --out outputs/lm_demo_table/table.md --plot outputs/lm_demo_table/curves.png
+	cat outputs/demo_table/table.md outputs/lm_demo_table/table.md
+
+# Masked language modelling on the CPU (docs/studies.md): the seven freeze rows (finding M1) and five reservoir runs.
+demo-mlm: setup
+	-$(PY) -m frozen_sweep -m experiment=mlm_demo_table
+	$(PY) -m frozen_sweep.collect outputs/mlm_demo_table --claims \
+	    --out outputs/mlm_demo_table/table.md --plot outputs/mlm_demo_table/curves.png
+	-$(PY) -m frozen_sweep -m experiment=reservoir_mlm
+	$(PY) -m frozen_sweep.collect outputs/reservoir_mlm --claims \
+	    --out outputs/reservoir_mlm/table.md --plot outputs/reservoir_mlm/aucc.png
+	cat outputs/mlm_demo_table/table.md outputs/reservoir_mlm/table.md
 
 # One job with the default config (7 min 25 s on 2 quiet CPU cores: test BLEU 23.6 on the embedded corpus).
 run: setup

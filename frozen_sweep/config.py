@@ -25,7 +25,12 @@ class ConfigError(ValueError):
 
 class TaskKind(Enum):
     translation = "translation"
-    lm = "lm"
+    lm = "lm"  # causal language modelling: a decoder-only model predicts the next token
+    mlm = "mlm"  # masked language modelling (BERT/RoBERTa): an encoder-only model predicts masked tokens
+
+    @property
+    def monolingual(self) -> bool:
+        return self != TaskKind.translation
 
 
 class CorpusKind(Enum):
@@ -51,6 +56,11 @@ class TaskConfig:
     # the vocabulary is trained on a seeded sample of this many training lines (pairs: both sides), 0: all of them
     vocab_sample_lines: int = 2_000_000
     max_len: int = 200  # training examples longer than this (in subwords) are dropped
+    # kind=mlm (frozen_sweep.data.masking): mask_prob of the tokens are predicted; of those, mask_replace_prob are
+    # shown as <mask>, random_replace_prob as a random piece, the rest unchanged (BERT: 0.15, then 0.8/0.1/0.1)
+    mask_prob: float = 0.15
+    mask_replace_prob: float = 0.8
+    random_replace_prob: float = 0.1
     cache_dir: str = "${oc.env:FROZEN_SWEEP_CACHE,'~/.cache/frozen_sweep'}"
 
 
@@ -77,7 +87,7 @@ class TieEmbeddings(Enum):
 class ModelConfig:
     name: str = MISSING
     encoder_layers: int = 6  # 0 for a decoder-only language model
-    decoder_layers: int = 6
+    decoder_layers: int = 6  # 0 for an encoder-only masked language model
     d_model: int = 512
     ffn_dim: int = 2048
     heads: int = 8

@@ -20,6 +20,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from frozen_sweep import cpu
 from frozen_sweep.config import COMPONENTS, Init
 from frozen_sweep.model import component_of_parameters
 from frozen_sweep.model.reservoir import Reservoir
@@ -63,8 +64,13 @@ def init_parameter(param: Tensor, owner: nn.Module, init: Init, generator: torch
         param.zero_()
         n = min(param.shape)
         param[torch.arange(n), torch.arange(n)] = 1.0
-    elif init == Init.orthogonal:
-        nn.init.orthogonal_(param, generator=generator)
+    elif init == Init.orthogonal:  # on one thread: QR's result depends on the thread count, and a job's threads follow
+        threads = torch.get_num_threads()  # the free cores, so a frozen matrix would not regenerate bit-exactly
+        cpu.set_threads(1)
+        try:
+            nn.init.orthogonal_(param, generator=generator)
+        finally:
+            cpu.set_threads(threads)
     elif isinstance(owner, (nn.Embedding, OutputProjection)):
         nn.init.normal_(param, std=param.shape[1] ** -0.5, generator=generator)
         if isinstance(owner, nn.Embedding) and owner.padding_idx is not None:

@@ -20,8 +20,9 @@ from frozen_sweep import cpu, distributed, efficiency, freeze
 from frozen_sweep.checkpoint import load_checkpoint
 from frozen_sweep.config import ConfigError, Device, TaskKind
 from frozen_sweep.data import TaskData, load_task, make_batches
+from frozen_sweep.data.masking import mask_eval_batch
+from frozen_sweep.evaluate import bleu_chrf, perplexity, token_scores, translate
 from frozen_sweep.world import SINGLE, World, check_world, launched_world
-from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
 from frozen_sweep.job_config import BUDGETS, fingerprint, job_config
 from frozen_sweep.model import Transformer
 from frozen_sweep.results import RunResult
@@ -34,6 +35,8 @@ from frozen_sweep.stopping import Diverged
 from frozen_sweep.train import Trainer
 
 log = logging.getLogger(__name__)
+
+METRIC_NAMES = {TaskKind.translation: "bleu", TaskKind.lm: "ppl", TaskKind.mlm: "mlm_ppl"}  # the record's metric_name
 
 
 def versions() -> dict:
@@ -67,9 +70,12 @@ def pick_device(cfg) -> torch.device:
 
 def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path) -> dict:
     """Test metrics with the weights of the best validation; hypotheses and references are saved beside the result."""
-    if cfg.task.kind == TaskKind.lm:
+    if cfg.task.kind.monolingual:  # perplexity; a masked LM's on its masked positions, with their accuracy
         batches = make_batches(data.test, cfg.trainer.max_tokens, shuffle=False)
-        return {"metric": perplexity(token_nll(model, batches, device))}
+        if cfg.task.kind == TaskKind.mlm:
+            batches = [mask_eval_batch(batch, "test", cfg.task, len(data.vocab)) for batch in batches]
+        nll, accuracy = token_scores(model, batches, device)
+        return {"metric": perplexity(nll), "accuracy": accuracy if cfg.task.kind == TaskKind.mlm else None}
     capped: list[int] = []
     hyps = translate(model, data.test.sources(), data.vocab, device, cfg.eval, capped=capped)
     for name, lines in ((TEST_HYPOTHESES, hyps), (TEST_REFERENCES, data.test.tgt_text)):  # for significance tests
@@ -125,7 +131,7 @@ def _run(cfg, run_dir: Path, overrides: list[str], run_fingerprint: dict, world:
         freeze=freeze.describe(cfg.freeze),
         row=freeze.paper_row(cfg.freeze),
         seed=cfg.seed,
-        metric_name="ppl" if cfg.task.kind == TaskKind.lm else "bleu",
+        metric_name=METRIC_NAMES[cfg.task.kind],
         stop_metric=cfg.trainer.stop_metric.value,
         budgets={budget: cfg.trainer[budget] for budget in BUDGETS},
         overrides=list(overrides),
@@ -261,7 +267,7 @@ def _train(cfg, run_dir: Path, result: RunResult, world: World, device: torch.de
     result.wall_time_s = round(state.train_time_s, 3)
     result.train_tokens_per_s = state.train_tokens / max(state.step_time_s, 1e-9)
     result.aucc_cutoff_s = cfg.trainer.aucc_cutoff_s or result.wall_time_s
-    untrained = len(data.vocab) if cfg.task.kind == TaskKind.lm else 0.0  # perplexity of a uniform guess; 0 BLEU
+    untrained = len(data.vocab) if cfg.task.kind.monolingual else 0.0  # perplexity of a uniform guess; 0 BLEU
     if all(h["valid_metric"] is not None for h in state.history):  # null when validation BLEU is off
         result.aucc = efficiency.aucc(state.history, result.aucc_cutoff_s, initial=untrained)
     study.after_training(result)
@@ -275,6 +281,7 @@ def _test(cfg, run_dir: Path, result: RunResult, data: TaskData, study, device: 
     test = evaluate_test(cfg, data, model.to(device), device, run_dir)
     result.test_metric = test["metric"]
     result.test_chrf = test.get("chrf")
+    result.test_accuracy = test.get("accuracy")
     result.sacrebleu_signature = test.get("signature")
     result.decoding = test.get("decoding", {})
     log.info("test %s = %.2f", result.metric_name, result.test_metric)

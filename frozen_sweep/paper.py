@@ -202,7 +202,7 @@ class Claim:
 
     key: str
     statement: str
-    metric_name: str  # the tables it is checked on: "bleu" | "ppl"
+    metric_name: str  # the tables it is checked on: "bleu" | "ppl" | "mlm_ppl"
     conditions: tuple
     quantity: str = "metric"  # the row values compared: "metric" (test BLEU / PPL) or "epochs" (to convergence)
     models: tuple[str, ...] = ()  # only tables of these models; () for all
@@ -228,6 +228,8 @@ CLAIMS = (
           (Compare("(2.1)", "<", "(2)"), Close("(3.1)", "(3)", BASELINE, 0.05))),
     Claim("F5", "language model: frozen embeddings hurt most (highest perplexity of (1), (2), (3))", "ppl",
           (Extreme("(1)", ONE_FROZEN, highest=True),)),
+    Claim("M1", "masked LM: frozen embeddings hurt most, F5 on an MLM (highest MLM perplexity of (1), (2), (3))",
+          "mlm_ppl", (Extreme("(1)", ONE_FROZEN, highest=True),)),
     Claim("E1", "every frozen row takes at least as many epochs to converge as (0) (the big table)",
           "bleu", tuple(Compare(row, ">=", BASELINE) for row in FROZEN_ROWS), quantity="epochs"),
     # transformer-big with FFN width 1024 (paper_big_ffn1024): a narrow FFN carries little, attention much

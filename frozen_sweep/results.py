@@ -7,7 +7,8 @@ Definitions the collector relies on:
   examples and target tokens consumed so far), train_loss (label-smoothed, mean since the
   previous validation), valid_loss (per-token NLL, no smoothing), valid_ppl, valid_bleu (greedy, on the validation
   set or its first `trainer.valid_bleu_sentences`; null for LM or when disabled) and valid_metric (valid_bleu for
-  translation, valid_ppl for language modelling).
+  translation, valid_ppl for language modelling); a masked LM's loss and perplexity count its masked positions only
+  (frozen_sweep.data.masking), and its entries add valid_accuracy (arg-max accuracy there).
 - `best_epoch`: the epoch of the best validation under the stopping criterion `stop_metric` (lowest loss or highest
   BLEU); the test set is evaluated with the weights from that validation.
 - `epochs_to_convergence`: `best_epoch` when early stopping ended the run (patience exhausted); null when a budget
@@ -42,11 +43,12 @@ class RunResult:
     params_trainable: Optional[int] = None
     params_by_component: dict = field(default_factory=dict)
     trainable_ratio: Optional[float] = None
-    metric_name: Optional[str] = None  # "bleu" | "ppl"
+    metric_name: Optional[str] = None  # "bleu" | "ppl" | "mlm_ppl" (perplexity on the masked positions)
     stop_metric: Optional[str] = None  # "loss" | "bleu"
     best_metric: Optional[float] = None
     test_metric: Optional[float] = None
     test_chrf: Optional[float] = None
+    test_accuracy: Optional[float] = None  # masked LM: arg-max accuracy on the test set's masked positions
     best_epoch: Optional[float] = None
     epochs_to_convergence: Optional[float] = None
     stopped_reason: Optional[str] = None  # early_stop | max_epochs | max_steps | max_time

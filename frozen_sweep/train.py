@@ -31,7 +31,9 @@ from tqdm import tqdm
 from frozen_sweep import cpu
 from frozen_sweep.distributed import all_gather, broadcast_from_main, on_main, sum_over_ranks, wrap
 from frozen_sweep.checkpoint import load_checkpoint, save_checkpoint
+from frozen_sweep.config import TaskKind
 from frozen_sweep.data import Batch, Group, TaskData, plan
+from frozen_sweep.data.masking import mask_train_batch
 from frozen_sweep.data.vocab import PAD
 from frozen_sweep.freeze import trainable_parameters
 from frozen_sweep.metrics_log import MetricsLog
@@ -88,6 +90,8 @@ class Trainer:
 
     def _collate(self, group: Group) -> Batch:
         batch = self.data.train.collate(group.indices, group.length)
+        if self.cfg.task.kind == TaskKind.mlm:  # masks seeded by (seed, epoch, the batch): the same after a resume
+            batch = mask_train_batch(batch, self.cfg.task, len(self.data.vocab), self.cfg.seed, self.state.epoch)
         return batch.pin_memory() if self.device.type == "cuda" else batch
 
     def _target_tokens(self, group: Group) -> int:
@@ -144,13 +148,16 @@ class Trainer:
 
     def _update(self, batches: Sequence[Group]) -> tuple[int, int]:
         """One update on the update's batches: this rank's share, each batch's loss over the whole update's target
-        tokens (every rank counts them from the plan), gradients all-reduced with the last one. Returns the update's
-        target tokens and sentences, all ranks'."""
-        tokens = sum(map(self._target_tokens, batches))
-        mine = rank_share(batches, self.world.rank, self.tr.update_freq)
+        tokens (every rank counts them from the plan; a masked LM's are summed over the ranks), gradients all-reduced
+        with the last one. Returns the update's target tokens and sentences, all ranks'."""
+        mine = [self._collate(group) for group in rank_share(batches, self.world.rank, self.tr.update_freq)]
+        if self.cfg.task.kind == TaskKind.mlm:  # targets are the masked positions: counted where they are drawn
+            tokens = int(sum_over_ranks([sum(batch.n_tokens for batch in mine)], self.world, self.device)[0])
+        else:
+            tokens = sum(map(self._target_tokens, batches))
         self.optimizer.zero_grad(set_to_none=True)
-        for k, group in enumerate(mine):
-            self._backward(self._collate(group), tokens, sync=k == len(mine) - 1)
+        for k, batch in enumerate(mine):
+            self._backward(batch, tokens, sync=k == len(mine) - 1)
         self._step()
         return tokens, sum(len(group.indices) for group in batches)
 

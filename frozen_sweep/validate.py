@@ -30,15 +30,18 @@ def _positive_or_null(value) -> bool:
 # (key, predicate on its value, what is allowed): the message is "<key>=<value>: <allowed>"
 RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     *((key, _positive, "must be > 0") for key in (
-        "model.decoder_layers", "model.d_model", "model.ffn_dim", "model.heads", "model.max_positions",
+        "model.d_model", "model.ffn_dim", "model.heads", "model.max_positions",
         "task.vocab_size", "task.max_len", "trainer.max_tokens", "trainer.lr", "trainer.patience",
         "trainer.length_multiple", "trainer.diverge_validations", "trainer.log_every_steps", "eval.beam",
         "eval.batch_sentences", "trainer.dist_timeout_s",
     )),
     *((f"trainer.{budget}", _positive_or_null, "must be > 0") for budget in ("max_epochs", "max_steps", "max_time_s")),
     *((f"trainer.{key}", lambda v: v >= 1, "must be an integer >= 1") for key in ("devices", "update_freq")),
-    ("model.encoder_layers", lambda v: v >= 0, "must be >= 0"),
+    *((f"model.{key}", lambda v: v >= 0, "must be >= 0") for key in ("encoder_layers", "decoder_layers")),
     ("task.vocab_sample_lines", lambda v: v >= 0, "must be >= 0 (0: train the vocabulary on every training line)"),
+    ("task.mask_prob", lambda v: 0.0 < v < 1.0, "must be in (0, 1), e.g. 0.15"),
+    *((f"task.{key}", lambda v: 0.0 <= v <= 1.0, "must be in [0, 1]")
+      for key in ("mask_replace_prob", "random_replace_prob")),
     *((f"model.{key}", _fraction, "must be in [0, 1)")
       for key in ("dropout", "attention_dropout", "activation_dropout")),
     ("trainer.label_smoothing", _fraction, "must be in [0, 1)"),
@@ -65,20 +68,7 @@ def validate(cfg) -> None:
     if tr.max_tokens < t.max_len:
         raise ConfigError(f"trainer.max_tokens={tr.max_tokens} must be >= task.max_len={t.max_len}")
 
-    lm = t.kind == TaskKind.lm
-    if lm and m.encoder_layers:
-        raise ConfigError(
-            f"task.kind=lm needs a decoder-only model (model.encoder_layers=0), "
-            f"but model={m.name} has encoder_layers={m.encoder_layers}; use e.g. model=lm_demo or model=lm_paper"
-        )
-    if not lm and not m.encoder_layers:
-        raise ConfigError(f"task.kind=translation needs model.encoder_layers > 0 (model={m.name} has 0)")
-    if lm and t.src_lang is not None:
-        raise ConfigError(f"task.src_lang={t.src_lang}: must be null for task.kind=lm")
-    if not lm and t.src_lang is None:
-        raise ConfigError("task.src_lang is null: a translation task needs a source language")
-    if lm and tr.stop_metric == StopMetric.bleu:
-        raise ConfigError("trainer.stop_metric=bleu needs a translation task; allowed for task.kind=lm: loss")
+    validate_task_kind(cfg)
     if tr.stop_metric == StopMetric.bleu and tr.valid_bleu_sentences == 0:
         raise ConfigError("trainer.stop_metric=bleu needs validation BLEU: trainer.valid_bleu_sentences must not be 0")
     validate_reservoir(cfg)
@@ -94,6 +84,48 @@ def validate(cfg) -> None:
     validate_study(cfg)
     validate_relearn(cfg.relearn)
     check_installed(tr.loggers)
+
+
+# task.kind → (model.encoder_layers > 0, model.decoder_layers > 0) it needs, and a model preset of that shape
+MODEL_SHAPES = {
+    TaskKind.translation: ((True, True), "model=demo"),
+    TaskKind.lm: ((False, True), "model=lm_demo or model=lm_paper"),
+    TaskKind.mlm: ((True, False), "model=mlm_demo or model=mlm_base"),
+}
+
+
+def validate_task_kind(cfg) -> None:
+    """The model's stacks, the languages and the stop metric fit task.kind."""
+    m, t, tr = cfg.model, cfg.task, cfg.trainer
+    kind = TaskKind(t.kind)
+    (encoder, decoder), presets = MODEL_SHAPES[kind]
+    if (m.encoder_layers > 0, m.decoder_layers > 0) != (encoder, decoder):
+        shape = {
+            (True, True): "an encoder–decoder model",
+            (False, True): "a decoder-only model (model.encoder_layers=0)",
+            (True, False): "an encoder-only model (model.decoder_layers=0)",
+        }
+        raise ConfigError(
+            f"task.kind={kind.value} needs {shape[encoder, decoder]}, but model={m.name} has "
+            f"encoder_layers={m.encoder_layers}, decoder_layers={m.decoder_layers}; use e.g. {presets}"
+        )
+    if kind.monolingual and t.src_lang is not None:
+        raise ConfigError(
+            f"task.src_lang={t.src_lang}: must be null for task.kind={kind.value} (a monolingual task reads "
+            f"task.tgt_lang only); set task.src_lang=null, or for the embedded English text task=lm_bible_en or "
+            f"task=mlm_bible_en (task={t.name} is a translation task)"
+        )
+    if not kind.monolingual and t.src_lang is None:
+        raise ConfigError("task.src_lang is null: a translation task needs a source language")
+    if kind.monolingual and tr.stop_metric == StopMetric.bleu:
+        raise ConfigError(
+            f"trainer.stop_metric=bleu needs a translation task; allowed for task.kind={kind.value}: loss"
+        )
+    if kind == TaskKind.mlm and t.mask_replace_prob + t.random_replace_prob > 1:
+        raise ConfigError(
+            f"task.mask_replace_prob={t.mask_replace_prob} + task.random_replace_prob={t.random_replace_prob} "
+            "must be <= 1 (the rest of the masked tokens are kept unchanged)"
+        )
 
 
 def validate_study(cfg) -> None:
@@ -112,9 +144,11 @@ def validate_reservoir(cfg) -> None:
     """The reservoirs fit the stack they sit in."""
     r, m = cfg.reservoir, cfg.model
     stack = StackName(r.stack)
-    if m.encoder_layers == 0 and stack == StackName.encoder and (r.count or r.placement == Placement.pattern):
-        raise ConfigError(f"reservoir.stack=encoder: model={m.name} is a language model; allowed: decoder")
-    pattern = reservoir_pattern(m.encoder_layers if stack == StackName.encoder else m.decoder_layers, r)
+    layers = m.encoder_layers if stack == StackName.encoder else m.decoder_layers
+    if layers == 0 and (r.count or r.placement == Placement.pattern):
+        other = StackName.decoder if stack == StackName.encoder else StackName.encoder
+        raise ConfigError(f"reservoir.stack={stack.value}: model={m.name} has no {stack.value}; allowed: {other.value}")
+    pattern = reservoir_pattern(layers, r)
     if "R" in pattern and stack == StackName.decoder and r.type in (ReservoirType.bigru, ReservoirType.conv):
         raise ConfigError(
             f"reservoir.type={r.type.value} reads future positions, so it cannot sit in a decoder; "

@@ -1,34 +1,40 @@
 """Validation scores of a model during training: loss and perplexity on the validation set, whose batches are copied
-to the device once, and greedy BLEU on its first `trainer.valid_bleu_sentences` sentences (translation only)."""
+to the device once, greedy BLEU on its first `trainer.valid_bleu_sentences` sentences (translation only), and for a
+masked LM the loss, perplexity and accuracy on its masked positions (the same masks at every validation)."""
 
 from torch import nn
 
 from frozen_sweep.config import StopMetric, TaskKind
 from frozen_sweep.data import TaskData, make_batches
-from frozen_sweep.evaluate import bleu_chrf, perplexity, token_nll, translate
+from frozen_sweep.data.masking import mask_eval_batch
+from frozen_sweep.evaluate import bleu_chrf, perplexity, token_scores, translate
 
 
 class Validation:
     def __init__(self, cfg, data: TaskData, device):
         self.cfg, self.tr, self.data, self.device = cfg, cfg.trainer, data, device
-        self.is_lm = cfg.task.kind == TaskKind.lm
+        self.monolingual, self.is_mlm = cfg.task.kind.monolingual, cfg.task.kind == TaskKind.mlm
         tr = self.tr
         valid = make_batches(data.valid, tr.max_tokens, False, multiple=tr.length_multiple)
+        if self.is_mlm:
+            valid = [mask_eval_batch(batch, "valid", cfg.task, len(data.vocab)) for batch in valid]
         self.batches = [batch.to(device) for batch in valid]  # copied to the device once, for every validation
 
     def scores(self, model: nn.Module) -> dict:
-        """valid_loss, valid_ppl, valid_bleu (None for LM or when disabled), valid_metric of `model`."""
-        valid_loss = token_nll(model, self.batches, self.device)
+        """valid_loss, valid_ppl, valid_bleu (None for LM or when disabled), valid_metric of `model`; a masked LM's
+        valid_accuracy."""
+        valid_loss, valid_accuracy = token_scores(model, self.batches, self.device)
         valid_bleu = None
-        if not self.is_lm and (self.tr.stop_metric == StopMetric.bleu or self.tr.valid_bleu_sentences != 0):
+        if not self.monolingual and (self.tr.stop_metric == StopMetric.bleu or self.tr.valid_bleu_sentences != 0):
             valid_bleu = self.bleu(model)
         valid_ppl = perplexity(valid_loss)
-        return {
+        scores = {
             "valid_loss": valid_loss,
             "valid_ppl": valid_ppl,
             "valid_bleu": valid_bleu,
-            "valid_metric": valid_ppl if self.is_lm else valid_bleu,
+            "valid_metric": valid_ppl if self.monolingual else valid_bleu,
         }
+        return scores | {"valid_accuracy": valid_accuracy} if self.is_mlm else scores
 
     def bleu(self, model: nn.Module) -> float:
         """Greedy-decoded BLEU on the validation set (or its first `trainer.valid_bleu_sentences`)."""

@@ -20,10 +20,11 @@ from tests.conftest import CONF, ROOT, compose_config
 def test_every_option_composes(group):
     for option in sorted(p.stem for p in (CONF / group).glob("*.yaml")):
         extra = []
-        if group == "model" and option.startswith("lm"):
-            extra = ["task=lm_bible_en"]
-        if group == "task" and option.startswith("lm"):
-            extra = ["model=lm_micro"]
+        for kind in ("lm", "mlm"):  # the monolingual tasks and their models go together
+            if group == "model" and option.startswith(f"{kind}_"):
+                extra = [f"task={kind}_bible_en"]
+            if group == "task" and option.startswith(f"{kind}_"):
+                extra = [f"model={kind}_micro"]
         if group == "task" and option == "text_files":
             extra = ["task.path=/data", "task.src_lang=tr", "task.tgt_lang=en"]
         cfg = compose_config(f"{group}={option}", *extra)
@@ -60,7 +61,7 @@ def test_bad_values_fail_at_composition(override, error, words):
     [
         (["model.heads=3"], ["model.heads=3", "model.d_model=128"]),
         (["task=lm_bible_en"], ["encoder_layers=0", "model=lm_demo"]),
-        (["model=lm_micro"], ["encoder_layers > 0"]),
+        (["model=lm_micro"], ["task.kind=translation", "encoder–decoder", "encoder_layers=0"]),
         (["model.dropout=1.5"], ["model.dropout"]),
         (["task=text_files", "task.src_lang=tr", "task.tgt_lang=en"], ["task.path"]),
         (["task=lm_bible_en", "model=lm_micro", "trainer.stop_metric=bleu"], ["stop_metric", "loss"]),

@@ -2,9 +2,11 @@ import math
 
 import pytest
 import torch
+from torch import nn
 
-from frozen_sweep import freeze
+from frozen_sweep import cpu, freeze
 from frozen_sweep.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from frozen_sweep.config import Init
 from frozen_sweep.model import Transformer
 from tests.conftest import compose_config
 
@@ -75,6 +77,19 @@ def test_frozen_unchanged_trainable_changed(row):
             assert torch.equal(p, before[name]), name  # bit-identical
         elif p.dim() == 2:
             assert not torch.equal(p, before[name]), name
+
+
+def test_orthogonal_init_does_not_depend_on_the_thread_count():
+    """A job's threads follow the free cores: a frozen orthogonal matrix must regenerate the same with any count."""
+    threads, drawn = torch.get_num_threads(), []
+    try:
+        for n in (1, 2):
+            cpu.set_threads(n)
+            drawn.append(torch.empty(256, 64))
+            freeze.init_parameter(drawn[-1], nn.Linear(64, 256), Init.orthogonal, torch.Generator().manual_seed(3))
+    finally:
+        cpu.set_threads(threads)
+    assert torch.equal(*drawn)
 
 
 def test_init_is_a_function_of_seed_and_name():

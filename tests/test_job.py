@@ -3,19 +3,12 @@
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from frozen_sweep.run_dir import exclusive_run
 from tests.conftest import ROOT, fake_run_dir
-from tests.helpers.jobs import bleu_of, result, run_cli
-
-
-def start_cli(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "frozen_sweep", *args], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+from tests.helpers.jobs import bleu_of, result, run_cli, start_cli
 
 
 def test_micro_translation_job_writes_a_complete_result(tmp_path, micro_overrides):

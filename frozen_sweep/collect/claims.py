@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from frozen_sweep.collect import freeze_tables, reservoir_tables
+from frozen_sweep.collect.plots import higher_is_better
 from frozen_sweep.collect.render import Table
 from frozen_sweep.paper import CLAIMS, RESERVOIR_CLAIMS, Claim, Close, Compare, Ratio, Reference, ReservoirClaim
 
@@ -123,5 +124,5 @@ def check_tables(tables: list[Table], reference: Reference = None, min_runs: int
             table.checks = freeze_checks(table, reference, min_runs)
         elif study == "reservoir":
             summary = reservoir_tables.summarise(table.runs)
-            higher = table.metric_name != "ppl"
+            higher = higher_is_better(table.metric_name)
             table.checks = [reservoir_check(claim, summary, higher, min_runs) for claim in RESERVOIR_CLAIMS]

@@ -5,7 +5,8 @@
   averaged, runs that differ in anything else (say trainer.lr) land in separate tables, titled by what differs.
 - Rows carry the paper's labels in the paper's order and sections; a freeze pattern the paper has no row for comes
   last, labelled by its pattern. EMB/ATT/FFN: ✓ trainable, ✗ frozen, with the init when it is not random.
-- BLEU / PPL: the test metric, mean ± sample standard deviation over the n runs (no ± when n = 1).
+- BLEU / PPL / MLM PPL: the test metric, mean ± sample standard deviation over the n runs (no ± when n = 1); MLM PPL
+  is a masked LM's perplexity on the masked positions, and its table adds their arg-max accuracy ("Masked acc.").
 - Epochs: epochs_to_convergence, the epoch of the best validation when early stopping ended the run. When a budget
   (max_time_s, max_epochs, max_steps) ended a run first, that run counts with its best_epoch and the cell is marked
   "≥": a lower bound, since the run had not converged.
@@ -61,6 +62,7 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
         metric=("test_metric", "mean"),
         std=("test_metric", "std"),
         n=("test_metric", "count"),
+        accuracy=("test_accuracy", "mean"),
         epochs=("epochs", "mean"),
         lower_bound=("lower_bound", "any"),
         ratio=("trainable_ratio", "mean"),
@@ -87,6 +89,8 @@ def display(summary: pd.DataFrame, metric: str, reference: Optional[Reference]) 
         ("", "FFN"): summary.ffn.map(mark),
         ("", metric): mean_std(summary),
     }
+    if summary.accuracy.notna().any():
+        columns[("", "Masked acc.")] = summary.accuracy.map(lambda x: number(100 * x) + "%" if pd.notna(x) else "–")
     if summary.tested.any():
         significant = (summary.tested == summary.n) & (summary.p < ALPHA)
         columns[("", metric)] = columns[("", metric)].mask(significant, columns[("", metric)] + MARK)

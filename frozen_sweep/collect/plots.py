@@ -10,7 +10,12 @@ import pandas as pd
 from frozen_sweep.metric_sinks import read_metrics
 from frozen_sweep.run_dir import METRICS_FILE
 
-METRIC_LABELS = {"bleu": "BLEU", "ppl": "PPL"}
+METRIC_LABELS = {"bleu": "BLEU", "ppl": "PPL", "mlm_ppl": "MLM PPL"}
+PERPLEXITIES = frozenset({"ppl", "mlm_ppl"})  # metrics where lower is better
+
+
+def higher_is_better(metric_name: str) -> bool:
+    return metric_name not in PERPLEXITIES
 
 
 def pyplot():
@@ -69,7 +74,7 @@ def plot_convergence(table, path: Path) -> None:
     by_time.set(xlabel="wall-clock time (min)")
     if train:
         axes[2].set(xlabel="wall-clock time (min)", ylabel="training loss (metrics.jsonl)")
-    if y == "valid_metric" and table.metric_name == "ppl":
+    if y == "valid_metric" and not higher_is_better(table.metric_name):
         by_epoch.set_yscale("log")
     for ax in axes:
         ax.grid(alpha=0.3)

@@ -10,7 +10,7 @@
 
 import pandas as pd
 
-from frozen_sweep.collect.plots import METRIC_LABELS, curves, plotted_metric, pyplot
+from frozen_sweep.collect.plots import METRIC_LABELS, curves, higher_is_better, plotted_metric, pyplot
 from frozen_sweep.collect.render import Table, fraction, mean_std, number
 from frozen_sweep.collect.runs import completed, per_setting, setting_of
 from frozen_sweep.efficiency import time_to_target
@@ -39,7 +39,7 @@ def reservoir_columns(runs: pd.DataFrame) -> pd.DataFrame:
 
 def add_time_to_target(runs: pd.DataFrame) -> pd.DataFrame:
     """time_to_target_s, against the all-trainable runs with the same number of layers (None without such runs)."""
-    higher = runs.metric_name.iloc[0] != "ppl"
+    higher = higher_is_better(runs.metric_name.iloc[0])
     depth = runs.updatable_layers + runs.reservoir_layers
     baseline = runs[runs.reservoir_layers == 0]
     best = baseline.best_metric.groupby(depth[baseline.index]).agg("max" if higher else "min")
@@ -94,7 +94,7 @@ def footnotes(runs: pd.DataFrame, metric: str) -> list[str]:
         if len(cutoffs) == 1
         else f"T̂ differs between runs ({', '.join(map(str, cutoffs))} s): AUCCs do not compare"
     )
-    direction = "lower" if metric == "PPL" else "higher"
+    direction = "higher" if higher_is_better(runs.metric_name.iloc[0]) else "lower"
     return [
         f"AUCC: validation {metric} averaged over the first T̂ seconds of training ({direction} is better); {cutoff}.",
         f"Time to {TARGET_FRACTION:.0%}: first validation within {TARGET_FRACTION:.0%} of the best all-trainable run "
@@ -133,7 +133,7 @@ def plot_aucc(table: Table, path) -> None:
     for cutoff in set(runs.aucc_cutoff_s.dropna()):
         ax.axvline(cutoff / 60, color="grey", linestyle="--", linewidth=1)
     ax.set(xlabel="wall-clock training time (min); dashed: T̂", ylabel=ylabel, title=table.title)
-    if table.metric_name == "ppl" and y == "valid_metric":
+    if not higher_is_better(table.metric_name) and y == "valid_metric":
         ax.set_yscale("log")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))

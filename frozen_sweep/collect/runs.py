@@ -13,7 +13,7 @@ STALE_FACTOR, STALE_MARGIN_S = 2, 300  # a running record silent for longer than
 STALE_BEFORE_VALIDATION_S = 3600  # ... or for an hour before its first validation: its runner is gone
 RECORD_KEYS = (
     "seed", "metric_name", "test_metric", "best_metric", "best_epoch", "epochs_to_convergence", "stopped_reason",
-    "trainable_ratio", "params_trainable", "params_total", "steps", "wall_time_s",
+    "trainable_ratio", "params_trainable", "params_total", "steps", "wall_time_s", "test_accuracy",
 )  # fmt: skip
 CSV_COLUMNS = ["path", "status", "reason", "study", "task", "model", "row", "label", *COMPONENTS, *RECORD_KEYS,
                "overrides"]  # fmt: skip

@@ -58,7 +58,7 @@ def module_sources(task_cfg) -> dict[str, Path]:
     """{language: its verses' source} for the languages the task uses: the file shipped in the package for the
     embedded corpus's modules (the same text on every machine), else the SWORD module directory under
     task.sword_dir; a clear error if neither exists."""
-    langs = [task_cfg.tgt_lang] if TaskKind(task_cfg.kind) == TaskKind.lm else [task_cfg.src_lang, task_cfg.tgt_lang]
+    langs = [task_cfg.tgt_lang] if TaskKind(task_cfg.kind).monolingual else [task_cfg.src_lang, task_cfg.tgt_lang]
     if len(set(langs)) != len(langs):
         raise ValueError(f"task.src_lang and task.tgt_lang are both '{langs[0]}'")
     sword_dir = Path(task_cfg.sword_dir).expanduser()

@@ -25,7 +25,7 @@ _hashes: dict[tuple, str] = {}  # stat key → sha256: a sweep's plan computes e
 
 
 def langs_of(task_cfg) -> list[str]:
-    return [task_cfg.tgt_lang] if TaskKind(task_cfg.kind) == TaskKind.lm else [task_cfg.src_lang, task_cfg.tgt_lang]
+    return [task_cfg.tgt_lang] if TaskKind(task_cfg.kind).monolingual else [task_cfg.src_lang, task_cfg.tgt_lang]
 
 
 def _stat_key(path: Path) -> tuple:

@@ -11,6 +11,8 @@ from pathlib import Path
 import sentencepiece as spm
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
+MASK = 4  # "<mask>" (masked language modelling): spm puts user-defined symbols right after the control ids
+FIRST_PIECE = 5  # the first ordinary subword id: masking never selects, and random replacement never draws, below it
 
 TRAINER_SETTINGS = {
     "model_type": "bpe",
@@ -18,6 +20,7 @@ TRAINER_SETTINGS = {
     "unk_id": UNK,
     "bos_id": BOS,
     "eos_id": EOS,
+    "user_defined_symbols": ["<mask>"],  # id MASK in every vocabulary, whatever the task kind
     "hard_vocab_limit": False,  # a small corpus may not support vocab_size pieces: take fewer instead of failing
     "character_coverage": 1.0,
     "input_sentence_size": 0,  # every sentence given (prepared.py gives a seeded sample) ...
@@ -29,7 +32,7 @@ TRAINER_SETTINGS = {
 
 
 class Vocab:
-    """Token ids <-> text. Ids 0-3 are pad, unk, bos, eos; encode adds none of them."""
+    """Token ids <-> text. Ids 0-4 are pad, unk, bos, eos, <mask>; encode adds none of them."""
 
     def __init__(self, model: bytes, path: Path | None = None):
         self.model = model

@@ -1,4 +1,5 @@
-"""The encoder–decoder transformer (translation) and the decoder-only transformer (language modelling)."""
+"""The encoder–decoder transformer (translation), the decoder-only transformer (language modelling) and the
+encoder-only transformer (masked language modelling, RoBERTa's shape)."""
 
 import math
 from typing import Optional
@@ -66,13 +67,16 @@ class OutputProjection(nn.Module):
 
 
 class Transformer(nn.Module):
-    """Encoder–decoder when `cfg.encoder_layers > 0`, decoder-only language model otherwise; `reservoir` (a
-    ReservoirConfig) turns some layers of one stack into frozen random reservoirs."""
+    """Encoder–decoder when both stacks have layers; decoder-only language model without encoder layers, encoder-only
+    masked language model without decoder layers (its output projection tied to the embedding unless
+    tie_embeddings=none, as RoBERTa ties it); `reservoir` (a ReservoirConfig) turns some layers of one stack into
+    frozen random reservoirs."""
 
     def __init__(self, cfg, vocab_size: int, pad_id: int, reservoir=None):
         super().__init__()
         self.pad_id = pad_id
         self.is_lm = cfg.encoder_layers == 0
+        self.is_encoder_only = cfg.decoder_layers == 0
         make_embeddings = lambda: Embeddings(vocab_size, cfg.d_model, pad_id, cfg.max_positions, cfg.dropout)  # noqa: E731
 
         def make_stack(name: StackName, layers: int, make_layer) -> Stack:
@@ -88,6 +92,13 @@ class Transformer(nn.Module):
                 backskip=on_this_stack and reservoir.backskip,
             )
 
+        if self.is_encoder_only:
+            self.src_embed = make_embeddings()
+            self.encoder = make_stack(StackName.encoder, cfg.encoder_layers, lambda: EncoderLayer(cfg))
+            self.output = OutputProjection(cfg.d_model, vocab_size)
+            if cfg.tie_embeddings != TieEmbeddings.none:
+                self.output.weight = self.src_embed.tokens.weight
+            return
         self.tgt_embed = make_embeddings()
         self.decoder = make_stack(StackName.decoder, cfg.decoder_layers, lambda: DecoderLayer(cfg, not self.is_lm))
         self.output = OutputProjection(cfg.d_model, vocab_size)
@@ -117,7 +128,11 @@ class Transformer(nn.Module):
         return self.output(x)  # (B, T, V)
 
     def forward(self, src: Optional[Tensor], tgt_in: Tensor) -> Tensor:
-        """Teacher-forced logits (B, T, V); `src` is None for a language model."""
+        """Teacher-forced logits (B, T, V); `src` is None for a language model. An encoder-only model reads `tgt_in`
+        (masked tokens) bidirectionally and gives logits at every position."""
+        if self.is_encoder_only:
+            memory, _ = self.encode(tgt_in)  # (B, T, D)
+            return self.output(memory)  # (B, T, V)
         if self.is_lm:
             return self.decode(tgt_in)
         memory, mask = self.encode(src)

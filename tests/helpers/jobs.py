@@ -21,6 +21,11 @@ def run_cli(*args: str, timeout: int = 180) -> subprocess.CompletedProcess:
     )
 
 
+def start_cli(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "frozen_sweep", *args], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+
 def result(run_dir: Path) -> dict:
     return json.loads((run_dir / "result.json").read_text())
 

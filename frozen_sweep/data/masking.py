@@ -1,0 +1,78 @@
+"""BERT/RoBERTa masking for masked language modelling, applied to a collated Batch.
+
+Per sentence, floor(mask_prob · n + u) of its n maskable tokens are picked (u uniform in [0, 1), as fairseq's
+MaskTokensDataset rounds), at least one: the rate is exact in expectation and no batch is left without a target. Of the
+picked tokens, `mask_replace_prob` are shown as <mask>, `random_replace_prob` as a random ordinary piece and the rest
+unchanged; the model predicts the original token at every picked position and nothing elsewhere. Pad, unk, bos, eos
+and <mask> itself are never picked, and random replacements are drawn from the ordinary pieces only.
+
+Every draw comes from a torch.Generator seeded by a string (sha256). A training batch is masked at once, seeded by
+(seed, epoch, the batch's first example): the same seed gives the same masks on any machine and in a resumed job,
+whichever order or process collates the batch. Validation and test sentences are masked one by one, seeded by (split,
+sentence index) alone: every run, whatever its seed or batch size, is scored on the same masked positions (a
+generator per sentence costs ≈80 µs: fine once per run, too slow for every training batch).
+"""
+
+import hashlib
+
+import torch
+
+from frozen_sweep.data.batching import Batch
+from frozen_sweep.data.vocab import FIRST_PIECE, MASK, PAD
+
+
+def generator(key: str) -> torch.Generator:
+    """A CPU generator seeded from the sha256 of `key`: stable across runs, machines and torch's hash seed."""
+    return torch.Generator().manual_seed(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little") >> 1)
+
+
+def train_key(seed: int, epoch: int, first_example: int) -> str:
+    return f"mask/train/{seed}/{epoch}/{first_example}"
+
+
+def eval_key(split: str, sentence: int) -> str:
+    return f"mask/{split}/{sentence}"
+
+
+def mask_tokens(tokens: torch.Tensor, task_cfg, vocab_size: int, gen: torch.Generator) -> tuple[torch.Tensor, ...]:
+    """tokens (B, L) → (inputs (B, L) with the picked positions replaced, targets (B, L): the original token at each
+    picked position, PAD elsewhere)."""
+    maskable = tokens >= FIRST_PIECE  # (B, L)
+    counts = maskable.sum(1)  # (B,)
+    picks = (task_cfg.mask_prob * counts + torch.rand(counts.shape, generator=gen)).floor().long()
+    picks = torch.minimum(picks.clamp(min=1), counts)  # (B,) at least one where a sentence has a maskable token
+    scores = torch.rand(tokens.shape, generator=gen).masked_fill(~maskable, 2.0)  # (B, L) unmaskable sort last
+    rank = scores.argsort(1).argsort(1)  # (B, L) each position's rank within its row
+    picked = rank < picks.unsqueeze(1)  # (B, L)
+
+    how = torch.rand(tokens.shape, generator=gen)  # (B, L): < mask_replace → <mask>, then random, then kept
+    to_mask = picked & (how < task_cfg.mask_replace_prob)
+    to_random = picked & ~to_mask & (how < task_cfg.mask_replace_prob + task_cfg.random_replace_prob)
+    random_ids = torch.randint(FIRST_PIECE, vocab_size, tokens.shape, generator=gen)  # (B, L)
+    inputs = torch.where(to_mask, MASK, torch.where(to_random, random_ids, tokens))
+    targets = tokens.masked_fill(~picked, PAD)
+    return inputs, targets
+
+
+def mask_batch(batch: Batch, task_cfg, vocab_size: int, gen: torch.Generator) -> Batch:
+    """The MLM Batch of a language-modelling Batch: the tokens with eos (`tgt_out`) masked are the encoder's input
+    (`tgt_in`), `tgt_out` holds the targets (PAD where nothing is predicted), `n_tokens` counts the targets."""
+    inputs, targets = mask_tokens(batch.tgt_out, task_cfg, vocab_size, gen)
+    return Batch(None, inputs, targets, int((targets != PAD).sum()), batch.indices)
+
+
+def mask_train_batch(batch: Batch, task_cfg, vocab_size: int, seed: int, epoch: int) -> Batch:
+    """`mask_batch` for a training batch of `epoch`, with the generator of (seed, epoch, its first example)."""
+    return mask_batch(batch, task_cfg, vocab_size, generator(train_key(seed, epoch, batch.indices[0])))
+
+
+def mask_eval_batch(batch: Batch, split: str, task_cfg, vocab_size: int) -> Batch:
+    """`mask_batch` for validation and test: each sentence masked with its own generator (eval_key), so that its masks
+    do not depend on the batch it is in or on the padded length."""
+    inputs, targets = batch.tgt_out.clone(), torch.full_like(batch.tgt_out, PAD)  # (B, L)
+    lengths = (batch.tgt_out != PAD).sum(1).tolist()
+    for row, (example, n) in enumerate(zip(batch.indices, lengths)):
+        tokens = batch.tgt_out[row : row + 1, :n]  # (1, n)
+        gen = generator(eval_key(split, example))
+        inputs[row, :n], targets[row, :n] = mask_tokens(tokens, task_cfg, vocab_size, gen)
+    return Batch(None, inputs, targets, int((targets != PAD).sum()), batch.indices)
