@@ -23,26 +23,23 @@ from pathlib import Path
 from typing import Optional
 
 import torch
-import torch.nn.functional as F
 from torch import nn
-from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm import tqdm
 
-from frozen_sweep import cpu
-from frozen_sweep.distributed import all_gather, broadcast_from_main, on_main, sum_over_ranks, wrap
 from frozen_sweep.checkpoint import load_checkpoint, save_checkpoint
 from frozen_sweep.config import TaskKind
 from frozen_sweep.data import Batch, Group, TaskData, plan
 from frozen_sweep.data.masking import mask_train_batch
-from frozen_sweep.data.vocab import PAD
+from frozen_sweep.distributed import all_gather, broadcast_from_main, on_main, sum_over_ranks, wrap
 from frozen_sweep.freeze import trainable_parameters
 from frozen_sweep.metrics_log import MetricsLog
 from frozen_sweep.optim import optimizer_and_schedule
 from frozen_sweep.run_dir import BEST_CHECKPOINT, LAST_CHECKPOINT
 from frozen_sweep.stopping import Diverged, TrainState, add_validation, best_loss, diverging
+from frozen_sweep.training_loss import TrainingLoss
 from frozen_sweep.updates import rank_share, update_batches, updates_in_epoch
-from frozen_sweep.world import SINGLE, World
 from frozen_sweep.validation import Validation
+from frozen_sweep.world import SINGLE, World
 
 log = logging.getLogger(__name__)
 
@@ -57,20 +54,8 @@ class Trainer:
         self.ddp = wrap(model, world, device)  # the training forward; the model itself for one device
         self.rank_rngs: Optional[list] = None  # every rank's RNG state at the last validation, for the checkpoint
         self.optimizer, self.scheduler = optimizer_and_schedule(model, self.tr)
-        amp_cpu = cpu.has_bf16() if self.tr.amp_cpu is None else self.tr.amp_cpu
-        self.autocast = self.tr.amp and (device.type == "cuda" or amp_cpu)
-        if device.type == "cpu":
-            log.info("bf16 autocast on the CPU: %s (trainer.amp_cpu=%s)", self.autocast, self.tr.amp_cpu)
-        # bf16 on the CPU: torch's flash-attention kernel (its backward) made whole steps 1.1-1.7x slower than fp32,
-        # while the math backend's plain bf16 matrix products make them 1.2-1.9x faster (docs/performance.md)
-        cpu_bf16 = self.autocast and device.type == "cpu"
-        self.attention_backend = (lambda: sdpa_kernel(SDPBackend.MATH)) if cpu_bf16 else contextlib.nullcontext
-        if device.type == "cuda":
-            torch.backends.cuda.enable_cudnn_sdp(self.tr.cudnn_attention)
-        self.loss = self._loss
-        if self.tr.compile:  # the training forward and loss as one graph for all batch shapes (validation and
-            # decoding stay eager), so the fp32 cast of the (B, T, V) logits and the loss can fuse
-            self.loss = torch.compile(self._loss, dynamic=True, mode=self.tr.compile_mode)
+        self.loss = TrainingLoss(self.ddp, self.tr, device)  # the training forward: bf16 where it pays, compiled
+        self.autocast = self.loss.autocast
         self.state = TrainState()
         self.on_validation = on_validation  # called with the state after every validation (progress reporting)
         self.validation = Validation(cfg, data, device)
@@ -133,18 +118,6 @@ class Trainer:
             save_checkpoint(self.run_dir / BEST_CHECKPOINT, self.model, self.cfg.seed)
 
     # ---- training ---------------------------------------------------------------------------------------------------
-
-    def _loss(self, src, tgt_in, tgt_out) -> torch.Tensor:
-        """The summed label-smoothed cross-entropy of a batch (the training forward)."""
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast), self.attention_backend():
-            logits = self.ddp(src, tgt_in)  # (B, T, V)
-        return F.cross_entropy(
-            logits.float().flatten(0, 1),
-            tgt_out.flatten(),
-            ignore_index=PAD,
-            label_smoothing=self.tr.label_smoothing,
-            reduction="sum",
-        )
 
     def _update(self, batches: Sequence[Group]) -> tuple[int, int]:
         """One update on the update's batches: this rank's share, each batch's loss over the whole update's target
