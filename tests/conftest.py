@@ -12,6 +12,9 @@ from frozen_sweep.results import RunResult
 from frozen_sweep.run_dir import write_result
 
 ROOT = Path(__file__).resolve().parents[1]
+# the one SLURM test cluster of the session, a fixture every test module shares (imported into each module, it would
+# be one fixture per module, each waiting on the same machine-wide lock)
+pytest_plugins = ["tests.slurm_cluster"]
 CONF = ROOT / "frozen_sweep" / "conf"
 
 register_configs()

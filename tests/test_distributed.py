@@ -25,7 +25,6 @@ from frozen_sweep.updates import TooFewBatches, rank_share, update_batches, upda
 from tests.conftest import ROOT, compose_config
 from tests.helpers.jobs import result
 from tests.helpers.sweeps import attempts, job_dirs, record, run_sweep, wait_for
-from tests.slurm_cluster import slurm_cluster  # noqa: F401  (the session's cluster, a fixture)
 
 # fp32: 2 ranks, update_freq 2 and a resumed 2-rank job sum the same per-batch gradients alike: equal parameters (0.0
 # measured). One padded union batch sums them in another order: after 8 Adam updates its parameters differ by ≤6e-8
@@ -130,7 +129,7 @@ def test_two_ranks_killed_resumed_equal_uninterrupted_ranks_update_freq_2_and_on
 
 
 @pytest.mark.slurm
-def test_a_two_task_slurm_job_trains_as_two_ranks_and_writes_one_record(slurm_cluster, tmp_path, dp_overrides):  # noqa: F811
+def test_a_two_task_slurm_job_trains_as_two_ranks_and_writes_one_record(slurm_cluster, tmp_path, dp_overrides):
     sweep = tmp_path / "sweep"
     proc = run_sweep(sweep, *dp_overrides, "trainer.devices=2", "trainer.max_steps=8", "hydra/launcher=slurm",
                      "hydra.launcher.tasks_per_node=2", "hydra.launcher.cpus_per_task=1",

@@ -21,7 +21,6 @@ from hydra_plugins.frozen_sweep_launchers._submission import local_processes, qu
 from frozen_sweep.run_dir import live_runner
 from tests.conftest import ROOT
 from tests.helpers.sweeps import LOCAL, attempts, job_dirs, read_json, record, run_sweep, start_sweep, wait_for
-from tests.slurm_cluster import slurm_cluster  # noqa: F401  (the session's cluster, a fixture)
 
 FREEZES = ("none", "emb", "ffn")
 
@@ -139,7 +138,7 @@ class ArrayWatch:
 @pytest.mark.slurm
 @pytest.mark.slow
 def test_slurm_launchers_killed_between_records_and_sbatch_or_before_the_array_ids_are_recorded_submit_nothing_twice(
-    slurm_cluster,  # noqa: F811
+    slurm_cluster,
     tmp_path,
     micro_overrides,
 ):

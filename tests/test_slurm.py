@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.slurm_cluster import slurm_cluster  # noqa: F401  (the session's cluster, a fixture)
 from tests.helpers.sweeps import attempts, job_dir, job_dirs, read_json, record, run_sweep, start_sweep, wait_for
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -42,7 +41,7 @@ def resumed_at_step(sweep_dir: Path, freeze: str) -> int:
 
 
 def test_a_slurm_sweep_survives_scancel_resumes_requeued_jobs_and_skips_completed_ones_when_run_again(
-    slurm_cluster,  # noqa: F811
+    slurm_cluster,
     tmp_path,
     micro_overrides,
 ):
@@ -87,7 +86,7 @@ def test_a_slurm_sweep_survives_scancel_resumes_requeued_jobs_and_skips_complete
 
 
 def test_a_job_counts_as_gone_only_when_slurm_says_so_twice_and_a_failing_squeue_never_counts(
-    slurm_cluster,  # noqa: F811
+    slurm_cluster,
     tmp_path,
     monkeypatch,
 ):
