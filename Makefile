@@ -6,9 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo demo-mlm test setup data run table bench bench-gpu bench-collect clean-outputs slurm-up slurm-down
 
-# The seven freeze rows behind findings F1-F3 on the embedded corpus (23 min 13 s on 2 quiet CPU cores; F3 holds,
-# F1 and F2 do not: README, docs/studies.md), then the seven language-model rows behind F5 (≈2.5 min), their tables
-# and curves. The leading `-` collects a table even when a job failed: failures are listed under it.
+# The seven freeze rows behind findings F1-F3 on the embedded corpus (F3 holds, F1 and F2 do not: README,
+# docs/studies.md), then the seven language-model rows behind F5, their tables and curves: 15 min 10 s on 2 CPU cores
+# on 2026-11-24, with the test suite running alongside. The leading `-` collects a table even when a job failed:
+# failures are listed under it.
 demo: setup
 	-$(PY) -m frozen_sweep -m experiment=demo_table
 	$(PY) -m frozen_sweep.collect outputs/demo_table --reference paper_big --claims \

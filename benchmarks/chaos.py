@@ -172,6 +172,9 @@ def cluster_answers() -> bool:
 
 
 def main() -> None:
+    # the launchers it starts must take SIGINT as Ctrl-C even when this runs in the background (SIGINT ignored, and
+    # inherited by what it starts): Python's handler resets to the default in a child
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     p.add_argument("--launcher", choices=["both", "local_gpus", "slurm"], default="both")
     p.add_argument("--kills", type=int, default=20)

@@ -1,6 +1,7 @@
 """Shared fixtures: composed real configs and a small synthetic parallel corpus in the text_files layout."""
 
 import random
+import signal
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # the one SLURM test cluster of the session, a fixture every test module shares (imported into each module, it would
 # be one fixture per module, each waiting on the same machine-wide lock)
 pytest_plugins = ["tests.slurm_cluster"]
+# tests interrupt the launchers and jobs they start with SIGINT; a suite started in the background of a non-interactive
+# shell (CI) has SIGINT ignored, and every process it starts would inherit that: restore Python's handler (a handler,
+# unlike SIG_IGN, resets to the default when a child execs)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 CONF = ROOT / "frozen_sweep" / "conf"
 
 register_configs()
