@@ -19,10 +19,9 @@ import frozen_sweep
 from frozen_sweep import cpu, distributed, efficiency, freeze
 from frozen_sweep.checkpoint import load_checkpoint
 from frozen_sweep.config import ConfigError, Device, TaskKind
-from frozen_sweep.data import TaskData, load_task, make_batches
-from frozen_sweep.data.masking import mask_eval_batch
+from frozen_sweep.data import TaskData, load_task
+from frozen_sweep.data.masking import held_out_batches
 from frozen_sweep.evaluate import bleu_chrf, perplexity, token_scores, translate
-from frozen_sweep.world import SINGLE, World, check_world, launched_world
 from frozen_sweep.job_config import BUDGETS, fingerprint, job_config
 from frozen_sweep.model import Transformer
 from frozen_sweep.results import RunResult
@@ -30,9 +29,10 @@ from frozen_sweep.run_dir import (
     BEST_CHECKPOINT, CONFIG_FILE, LAST_CHECKPOINT, TEST_HYPOTHESES, TEST_REFERENCES, exclusive_run, is_completed,
     previous_record, read_record, result_of, write_result, write_text_atomic,
 )  # fmt: skip
-from frozen_sweep.study import for_config
 from frozen_sweep.stopping import Diverged
+from frozen_sweep.study import for_config
 from frozen_sweep.train import Trainer
+from frozen_sweep.world import SINGLE, World, check_world, launched_world
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +71,7 @@ def pick_device(cfg) -> torch.device:
 def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path) -> dict:
     """Test metrics with the weights of the best validation; hypotheses and references are saved beside the result."""
     if cfg.task.kind.monolingual:  # perplexity; a masked LM's on its masked positions, with their accuracy
-        batches = make_batches(data.test, cfg.trainer.max_tokens, shuffle=False)
-        if cfg.task.kind == TaskKind.mlm:
-            batches = [mask_eval_batch(batch, "test", cfg.task, len(data.vocab)) for batch in batches]
+        batches = held_out_batches(data.test, "test", cfg.task, len(data.vocab), cfg.trainer.max_tokens)
         nll, accuracy = token_scores(model, batches, device)
         return {"metric": perplexity(nll), "accuracy": accuracy if cfg.task.kind == TaskKind.mlm else None}
     capped: list[int] = []

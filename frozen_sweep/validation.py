@@ -5,8 +5,8 @@ masked LM the loss, perplexity and accuracy on its masked positions (the same ma
 from torch import nn
 
 from frozen_sweep.config import StopMetric, TaskKind
-from frozen_sweep.data import TaskData, make_batches
-from frozen_sweep.data.masking import mask_eval_batch
+from frozen_sweep.data import TaskData
+from frozen_sweep.data.masking import held_out_batches
 from frozen_sweep.evaluate import bleu_chrf, perplexity, token_scores, translate
 
 
@@ -15,9 +15,7 @@ class Validation:
         self.cfg, self.tr, self.data, self.device = cfg, cfg.trainer, data, device
         self.monolingual, self.is_mlm = cfg.task.kind.monolingual, cfg.task.kind == TaskKind.mlm
         tr = self.tr
-        valid = make_batches(data.valid, tr.max_tokens, False, multiple=tr.length_multiple)
-        if self.is_mlm:
-            valid = [mask_eval_batch(batch, "valid", cfg.task, len(data.vocab)) for batch in valid]
+        valid = held_out_batches(data.valid, "valid", cfg.task, len(data.vocab), tr.max_tokens, tr.length_multiple)
         self.batches = [batch.to(device) for batch in valid]  # copied to the device once, for every validation
 
     def scores(self, model: nn.Module) -> dict:

@@ -23,11 +23,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from frozen_sweep.config import TaskKind
 from frozen_sweep.data.align import align
 from frozen_sweep.data.kjv_canon import BOOKS
 from frozen_sweep.data.shipped import read_shipped, shipped_path
 from frozen_sweep.data.sword import VerseRef, read_module
+from frozen_sweep.data.text_files import langs_of
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def module_sources(task_cfg) -> dict[str, Path]:
     """{language: its verses' source} for the languages the task uses: the file shipped in the package for the
     embedded corpus's modules (the same text on every machine), else the SWORD module directory under
     task.sword_dir; a clear error if neither exists."""
-    langs = [task_cfg.tgt_lang] if TaskKind(task_cfg.kind).monolingual else [task_cfg.src_lang, task_cfg.tgt_lang]
+    langs = langs_of(task_cfg)
     if len(set(langs)) != len(langs):
         raise ValueError(f"task.src_lang and task.tgt_lang are both '{langs[0]}'")
     sword_dir = Path(task_cfg.sword_dir).expanduser()

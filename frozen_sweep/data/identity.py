@@ -16,16 +16,13 @@ import time
 from pathlib import Path
 
 from frozen_sweep.config import ConfigError, CorpusKind, TaskKind
+from frozen_sweep.data.text_files import langs_of
 
 FORMAT_VERSION = 1  # of the prepared dataset (data/prepared.py): part of its key
 RACY_S = 2.0
 SPLITS = ("train", "valid", "test")
 
 _hashes: dict[tuple, str] = {}  # stat key → sha256: a sweep's plan computes every job's fingerprint
-
-
-def langs_of(task_cfg) -> list[str]:
-    return [task_cfg.tgt_lang] if TaskKind(task_cfg.kind).monolingual else [task_cfg.src_lang, task_cfg.tgt_lang]
 
 
 def _stat_key(path: Path) -> tuple:

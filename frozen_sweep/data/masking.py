@@ -17,7 +17,9 @@ import hashlib
 
 import torch
 
+from frozen_sweep.config import TaskKind
 from frozen_sweep.data.batching import Batch
+from frozen_sweep.data.split import make_batches
 from frozen_sweep.data.vocab import FIRST_PIECE, MASK, PAD
 
 
@@ -76,3 +78,11 @@ def mask_eval_batch(batch: Batch, split: str, task_cfg, vocab_size: int) -> Batc
         gen = generator(eval_key(split, example))
         inputs[row, :n], targets[row, :n] = mask_tokens(tokens, task_cfg, vocab_size, gen)
     return Batch(None, inputs, targets, int((targets != PAD).sum()), batch.indices)
+
+
+def held_out_batches(split, name: str, task_cfg, vocab_size: int, max_tokens: int, multiple: int = 1) -> list[Batch]:
+    """The batches a held-out split (`name`: valid or test) is scored on, in plan order: masked for a masked LM."""
+    batches = make_batches(split, max_tokens, False, multiple=multiple)
+    if TaskKind(task_cfg.kind) == TaskKind.mlm:
+        batches = [mask_eval_batch(batch, name, task_cfg, vocab_size) for batch in batches]
+    return batches

@@ -25,11 +25,11 @@ from tqdm import tqdm
 
 from frozen_sweep.config import CorpusKind
 from frozen_sweep.data.bible import extract_bible
-from frozen_sweep.data.identity import SPLITS, langs_of, prepared_key
+from frozen_sweep.data.identity import SPLITS, prepared_key
 from frozen_sweep.data.prepared import (
     HELD_OUT, VOCAB_FILE, SideWriter, problem, token_dtype, write_manifest, write_texts,
 )  # fmt: skip
-from frozen_sweep.data.text_files import SplitReader
+from frozen_sweep.data.text_files import SplitReader, langs_of
 from frozen_sweep.data.vocab import train_vocab
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,14 @@ from itertools import islice
 from pathlib import Path
 from typing import Iterator
 
+from frozen_sweep.config import TaskKind
+
 CHUNK_LINES = 1 << 16
+
+
+def langs_of(task_cfg) -> list[str]:
+    """The languages a task reads: the target alone for (masked) language modelling, else source and target."""
+    return [task_cfg.tgt_lang] if TaskKind(task_cfg.kind).monolingual else [task_cfg.src_lang, task_cfg.tgt_lang]
 
 
 def _decode(path: Path, raw: list[bytes], lines_before: int) -> list[str]:
