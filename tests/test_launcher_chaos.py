@@ -143,7 +143,8 @@ def test_slurm_launchers_killed_between_records_and_sbatch_or_before_the_array_i
     micro_overrides,
 ):
     args = [*relative_paths(micro_overrides), "hydra/launcher=slurm", "hydra.launcher.cpus_per_task=1",
-            "hydra.launcher.poll_interval_s=1", "trainer.max_epochs=2", f"freeze={','.join(FREEZES)}"]  # fmt: skip
+            "hydra.launcher.poll_interval_s=1", "trainer.max_epochs=20", f"freeze={','.join(FREEZES)}"]  # fmt: skip
+    # 20 epochs: the jobs must still train when the relaunch has planned (at 2, prepared data let them end in 2 s)
     sweep = tmp_path / "sweep"
     watch = ArrayWatch(sweep)
     # 1. kill -9 after sbatch returned, before any record holds the array's id (the lost window)
