@@ -75,7 +75,8 @@ def test_local_gpus_adopts_jobs_still_starting_when_the_launcher_died_and_its_st
     tmp_path, micro_overrides
 ):
     args = [*relative_paths(micro_overrides), LOCAL, "hydra.launcher.max_parallel=2", "trainer.threads=1",
-            "trainer.max_epochs=2", f"freeze={','.join(FREEZES)}"]  # fmt: skip
+            "trainer.max_epochs=20", f"freeze={','.join(FREEZES)}"]  # fmt: skip
+    # 20 epochs: the jobs must still train when a relaunch has planned (prepared data lets them start at once)
     sweep = tmp_path / "sweep"
     # 1. killed the instant its first job's processes exist, before the job holds its directory's lock
     code, _ = launch(sweep, args, "first", tmp_path, kill_at("after_submit"))
