@@ -3,8 +3,8 @@
     python benchmarks/busy_cpu.py [--steps 2] [--repeats 5] [--sweep-repeats 1] [--also NAME:VAR=V,VAR=V ...]
 
 The contenders, each in its own process (libgomp reads its environment when torch loads it):
-- today: torch's default threads (one per core), fixed: what a job did before frozen_sweep.cpu;
-- job: what a job does now (frozen_sweep.cpu.threads_for_free_cores): as many threads as the cores other
+- today: torch's default threads (one per core), fixed: what a job did before frozen_sweep.system.cpu;
+- job: what a job does now (frozen_sweep.system.cpu.threads_for_free_cores): as many threads as the cores other
   processes leave free, re-measured every second;
 - one: one thread (OMP_NUM_THREADS=1): the best a job can do with one core free (2 threads on 1⅓ cores spin-wait),
   so its busy step over today's quiet step is the floor of the job's busy/quiet ratio;
@@ -35,7 +35,7 @@ from pathlib import Path
 import common
 import torch
 
-from frozen_sweep import cpu
+from frozen_sweep.system import cpu
 
 COMPETITOR = """import torch
 torch.set_num_threads(1)

@@ -35,10 +35,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hydra_plugins.frozen_sweep_launchers._submission import (  # noqa: E402
-    local_processes, queued_tasks, read_submission,
+    local_processes,
+    queued_tasks,
+    read_submission,
 )  # fmt: skip
 
-from frozen_sweep.run_dir import ATTEMPTS_FILE, read_record  # noqa: E402
+from frozen_sweep.run.directory import ATTEMPTS_FILE, read_record
 from tests.conftest import write_corpus  # noqa: E402
 from tests.helpers.sweeps import read_json, sweep_command  # noqa: E402
 

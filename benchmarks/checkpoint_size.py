@@ -2,11 +2,11 @@
 
     python benchmarks/checkpoint_size.py [--models tiny]
 
-For each freeze pattern (frozen_sweep/conf/freeze/*.yaml), builds the model with `frozen_sweep.build.build_model`, takes one
+For each freeze pattern (frozen_sweep/conf/freeze/*.yaml), builds the model with `frozen_sweep.weights.build.build_model`, takes one
 training step (so Adam has state) and writes the trainer's two checkpoints with its own code
-(`Trainer._save` → `frozen_sweep.checkpoint.save_checkpoint`): checkpoint_best.pt (weights) and checkpoint_last.pt
+(`Trainer._save` → `frozen_sweep.weights.checkpoint.save_checkpoint`): checkpoint_best.pt (weights) and checkpoint_last.pt
 (weights, Adam state, schedule, trainer state, RNG). A full checkpoint is pattern `none`'s, where every parameter is
-trainable and stored. Prints bytes / full bytes beside the trainable ratio (`frozen_sweep.freeze.parameter_counts`).
+trainable and stored. Prints bytes / full bytes beside the trainable ratio (`frozen_sweep.weights.freeze.parameter_counts`).
 Target: every seed-only checkpoint within 2% of trainable ratio × full size.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import common
 
-from frozen_sweep.run_dir import BEST_CHECKPOINT, LAST_CHECKPOINT
-from frozen_sweep.freeze import paper_row, parameter_counts
+from frozen_sweep.run.directory import BEST_CHECKPOINT, LAST_CHECKPOINT
+from frozen_sweep.weights.freeze import paper_row, parameter_counts
 
 
 def main() -> None:

@@ -19,9 +19,13 @@ from pathlib import Path
 
 import common
 
-from frozen_sweep import collect, paper
-from frozen_sweep.results import RunResult
-from frozen_sweep.run_dir import write_result
+from frozen_sweep.run.directory import write_result
+from frozen_sweep.run.record import RunResult
+from frozen_sweep.tables import paper
+from frozen_sweep.tables.build import build_tables
+from frozen_sweep.tables.plots import plot_tables
+from frozen_sweep.tables.render import csv, latex, markdown
+from frozen_sweep.tables.runs import load_runs
 
 FROZEN = {
     "(0)": (), "(1)": ("emb",), "(2)": ("att",), "(3)": ("ffn",), "(2.1)": ("att",), "(3.1)": ("ffn",),
@@ -82,13 +86,13 @@ def main() -> None:
         timed(f"write {args.records} records", lambda: write_records(root, args.records))
         print("in process:")
         started = time.perf_counter()
-        runs = timed("load", lambda: collect.load_runs([str(root)]))
-        tables = timed("build tables", lambda: collect.build_tables(runs, paper.REFERENCES["paper_big"]))
-        for name, render in (("markdown", collect.markdown), ("latex", collect.latex)):
+        runs = timed("load", lambda: load_runs([str(root)]))
+        tables = timed("build tables", lambda: build_tables(runs, paper.REFERENCES["paper_big"]))
+        for name, render in (("markdown", markdown), ("latex", latex)):
             timed(f"render {name}", lambda: render(tables, runs))
-        timed("render csv", lambda: collect.csv(runs))
+        timed("render csv", lambda: csv(runs))
         print(f"  {'total (load + tables + 3 formats)':<36} {time.perf_counter() - started:7.3f} s")
-        plots = timed(f"plots ({len(tables)} figures)", lambda: collect.plot_tables(tables, Path(tmp) / "curves.png"))
+        plots = timed(f"plots ({len(tables)} figures)", lambda: plot_tables(tables, Path(tmp) / "curves.png"))
         command = [sys.executable, "-m", "frozen_sweep.collect", str(root), "--out", str(Path(tmp) / "t.md")]
         started = time.perf_counter()
         timed("command line, md (imports included)", lambda: subprocess.run(command, check=True, capture_output=True))

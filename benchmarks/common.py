@@ -19,14 +19,14 @@ import numpy as np
 import torch
 from hydra import compose, initialize_config_dir
 
-from frozen_sweep import cpu
 from frozen_sweep.config import NormPosition, ReservoirType, StackName, register_configs
+from frozen_sweep.config.stack_layout import reservoir_pattern
 from frozen_sweep.data import Split, TaskData
 from frozen_sweep.data.batching import Batch
-from frozen_sweep.build import build_model
-from frozen_sweep.job import keep_freed_memory
-from frozen_sweep.stack_layout import reservoir_pattern
-from frozen_sweep.train import Trainer
+from frozen_sweep.job.runner import keep_freed_memory
+from frozen_sweep.system import cpu
+from frozen_sweep.train.trainer import Trainer
+from frozen_sweep.weights.build import build_model
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "frozen_sweep" / "conf"
@@ -116,7 +116,7 @@ def stub_data(vocab: int, n: int = 8) -> TaskData:
 
 
 def build(cfg, vocab: int) -> torch.nn.Module:
-    """The model as a job builds it: seeded init and the freeze pattern applied (frozen_sweep.build.build_model)."""
+    """The model as a job builds it: seeded init and the freeze pattern applied (frozen_sweep.weights.build.build_model)."""
     return build_model(cfg, vocab)
 
 

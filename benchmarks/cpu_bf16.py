@@ -24,9 +24,9 @@ import torch
 from sacrebleu.metrics import BLEU
 from sacrebleu.significance import PairedTest
 
-from frozen_sweep import cpu
-from frozen_sweep.collect.significance import read_lines
-from frozen_sweep.run_dir import RESULT_FILE, TEST_HYPOTHESES, TEST_REFERENCES
+from frozen_sweep.run.directory import RESULT_FILE, TEST_HYPOTHESES, TEST_REFERENCES
+from frozen_sweep.system import cpu
+from frozen_sweep.tables.significance import read_lines
 
 PRECISIONS = {"fp32": "false", "bf16": "true"}  # name → trainer.amp_cpu
 

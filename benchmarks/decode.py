@@ -2,7 +2,7 @@
 
     python benchmarks/decode.py [--model tiny] [--sentences 100] [--repeats 2]
 
-Decodes the same sentences with `frozen_sweep.evaluate.translate` (batches of `eval.batch_sentences`, the search of
+Decodes the same sentences with `frozen_sweep.evaluate.decode.translate` (batches of `eval.batch_sentences`, the search of
 `eval` in frozen_sweep/conf/config.yaml) at beam 1 and beam 4, each with the cache (`cache=True`, what a job uses) and without it
 (`cache=False`: the decoder reruns the whole prefix at every step and projects only its last position onto the
 vocabulary), all four side by side, interleaved (rotated order, no warm-up round), median over rounds. The model is
@@ -14,7 +14,7 @@ both searches return the same translations. Target: cached ≥ 3× uncached at b
 import common
 import torch
 
-from frozen_sweep.evaluate import translate
+from frozen_sweep.evaluate.decode import translate
 
 
 def main() -> None:

@@ -22,12 +22,12 @@ import common
 import torch
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-from frozen_sweep import cpu
 from frozen_sweep.data import Split, TaskData
-from frozen_sweep.distributed import process_group, run_ranks
-from frozen_sweep.freeze import paper_row
-from frozen_sweep.train import Trainer
-from frozen_sweep.updates import update_batches
+from frozen_sweep.parallel.distributed import process_group, run_ranks
+from frozen_sweep.system import cpu
+from frozen_sweep.train.trainer import Trainer
+from frozen_sweep.train.updates import update_batches
+from frozen_sweep.weights.freeze import paper_row
 
 TIMEOUT_S = 600
 

@@ -2,7 +2,7 @@
 
     python benchmarks/freeze_speedup.py [--model tiny] [--sentences 64 --length 32] [--repeats 7]
 
-Builds one model per freeze pattern (frozen_sweep/conf/freeze/*.yaml, the paper's nine rows) with `frozen_sweep.build.build_model`
+Builds one model per freeze pattern (frozen_sweep/conf/freeze/*.yaml, the paper's nine rows) with `frozen_sweep.weights.build.build_model`
 and times `Trainer._train_step` on the same fixed batch, all nine side by side, interleaved, median over rounds.
 The ideal is the ratio of matmul FLOPs per step (benchmarks/common.py: step_flops): a frozen weight needs no weight
 gradient, and a block with nothing trainable in or below it needs no backward at all. Per pattern it prints the
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import common
 
-from frozen_sweep.freeze import paper_row
+from frozen_sweep.weights.freeze import paper_row
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
     python benchmarks/job_throughput.py [--device cuda] [--model base] [--epochs 3] [override ...]
 
 Trains `--model` on the embedded corpus (task=bible_es_en; on the GPU machine pass task.sword_dir=$FS_SWORD) with
-`frozen_sweep.train.Trainer.fit` as a job does (its model preset's trainer, validation loss every epoch, no
+`frozen_sweep.train.trainer.Trainer.fit` as a job does (its model preset's trainer, validation loss every epoch, no
 validation BLEU), for `--epochs` epochs, then reports:
 - each epoch's training time (the loop: steps and batch preparation, validation excluded), target tokens/s and
   distinct (batch, length) shapes. Target: epoch 1 ≤ 1.2× the median later epoch (nothing planned per new shape);
@@ -21,8 +21,8 @@ from pathlib import Path
 import common
 
 from frozen_sweep.data import load_task
-from frozen_sweep.build import build_model
-from frozen_sweep.train import Trainer
+from frozen_sweep.train.trainer import Trainer
+from frozen_sweep.weights.build import build_model
 
 
 def main() -> None:

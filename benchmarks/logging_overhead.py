@@ -1,4 +1,4 @@
-"""Metric logging's cost per training step (frozen_sweep/metrics_log.py): metrics.jsonl and TensorBoard against the
+"""Metric logging's cost per training step (frozen_sweep/metrics/log.py): metrics.jsonl and TensorBoard against the
 step they log, at the default job's sizes.
 
     python benchmarks/logging_overhead.py [--model demo] [--sentences 128 --length 32] [--every 50] [--repeats 7]
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import common
 
-from frozen_sweep.metrics_log import MetricsLog
-from frozen_sweep.stopping import TrainState
+from frozen_sweep.metrics.log import MetricsLog
+from frozen_sweep.train.stopping import TrainState
 
 CALLS = 50  # logger calls per timed call of a logging contender (a step is long; one call is microseconds)
 

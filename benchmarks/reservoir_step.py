@@ -3,7 +3,7 @@ backskipping, beside the ideal from counting matrix products.
 
     python benchmarks/reservoir_step.py [--model demo --encoder-layers 6] [--sentences 64 --length 32] [--repeats 7]
 
-Every contender is the same encoder depth (reservoirs count as layers) built by `frozen_sweep.build.build_model`, timed
+Every contender is the same encoder depth (reservoirs count as layers) built by `frozen_sweep.weights.build.build_model`, timed
 with `Trainer._train_step` on one fixed batch, side by side, interleaved, median over rounds. Ideal ratio: matmul FLOPs
 per step over the all-trainable model's (benchmarks/common.py: step_flops): a reservoir needs its forward and, when
 something below it trains, its input gradient — no weight gradients; backskipping drops its backward entirely; a

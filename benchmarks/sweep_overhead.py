@@ -4,7 +4,7 @@
 
 Launchers. The same micro job (model=micro on a small synthetic corpus, trainer=quick, 2 updates, greedy test
 decoding: a couple of seconds of real work) is run
-- in this process, `frozen_sweep.job.run_job` after composing its config: the job's own time J (median);
+- in this process, `frozen_sweep.job.runner.run_job` after composing its config: the job's own time J (median);
 - as a sweep `python -m frozen_sweep -m seed=1,…,N` through each launcher: Hydra's `basic` (in one process),
   `local_gpus` (a subprocess per job through submitit, max_parallel=1) and `slurm` (the one-node cluster of
   `make slurm-up`, when it answers; array_parallelism=1), with N = 1 and N = --jobs, interleaved.
@@ -24,7 +24,7 @@ from pathlib import Path
 import common
 from collect_records import write_records
 
-from frozen_sweep.job import run_job
+from frozen_sweep.job.runner import run_job
 
 
 def job_overrides(corpus: Path, cache: Path) -> list[str]:

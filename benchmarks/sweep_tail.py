@@ -4,7 +4,7 @@
 
 Three demo jobs (experiment=demo_table, row (0), seeds 1-3, --steps updates each) as one `local_gpus` sweep with
 max_parallel=2: two run together, the third starts when one ends and finishes alone, as the CPU demo's seventh job
-does. Side by side (alternating, --repeats rounds): the launcher's threads (every core; frozen_sweep.cpu keeps each
+does. Side by side (alternating, --repeats rounds): the launcher's threads (every core; frozen_sweep.system.cpu keeps each
 job to the cores the others leave free) against a fixed share (trainer.threads = cores // 2, the launcher's choice
 before). Printed: each sweep's wall time, the training tokens/s of the jobs that started together and of the third.
 Targets: the sweep ≥ 1.1× faster, and the jobs that ran together no slower (≥ 0.95×): giving way costs nothing.
@@ -20,7 +20,7 @@ from pathlib import Path
 import common
 from cpu_bf16 import demo_row, local_sweep
 
-from frozen_sweep.run_dir import RESULT_FILE
+from frozen_sweep.run.directory import RESULT_FILE
 
 PARALLEL = 2
 

@@ -4,7 +4,7 @@
 
 For each model (frozen_sweep/conf/model/*.yaml), at the same fixed batch (sentences × length tokens on each side, collated by the
 project's code), times side by side, interleaved, median over rounds:
-- ours: `frozen_sweep.train.Trainer._train_step` on `frozen_sweep.build.build_model` (forward, label-smoothed loss,
+- ours: `frozen_sweep.train.trainer.Trainer._train_step` on `frozen_sweep.weights.build.build_model` (forward, label-smoothed loss,
   backward, Adam, schedule), as a job runs it on this CPU;
 - nn.Transformer: `torch.nn.Transformer` of identical dimensions (post-norm, ReLU, same dropout, one tied
   embedding/output matrix, sinusoidal positions), the same loss, Adam and schedule;
@@ -34,7 +34,7 @@ from torch import nn
 
 from frozen_sweep.data.vocab import BOS, EOS, PAD
 from frozen_sweep.model.layers import sinusoidal_positions
-from frozen_sweep.optim import inverse_sqrt_schedule
+from frozen_sweep.train.optim import inverse_sqrt_schedule
 
 
 class TorchTransformer(nn.Module):

@@ -11,11 +11,12 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import ConfigError, register_configs
-from frozen_sweep.dry_run import REFUSE, check_job, report
-from frozen_sweep.help_text import config_groups
-from frozen_sweep.job import run_job
-from frozen_sweep.job_config import absolute_paths
-from frozen_sweep.run_dir import LOCK_FILE, JobAlreadyRunning, dirname, remove_if_unused
+from frozen_sweep.config.help_text import config_groups
+from frozen_sweep.job.dry_run import REFUSE, check_job, report
+from frozen_sweep.job.job_config import absolute_paths
+from frozen_sweep.job.runner import run_job
+from frozen_sweep.run.directory import LOCK_FILE, dirname
+from frozen_sweep.run.lock import JobAlreadyRunning, remove_if_unused
 
 log = logging.getLogger("frozen_sweep")
 

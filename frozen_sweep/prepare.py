@@ -13,9 +13,9 @@ from hydra import compose, initialize_config_module
 from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import ConfigError, register_configs
-from frozen_sweep.data.prepared import MANIFEST
 from frozen_sweep.data.preparation import prepare
-from frozen_sweep.job_config import job_config
+from frozen_sweep.data.prepared import MANIFEST
+from frozen_sweep.job.job_config import job_config
 
 
 def summary(manifest: dict) -> str:

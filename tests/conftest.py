@@ -9,8 +9,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import register_configs
-from frozen_sweep.results import RunResult
-from frozen_sweep.run_dir import write_result
+from frozen_sweep.run.directory import write_result
+from frozen_sweep.run.record import RunResult
 
 ROOT = Path(__file__).resolve().parents[1]
 # the one SLURM test cluster of the session, a fixture every test module shares (imported into each module, it would

@@ -90,7 +90,7 @@ def test_uncached_search_is_the_same_search():  # what benchmarks/decode.py comp
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import common
 
-    from frozen_sweep.evaluate import translate
+    from frozen_sweep.evaluate.decode import translate
 
     cfg = common.compose_config("model=micro")
     model = common.build(cfg, 50)

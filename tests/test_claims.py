@@ -8,9 +8,14 @@ import pandas as pd
 import pytest
 import sacrebleu
 
-from frozen_sweep import collect, paper
-from frozen_sweep.collect.claims import BLEU_FLOOR, FAILS, HOLDS, NOT_ENOUGH, NOT_MEANINGFUL, paper_check
-from frozen_sweep.collect.significance import p_values
+from frozen_sweep import collect
+from frozen_sweep.tables import paper
+from frozen_sweep.tables.build import build_tables
+from frozen_sweep.tables.claims import BLEU_FLOOR, FAILS, HOLDS, NOT_ENOUGH, NOT_MEANINGFUL, paper_check
+from frozen_sweep.tables.paper import REFERENCES
+from frozen_sweep.tables.render import markdown
+from frozen_sweep.tables.runs import load_runs
+from frozen_sweep.tables.significance import p_values
 from tests.helpers.jobs import run_cli as run_job
 from tests.helpers.records import write_reservoir_run, write_run
 
@@ -29,7 +34,7 @@ def write_table(root, values: dict, epochs: dict = None, seeds=(1,), **fields):
 
 
 def verdicts(root, reference=None, min_runs=1) -> dict[str, str]:
-    (table,) = collect.build_tables(collect.load_runs([str(root)]), reference, claims=True, min_runs=min_runs)
+    (table,) = build_tables(load_runs([str(root)]), reference, claims=True, min_runs=min_runs)
     return {check.key: check.verdict for check in table.checks}
 
 
@@ -49,8 +54,8 @@ def test_the_papers_own_numbers_satisfy_their_claims():
 def test_a_table_with_the_papers_numbers_passes_with_the_numbers_printed(tmp_path):
     root = write_table(tmp_path / "big", BIG, BIG_EPOCHS)
     assert verdicts(root) == {"F1": HOLDS, "F2": HOLDS, "F3": HOLDS, "F4": HOLDS, "E1": HOLDS}
-    runs = collect.load_runs([str(root)])
-    text = collect.markdown(collect.build_tables(runs, collect.REFERENCES["paper_big"], claims=True), runs)
+    runs = load_runs([str(root)])
+    text = markdown(build_tables(runs, REFERENCES["paper_big"], claims=True), runs)
     findings = text.split("**Findings")[1]
     assert "- F1 ✓ — one frozen component costs little" in findings
     assert "(1)/(0) = 22.6/24.3 = 0.93 ≥ 0.85" in findings and "(6)/(5) = 4.4/20.8 = 0.21 < 0.5" in findings
@@ -84,11 +89,11 @@ def test_missing_rows_and_too_few_runs_are_not_enough_runs(tmp_path):
     without_6 = {row: v for row, v in BIG.items() if row != "(6)"}
     found = verdicts(write_table(tmp_path / "t", without_6, BIG_EPOCHS))
     assert found == {"F1": HOLDS, "F2": NOT_ENOUGH, "F3": NOT_ENOUGH, "F4": HOLDS, "E1": NOT_ENOUGH}
-    (table,) = collect.build_tables(collect.load_runs([str(tmp_path / "t")]), claims=True)
+    (table,) = build_tables(load_runs([str(tmp_path / "t")]), claims=True)
     assert table.checks[1].compared == "(6) missing"
 
     assert set(verdicts(tmp_path / "t", min_runs=2).values()) == {NOT_ENOUGH}
-    (table,) = collect.build_tables(collect.load_runs([str(tmp_path / "t")]), claims=True, min_runs=2)
+    (table,) = build_tables(load_runs([str(tmp_path / "t")]), claims=True, min_runs=2)
     assert table.checks[0].compared.startswith("(1) has 1 run, needs 2")
     two_seeds = write_table(tmp_path / "seeds", BIG, BIG_EPOCHS, seeds=(1, 2))
     assert set(verdicts(two_seeds, min_runs=2).values()) == {HOLDS}
@@ -98,7 +103,7 @@ def test_noise_level_bleu_is_not_meaningful_not_a_verdict(tmp_path):
     untrained = {row: 0.3 for row in BIG} | {"(0)": 0.4, "(2)": 0.0}  # an untrained micro model's scores
     found = verdicts(write_table(tmp_path / "noise", untrained, BIG_EPOCHS))
     assert {key: found[key] for key in ("F1", "F2", "F3", "F4")} == dict.fromkeys(("F1", "F2", "F3", "F4"), NOT_MEANINGFUL)
-    (table,) = collect.build_tables(collect.load_runs([str(tmp_path / "noise")]), claims=True)
+    (table,) = build_tables(load_runs([str(tmp_path / "noise")]), claims=True)
     assert table.checks[0].compared.startswith(f"(0) below the {BLEU_FLOOR:g} BLEU floor: (1)/(0) = 0.3/0.4")
     collapsed = BIG | {"(6)": 0.2}  # a collapse to noise is a finding when what it is compared with is not noise
     assert verdicts(write_table(tmp_path / "collapsed", collapsed, BIG_EPOCHS))["F2"] == HOLDS
@@ -107,7 +112,7 @@ def test_noise_level_bleu_is_not_meaningful_not_a_verdict(tmp_path):
 def test_rows_ended_by_a_budget_leave_the_epochs_claim_undecided(tmp_path):
     root = write_table(tmp_path / "t", {row: v for row, v in BIG.items() if row != "(4)"}, BIG_EPOCHS)
     write_run(root, "(4)", BIG["(4)"], best_epoch=30, epochs_to_convergence=None, stopped_reason="max_steps")
-    (table,) = collect.build_tables(collect.load_runs([str(root)]), claims=True)
+    (table,) = build_tables(load_runs([str(root)]), claims=True)
     e1 = next(c for c in table.checks if c.key == "E1")
     assert (e1.verdict, e1.compared) == (NOT_ENOUGH, "(4) did not converge (≥ epochs)")
 
@@ -115,7 +120,7 @@ def test_rows_ended_by_a_budget_leave_the_epochs_claim_undecided(tmp_path):
 def test_language_model_claim_f5(tmp_path):
     lm = dict(task="lm_bible_en", model="lm_demo", metric_name="ppl")
     assert verdicts(write_table(tmp_path / "holds", LM, **lm), paper.REFERENCES["paper_lm"]) == {"F5": HOLDS}
-    (table,) = collect.build_tables(collect.load_runs([str(write_table(tmp_path / "fails", LM | {"(3)": 130.0}, **lm))]),
+    (table,) = build_tables(load_runs([str(write_table(tmp_path / "fails", LM | {"(3)": 130.0}, **lm))]),
                                     claims=True)  # fmt: skip
     assert (table.checks[0].verdict, table.checks[0].compared) == (
         FAILS, "(1) is not the highest of (1) 118.4, (2) 47.5, (3) 130.0")
@@ -136,14 +141,14 @@ def test_reservoir_claim_per_depth(tmp_path):
     write_reservoir_run(root, "base", "LLLL", "none", best=20, reach_s=80)
     write_reservoir_run(root, "fast", "LRLR", "transformer", best=20, reach_s=40)  # AUCC 16.0 > 12.0
     write_reservoir_run(root, "deep", "LRLRLL", "ffn", best=30, reach_s=40)  # no all-trainable depth-6 run: ignored
-    (check,) = collect.build_tables(collect.load_runs([str(root)]), claims=True)[0].checks
+    (check,) = build_tables(load_runs([str(root)]), claims=True)[0].checks
     assert (check.key, check.verdict, check.compared) == ("R1", HOLDS, "depth 4: transformer LRLR 16.0 > 12.0")
     write_reservoir_run(root, "slow", "LRLR", "ffn", best=20, reach_s=120)  # AUCC 8.3
-    (check,) = collect.build_tables(collect.load_runs([str(root)]), claims=True)[0].checks
+    (check,) = build_tables(load_runs([str(root)]), claims=True)[0].checks
     assert check.verdict == FAILS and "depth 4: ffn LRLR 8.3 ≤ 12.0" in check.compared
     lonely = tmp_path / "no_baseline"
     write_reservoir_run(lonely, "deep", "LRLRLL", "ffn", best=30, reach_s=40)
-    (check,) = collect.build_tables(collect.load_runs([str(lonely)]), claims=True)[0].checks
+    (check,) = build_tables(load_runs([str(lonely)]), claims=True)[0].checks
     assert check.verdict == NOT_ENOUGH
 
 
@@ -218,7 +223,7 @@ def translated(tmp_path):
 
 
 def test_paired_bootstrap_per_seed(translated):
-    runs = collect.load_runs([str(translated)])
+    runs = load_runs([str(translated)])
     p = runs.assign(p=p_values(runs)).set_index(["label", "seed"]).p
     assert p["(1)", 1] < 0.05 and p["(1)", 2] < 0.05  # clearly better
     assert p["(2)", 1] == 1.0 and p["(3)", 1] > 0.05  # identical, and one sentence better
@@ -227,8 +232,8 @@ def test_paired_bootstrap_per_seed(translated):
 
 
 def test_significance_in_the_table_and_csv(translated, capsys):
-    runs = collect.load_runs([str(translated)])
-    (table,) = collect.build_tables(runs)
+    runs = load_runs([str(translated)])
+    (table,) = build_tables(runs)
     rows = table.rows.droplevel(0, axis=1).set_index("Row")
     assert list(rows.columns[:5]) == ["EMB", "ATT", "FFN", "BLEU", "p vs (0)"]
     assert rows.loc["(1)", "BLEU"].endswith("†") and rows.loc["(1)", "p vs (0)"] == "0.001"
@@ -242,7 +247,7 @@ def test_significance_in_the_table_and_csv(translated, capsys):
 
 def test_partly_tested_rows_say_how_many_seeds(translated):
     write_run(translated, "(1)", 50.0, seed=3)  # no saved translations, no (0) partner
-    (table,) = collect.build_tables(collect.load_runs([str(translated)]))
+    (table,) = build_tables(load_runs([str(translated)]))
     rows = table.rows.droplevel(0, axis=1).set_index("Row")
     assert rows.loc["(1)", "p vs (0)"] == "0.001 (2/3)" and not rows.loc["(1)", "BLEU"].endswith("†")
 
@@ -253,6 +258,6 @@ def test_real_jobs_save_what_the_bootstrap_needs(tmp_path, micro_overrides):
         proc = run_job(*micro_overrides, f"freeze={freeze}", f"hydra.run.dir={tmp_path / 'runs' / freeze}")
         assert proc.returncode == 0, proc.stdout
     assert len((tmp_path / "runs" / "ffn" / "test.ref.txt").read_text().splitlines()) == 60
-    runs = collect.load_runs([str(tmp_path / "runs")])
+    runs = load_runs([str(tmp_path / "runs")])
     p = runs.assign(p=p_values(runs)).set_index("label").p
     assert pd.isna(p["(0)"]) and 0 < p["(3)"] <= 1

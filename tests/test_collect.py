@@ -12,9 +12,15 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from frozen_sweep import collect, paper
+from frozen_sweep.tables import paper
+from frozen_sweep.tables.build import build_tables
+from frozen_sweep.tables.paper import REFERENCES
+from frozen_sweep.tables.plots import plot_tables
+from frozen_sweep.tables.render import csv, latex, markdown
+from frozen_sweep.tables.runs import load_runs
 from tests.conftest import CONF, ROOT, compose_config, fake_run_dir
 from tests.helpers.records import write_run
+
 
 @pytest.fixture
 def sweep(tmp_path) -> Path:
@@ -44,8 +50,8 @@ def cells(line: str) -> list[str]:
 
 
 def md(root: Path, reference=None) -> str:
-    runs = collect.load_runs([str(root)])
-    return collect.markdown(collect.build_tables(runs, collect.REFERENCES.get(reference)), runs)
+    runs = load_runs([str(root)])
+    return markdown(build_tables(runs, REFERENCES.get(reference)), runs)
 
 
 def test_rows_are_ordered_and_labelled_like_the_paper(sweep):
@@ -79,7 +85,7 @@ def test_runs_with_other_overrides_get_their_own_table(sweep):
 
 
 def test_failed_running_and_corrupt_runs_are_listed_not_averaged(sweep):
-    runs = collect.load_runs([str(sweep)])
+    runs = load_runs([str(sweep)])
     assert runs.status.value_counts().to_dict() == {"completed": 13, "failed": 1, "running": 1, "corrupt": 1}
     text = md(sweep)
     assert "99.0" not in text and "### Not included (3 runs)" in text
@@ -109,7 +115,7 @@ def test_reference_footnotes_the_doubtful_ffn1024_cells(sweep):
 
 
 def test_csv_has_one_row_per_run(sweep, tmp_path):
-    runs = pd.read_csv(io.StringIO(collect.csv(collect.load_runs([str(sweep)]))))
+    runs = pd.read_csv(io.StringIO(csv(load_runs([str(sweep)]))))
     assert len(runs) == 16
     assert {"path", "status", "reason", "emb", "att", "ffn", "test_metric", "seed", "overrides"} <= set(runs.columns)
     zero = runs[(runs.row == "(0)") & (runs.status == "completed")]
@@ -117,8 +123,8 @@ def test_csv_has_one_row_per_run(sweep, tmp_path):
 
 
 def test_latex_is_escaped_and_compiles(sweep, tmp_path):
-    runs = collect.load_runs([str(sweep)])
-    text = collect.latex(collect.build_tables(runs, collect.REFERENCES["paper_big"]), runs)
+    runs = load_runs([str(sweep)])
+    text = latex(build_tables(runs, REFERENCES["paper_big"]), runs)
     assert r"bible\_es\_en" in text and r"11.0 $\pm$ 1.0" in text and r"$\geq$7" in text and "±" not in text
     assert r"\multicolumn{13}{l}{\textit{One frozen component}}" in text
     assert r"\multicolumn{3}{c}{Paper} & \multicolumn{2}{c}{BLEU / (0)} \\" in text
@@ -135,14 +141,14 @@ def test_latex_is_escaped_and_compiles(sweep, tmp_path):
 
 
 def test_plots_one_file_per_table(sweep, tmp_path):
-    tables = collect.build_tables(collect.load_runs([str(sweep)]))
-    written = collect.plot_tables(tables, tmp_path / "curves.png")
+    tables = build_tables(load_runs([str(sweep)]))
+    written = plot_tables(tables, tmp_path / "curves.png")
     assert [p.name for p in written] == [
         "curves-1-bible_es_en-demo-trainer.lr=_default_.png",
         "curves-2-bible_es_en-demo-trainer.lr=5e-4.png",
     ]
     assert all(p.stat().st_size > 10_000 for p in written)
-    single = collect.plot_tables(tables[:1], tmp_path / "one.png")
+    single = plot_tables(tables[:1], tmp_path / "one.png")
     assert single == [tmp_path / "one.png"] and single[0].stat().st_size > 10_000
 
 
@@ -157,7 +163,7 @@ def test_perplexity_tables_and_loss_curves_when_no_validation_metric(tmp_path):
     text = md(root, "paper_lm")
     rows = {cells(line)[0]: cells(line) for line in table_lines(text, "lm_bible_en · lm_demo")}
     assert rows["(0)"][4] == "45.0 ± 7.1" and rows["(0)"][8] == "37.4"
-    written = collect.plot_tables(collect.build_tables(collect.load_runs([str(root)])), tmp_path / "c.png")
+    written = plot_tables(build_tables(load_runs([str(root)])), tmp_path / "c.png")
     assert len(written) == 2 and all(p.stat().st_size > 10_000 for p in written)
 
 
@@ -177,7 +183,7 @@ def test_cli_succeeds_despite_corrupt_records(sweep, tmp_path):
 
 
 def test_paper_rows_match_the_freeze_patterns():
-    from frozen_sweep.freeze import PAPER_ROWS
+    from frozen_sweep.weights.freeze import PAPER_ROWS
 
     assert set(paper.ROWS) == set(PAPER_ROWS.values())
     for reference in paper.REFERENCES.values():
@@ -200,7 +206,7 @@ def experiment_sweep(experiment: str) -> dict[str, list[str]]:
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_experiment_configs_compose(experiment, tmp_path):
     """Each composes and validates at every point of its sweep, and names its output folder."""
-    from frozen_sweep.validate import validate
+    from frozen_sweep.config.checks import validate
 
     needs_data = ["task.path=/data"] if experiment in paper.REFERENCES else []
     if experiment.startswith("relearn"):  # a demo-model base run (the default job's)

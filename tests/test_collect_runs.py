@@ -2,8 +2,11 @@
 
 from datetime import datetime, timedelta, timezone
 
-from frozen_sweep.collect import build_tables, load_runs
-from frozen_sweep.run_dir import exclusive_run, load_result, write_json_atomic
+from frozen_sweep.run.directory import load_result
+from frozen_sweep.run.lock import exclusive_run
+from frozen_sweep.system.files import write_json_atomic
+from frozen_sweep.tables.build import build_tables
+from frozen_sweep.tables.runs import load_runs
 from tests.helpers.records import write_run
 
 

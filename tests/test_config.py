@@ -10,9 +10,9 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
-from frozen_sweep.collect.runs import setting_of
 from frozen_sweep.config import NEUTRAL_KEYS, ConfigError
-from frozen_sweep.validate import RANGES, validate
+from frozen_sweep.config.checks import RANGES, validate
+from frozen_sweep.tables.runs import setting_of
 from tests.conftest import CONF, ROOT, compose_config
 
 
@@ -113,15 +113,17 @@ def test_directory_names_fingerprints_and_the_collector_share_the_neutral_keys()
 NO_TORCH = """
 import sys
 import frozen_sweep.config
-assert sorted(m for m in sys.modules if m.startswith("frozen_sweep")) == ["frozen_sweep", "frozen_sweep.config", "frozen_sweep.logger_config"]
-import frozen_sweep.collect.runs, frozen_sweep.job_config, frozen_sweep.run_dir, frozen_sweep.validate
+loaded = sorted(m for m in sys.modules if m.startswith("frozen_sweep"))
+assert all(m == "frozen_sweep" or m.startswith("frozen_sweep.config.") or m == "frozen_sweep.config" for m in loaded), loaded
+assert "frozen_sweep.config.checks" not in loaded, loaded
+import frozen_sweep.tables.runs, frozen_sweep.job.job_config, frozen_sweep.run.directory, frozen_sweep.config.checks
 import hydra_plugins.frozen_sweep_launchers.local_gpus, hydra_plugins.frozen_sweep_launchers.slurm
 assert "torch" not in sys.modules, "torch imported"
 """
 
 
 def test_the_schema_reads_no_files_and_the_launchers_import_no_torch():
-    """The schema imports nothing of the project but its own parts (the model and data import it); what the launchers import at Hydra's
-    plugin scan, and the collector, stay free of torch."""
+    """The schema imports nothing of the project but its own group modules (the model and data import it); what the
+    launchers import at Hydra's plugin scan, and the collector, stay free of torch."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'launchers'}"}
     subprocess.run([sys.executable, "-c", NO_TORCH], cwd=ROOT, env=env, check=True)

@@ -1,4 +1,4 @@
-"""CPU threads (frozen_sweep.cpu): the most a job uses, and fewer while other processes keep the cores busy."""
+"""CPU threads (frozen_sweep.system.cpu): the most a job uses, and fewer while other processes keep the cores busy."""
 
 import importlib
 import os
@@ -9,7 +9,7 @@ import time
 import pytest
 import torch
 
-from frozen_sweep import cpu
+from frozen_sweep.system import cpu
 from tests.conftest import ROOT
 
 BUSY_LOOP = "import sys; print('ready', flush=True)\nwhile True: pass"
@@ -18,7 +18,7 @@ BUSY_LOOP = "import sys; print('ready', flush=True)\nwhile True: pass"
 def test_threads_default_to_the_cores_this_process_may_use():
     assert cpu.usable_cores() == len(os.sched_getaffinity(0))
     assert cpu.job_threads(None, environ={}) == cpu.usable_cores()
-    code = "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); from frozen_sweep import cpu; "
+    code = "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); from frozen_sweep.system import cpu; "
     done = subprocess.run([sys.executable, "-c", code + "print(cpu.job_threads(None, environ={}))"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
     assert done.stdout.strip() == "1"
@@ -61,7 +61,7 @@ def test_threads_are_set_through_the_openmp_runtime_that_mkl_follows():
 
 def test_mkl_num_threads_in_the_environment_still_gives_way():
     """MKL ignores the OpenMP count where MKL_NUM_THREADS is set: set_threads must then set MKL's too."""
-    code = ("import torch; from frozen_sweep import cpu; cpu.set_threads(1); "
+    code = ("import torch; from frozen_sweep.system import cpu; cpu.set_threads(1); "
             "print(torch.__config__.parallel_info().count('max_threads() : 1'))")  # fmt: skip
     env = {**os.environ, "MKL_NUM_THREADS": "2", "OMP_NUM_THREADS": "2"}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,

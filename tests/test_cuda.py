@@ -8,9 +8,9 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from frozen_sweep.data import load_task
-from frozen_sweep.evaluate import translate
-from frozen_sweep.build import build_model
-from frozen_sweep.train import Trainer
+from frozen_sweep.evaluate.decode import translate
+from frozen_sweep.train.trainer import Trainer
+from frozen_sweep.weights.build import build_model
 from tests.conftest import compose_config
 
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS; read when CUDA starts

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
-from tests.helpers.ztext_writer import write_ztext
 
 from frozen_sweep.config import TaskConfig, TaskKind
 from frozen_sweep.data import load_task
@@ -19,6 +18,7 @@ from frozen_sweep.data.bible import extract_bible, split_of
 from frozen_sweep.data.kjv_canon import BOOKS, TESTAMENTS
 from frozen_sweep.data.shipped import VERSES_DIR, read_shipped, shipped_path, write_shipped
 from frozen_sweep.data.sword import VerseRef, osis_to_text, read_module
+from tests.helpers.ztext_writer import write_ztext
 
 WORDS = ["light", "water", "earth", "seed", "tree", "fruit", "day", "night"]
 PALABRAS = ["luz", "agua", "tierra", "semilla", "árbol", "fruto", "día", "noche"]

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 import torch
 
-from frozen_sweep.build import build_model
 from frozen_sweep.data import load_task
-from frozen_sweep.job import run_job
-from frozen_sweep.job_config import fingerprint, job_config
-from frozen_sweep.train import Trainer
-from frozen_sweep.updates import TooFewBatches, rank_share, update_batches, updates_in_epoch
+from frozen_sweep.job.job_config import fingerprint, job_config
+from frozen_sweep.job.runner import run_job
+from frozen_sweep.train.trainer import Trainer
+from frozen_sweep.train.updates import TooFewBatches, rank_share, update_batches, updates_in_epoch
+from frozen_sweep.weights.build import build_model
 from tests.conftest import ROOT, compose_config
 from tests.helpers.jobs import result
 from tests.helpers.sweeps import attempts, job_dirs, record, run_sweep, wait_for

@@ -7,10 +7,11 @@ import sys
 
 import pytest
 
-from frozen_sweep.dry_run import ADOPT, REFUSE, RESUME, RUN, SKIP
-from frozen_sweep.job_config import fingerprint, job_config
-from frozen_sweep.results import RunResult
-from frozen_sweep.run_dir import LAST_CHECKPOINT, exclusive_run, write_result
+from frozen_sweep.job.dry_run import ADOPT, REFUSE, RESUME, RUN, SKIP
+from frozen_sweep.job.job_config import fingerprint, job_config
+from frozen_sweep.run.directory import LAST_CHECKPOINT, write_result
+from frozen_sweep.run.lock import exclusive_run
+from frozen_sweep.run.record import RunResult
 from tests.conftest import ROOT, compose_config
 from tests.helpers.sweeps import LOCAL, run_sweep
 

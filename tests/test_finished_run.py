@@ -4,12 +4,12 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from frozen_sweep.checkpoint import save_checkpoint
 from frozen_sweep.config import TieEmbeddings
-from frozen_sweep.build import build_model
-from frozen_sweep.finished_run import load_run, typed_config
-from frozen_sweep.results import RunResult
-from frozen_sweep.run_dir import BEST_CHECKPOINT, write_result
+from frozen_sweep.run.directory import BEST_CHECKPOINT, write_result
+from frozen_sweep.run.record import RunResult
+from frozen_sweep.weights.build import build_model
+from frozen_sweep.weights.checkpoint import save_checkpoint
+from frozen_sweep.weights.finished_run import load_run, typed_config
 from tests.conftest import CONF, compose_config
 
 MODELS = sorted(p.stem for p in (CONF / "model").glob("*.yaml"))

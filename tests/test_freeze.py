@@ -4,10 +4,11 @@ import pytest
 import torch
 from torch import nn
 
-from frozen_sweep import cpu, freeze
-from frozen_sweep.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from frozen_sweep.config import Init
 from frozen_sweep.model import Transformer
+from frozen_sweep.system import cpu
+from frozen_sweep.weights import freeze
+from frozen_sweep.weights.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from tests.conftest import compose_config
 
 ROWS = ["none", "emb", "att", "ffn", "att_identity", "ffn_identity", "emb_ffn", "emb_att", "att_ffn"]

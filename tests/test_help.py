@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 
-
 def test_help_lists_the_groups_launchers_collector_and_examples(tmp_path):
     mine = tmp_path / "conf" / "model"
     mine.mkdir(parents=True)

@@ -6,7 +6,7 @@ import signal
 import time
 from pathlib import Path
 
-from frozen_sweep.run_dir import exclusive_run
+from frozen_sweep.run.lock import exclusive_run
 from tests.conftest import ROOT, fake_run_dir
 from tests.helpers.jobs import bleu_of, result, run_cli, start_cli
 

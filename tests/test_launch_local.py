@@ -13,11 +13,18 @@ from hydra_plugins.frozen_sweep_launchers._batches import check_claims
 from hydra_plugins.frozen_sweep_launchers._plan import PlannedJob, SweepConfigError
 from hydra_plugins.frozen_sweep_launchers.local_gpus import visible_gpus
 
-from frozen_sweep.run_dir import live_runner
-
+from frozen_sweep.run.lock import live_runner
 from tests.conftest import CONF, ROOT
 from tests.helpers.sweeps import (
-    LOCAL, attempts, job_dir, job_dirs, read_json, record, run_sweep, start_sweep, wait_for,
+    LOCAL,
+    attempts,
+    job_dir,
+    job_dirs,
+    read_json,
+    record,
+    run_sweep,
+    start_sweep,
+    wait_for,
 )  # fmt: skip
 
 
@@ -39,7 +46,7 @@ def test_failed_and_killed_jobs_are_recorded_and_the_others_complete(tmp_path, m
     assert "4 jobs in" in out and "1 completed, 0 skipped (completed before), 3 failed" in out, out
     completed = record(sweep, good, "freeze=none")
     assert completed["status"] == "completed" and completed["test_metric"] is not None
-    # on the CPU a job may use every core (frozen_sweep.cpu gives way while the other job runs)
+    # on the CPU a job may use every core (frozen_sweep.system.cpu gives way while the other job runs)
     assert attempts(sweep, good, "freeze=none")[0]["omp_num_threads"] == str(len(os.sched_getaffinity(0)))
     killed = read_json(victim / "result.json")
     assert killed["status"] == "failed" and "died without a result" in killed["error"]

@@ -18,7 +18,7 @@ import pytest
 from hydra_plugins.frozen_sweep_launchers._plan import SweepConfigError
 from hydra_plugins.frozen_sweep_launchers._submission import local_processes, queued_tasks, read_submission
 
-from frozen_sweep.run_dir import live_runner
+from frozen_sweep.run.lock import live_runner
 from tests.conftest import ROOT
 from tests.helpers.sweeps import LOCAL, attempts, job_dirs, read_json, record, run_sweep, start_sweep, wait_for
 

@@ -10,14 +10,14 @@ import pytest
 import torch
 from tensorboardX.proto.event_pb2 import Event
 
-from frozen_sweep import cpu
-from frozen_sweep.collect.plots import plot_convergence, train_curves
-from frozen_sweep.collect.render import Table
 from frozen_sweep.data import load_task
-from frozen_sweep.build import build_model
-from frozen_sweep.metric_sinks import read_metrics
-from frozen_sweep.run_dir import METRICS_FILE, TENSORBOARD_DIR
-from frozen_sweep.train import Trainer
+from frozen_sweep.metrics.sinks import read_metrics
+from frozen_sweep.run.directory import METRICS_FILE, TENSORBOARD_DIR
+from frozen_sweep.system import cpu
+from frozen_sweep.tables.plots import plot_convergence, train_curves
+from frozen_sweep.tables.render import Table
+from frozen_sweep.train.trainer import Trainer
+from frozen_sweep.weights.build import build_model
 from tests.conftest import compose_config
 
 LOGGING = ["trainer.loggers=[jsonl,tensorboard]", "trainer.log_every_steps=2", "trainer.validate_every_steps=4",

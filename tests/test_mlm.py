@@ -9,14 +9,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from frozen_sweep import collect, freeze
-from frozen_sweep.build import build_model
 from frozen_sweep.config import ConfigError
+from frozen_sweep.config.checks import validate
 from frozen_sweep.data import Split
 from frozen_sweep.data.masking import generator, mask_batch, mask_eval_batch, mask_tokens, mask_train_batch
 from frozen_sweep.data.vocab import BOS, EOS, FIRST_PIECE, MASK, PAD, UNK
-from frozen_sweep.evaluate import token_scores
-from frozen_sweep.validate import validate
+from frozen_sweep.evaluate.scores import token_scores
+from frozen_sweep.tables.build import build_tables
+from frozen_sweep.tables.runs import load_runs
+from frozen_sweep.weights import freeze
+from frozen_sweep.weights.build import build_model
 from tests.conftest import LEXICON, compose_config
 from tests.helpers.jobs import result, run_cli, start_cli
 from tests.helpers.sweeps import wait_for
@@ -207,7 +209,7 @@ def test_collector_builds_the_mlm_table_and_checks_m1(tmp_path):
     for row, value in ppl.items():
         write_run(tmp_path, row, value, task="mlm_bible_en", model="mlm_demo", metric_name="mlm_ppl",
                   test_accuracy=1 / value)  # fmt: skip
-    (table,) = collect.build_tables(collect.load_runs([str(tmp_path)]), claims=True)
+    (table,) = build_tables(load_runs([str(tmp_path)]), claims=True)
     assert ("", "MLM PPL") in table.rows.columns and ("", "Masked acc.") in table.rows.columns
     assert table.rows[("", "Masked acc.")].tolist()[:2] == ["3.3%", "1.1%"]
     assert [(c.key, c.verdict) for c in table.checks] == [("M1", "✓")]

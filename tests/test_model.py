@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from frozen_sweep.evaluate import beam_search
+from frozen_sweep.evaluate.decode import beam_search
 from frozen_sweep.model import Transformer, component_of_parameters
 from tests.conftest import compose_config
 

@@ -22,6 +22,8 @@ NOT_SHIPPED = shutil.ignore_patterns(".git", ".venv", "outputs", "build", "dist"
                                      ".*cache")
 IN_WHEEL = [
     "frozen_sweep/conf/config.yaml",
+    "frozen_sweep/job/runner.py",  # every stage subpackage ships (each has its __init__.py)
+    "frozen_sweep/tables/build.py",
     "frozen_sweep/conf/__init__.py",
     "frozen_sweep/conf/experiment/demo_table.yaml",
     "frozen_sweep/conf/hydra/help/frozen_sweep.yaml",  # --help's template

@@ -13,9 +13,9 @@ from omegaconf import OmegaConf
 from frozen_sweep.config import CorpusKind, TaskConfig, TaskKind
 from frozen_sweep.data import load_task, preparation
 from frozen_sweep.data.identity import data_identity, prepared_key
-from frozen_sweep.data.prepared import problem
 from frozen_sweep.data.preparation import Reservoir, prepare
-from frozen_sweep.job_config import fingerprint
+from frozen_sweep.data.prepared import problem
+from frozen_sweep.job.job_config import fingerprint
 from tests.conftest import compose_config, write_corpus
 
 

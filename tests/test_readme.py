@@ -13,7 +13,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import RunMode
 
-from frozen_sweep.job_config import job_config
+from frozen_sweep.job.job_config import job_config
 from tests.conftest import CONF, ROOT, fake_run_dir
 
 ENTRY = re.compile(r"^(?:\.venv/bin/)?python -m frozen_sweep(?=\s|$)")

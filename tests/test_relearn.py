@@ -7,22 +7,25 @@ import sys
 import pytest
 import torch
 
-from frozen_sweep.base_run import BaseRunError, examples_to_best
-from frozen_sweep.build import build_model
-from frozen_sweep.checkpoint import CheckpointError, load_checkpoint
-from frozen_sweep.collect import build_tables, load_runs, markdown, plot_tables
 from frozen_sweep.config import ConfigError
 from frozen_sweep.data import load_task
-from frozen_sweep.finished_run import load_run
-from frozen_sweep.job import run_job
-from frozen_sweep.job_config import job_config
-from frozen_sweep.results import RunResult
-from frozen_sweep.run_dir import LAST_CHECKPOINT
+from frozen_sweep.job.job_config import job_config
+from frozen_sweep.job.runner import run_job
+from frozen_sweep.run.base_run import BaseRunError, examples_to_best
+from frozen_sweep.run.directory import LAST_CHECKPOINT
+from frozen_sweep.run.record import RunResult
 from frozen_sweep.study import relearn
-from frozen_sweep.train import Trainer
-from frozen_sweep.validate import validate
+from frozen_sweep.tables.build import build_tables
+from frozen_sweep.tables.plots import plot_tables
+from frozen_sweep.tables.render import markdown
+from frozen_sweep.tables.runs import load_runs
+from frozen_sweep.train.trainer import Trainer
+from frozen_sweep.weights.build import build_model
+from frozen_sweep.weights.checkpoint import CheckpointError, load_checkpoint
+from frozen_sweep.weights.finished_run import load_run
 from tests.conftest import ROOT, compose_config
 from tests.helpers.jobs import result as read_result
+
 
 @pytest.fixture(scope="module")
 def base_run(tmp_path_factory, toy_corpus, cache_dir):
@@ -205,7 +208,7 @@ def test_examples_to_best_of_a_base_record():
 )  # fmt: skip
 def test_bad_relearn_configs_name_the_key(base_run, cache_dir, extra, message):
     with pytest.raises(ConfigError, match=message):
-        validate(compose_config(*relearn_overrides(base_run, cache_dir, *extra)))
+        job_config(compose_config(*relearn_overrides(base_run, cache_dir, *extra)), [])
 
 
 def test_a_base_must_be_a_finished_run(base_run, tmp_path):
@@ -214,11 +217,11 @@ def test_a_base_must_be_a_finished_run(base_run, tmp_path):
     shutil.copy(base_run / "result.json", unfinished / "result.json")
     overrides = ["relearn=layer", f"relearn.base_checkpoint={unfinished}", "relearn.reset_layer=decoder.0"]
     with pytest.raises(ConfigError, match="holds no config.yaml, checkpoint_best.pt"):
-        validate(compose_config(*overrides))
+        job_config(compose_config(*overrides), [])
     with pytest.raises(ConfigError, match="relearn=layer needs relearn.base_checkpoint"):
-        validate(compose_config("relearn=layer"))
+        job_config(compose_config("relearn=layer"), [])
     with pytest.raises(ConfigError, match="relearn=none: add relearn=layer"):
-        validate(compose_config(f"relearn.base_checkpoint={base_run}"))
+        job_config(compose_config(f"relearn.base_checkpoint={base_run}"), [])
 
 
 def test_relearn_layers_sweep_end_to_end(base_run, cache_dir, tmp_path):

@@ -6,15 +6,18 @@ import math
 import pytest
 import torch
 
-from frozen_sweep import collect
 from frozen_sweep.config import ConfigError
+from frozen_sweep.config.checks import validate
+from frozen_sweep.config.stack_layout import reservoir_pattern
 from frozen_sweep.data import load_task
-from frozen_sweep.efficiency import aucc, time_to_target
-from frozen_sweep.build import build_model
+from frozen_sweep.metrics.efficiency import aucc, time_to_target
 from frozen_sweep.model.reservoir import Reservoir
-from frozen_sweep.stack_layout import reservoir_pattern
-from frozen_sweep.train import Trainer
-from frozen_sweep.validate import validate
+from frozen_sweep.tables.build import build_tables
+from frozen_sweep.tables.plots import plot_tables
+from frozen_sweep.tables.render import markdown
+from frozen_sweep.tables.runs import load_runs
+from frozen_sweep.train.trainer import Trainer
+from frozen_sweep.weights.build import build_model
 from tests.conftest import compose_config
 from tests.helpers.jobs import run_cli
 from tests.helpers.records import write_reservoir_run
@@ -184,8 +187,8 @@ def test_reservoir_table_and_aucc_plot(tmp_path):
     write_reservoir_run(root, "transformer", "LRLR", "transformer", best=21, reach_s=40)
     write_reservoir_run(root, "ffn", "LRLR", "ffn", best=16, reach_s=40, backskip=True)  # never reaches 90% of 22
     write_reservoir_run(root, "deep", "LRLRLL", "ffn", best=30, reach_s=40)  # no all-trainable run of depth 6
-    runs = collect.load_runs([str(root)])
-    (table,) = collect.build_tables(runs)
+    runs = load_runs([str(root)])
+    (table,) = build_tables(runs)
     rows = table.rows.droplevel(0, axis=1).set_index("Pattern")[["BLEU", "AUCC", "Time to 90%"]]
     # AUCC over T̂ = 100 s of a line from 0 to `best` at `reach_s`, then flat: best · (1 - reach_s / 200)
     assert rows.to_dict("index") == {
@@ -194,7 +197,7 @@ def test_reservoir_table_and_aucc_plot(tmp_path):
         "LRLR (backskip)": {"BLEU": "15.0", "AUCC": "12.8", "Time to 90%": "–"},
         "LRLRLL": {"BLEU": "29.0", "AUCC": "24.0", "Time to 90%": "–"},
     }
-    text = collect.markdown([table], runs)
+    text = markdown([table], runs)
     assert "T̂ = 100 s" in text and "| Updatable | Reservoir | Type |" in text
-    collect.plot_tables([table], tmp_path / "aucc.png")
+    plot_tables([table], tmp_path / "aucc.png")
     assert (tmp_path / "aucc.png").stat().st_size > 10_000

@@ -13,12 +13,20 @@ import pytest
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import ConfigError
-from frozen_sweep.job_config import fingerprint, job_config
-from frozen_sweep.results import RunResult
-from frozen_sweep.run_dir import (
-    RESULT_FILE, FingerprintMismatch, JobAlreadyRunning, dirname, exclusive_run, is_completed, live_runner,
-    previous_record, read_record, result_of, write_atomic, write_json_atomic, write_result,
-)  # fmt: skip
+from frozen_sweep.job.job_config import fingerprint, job_config
+from frozen_sweep.run.directory import (
+    RESULT_FILE,
+    FingerprintMismatch,
+    dirname,
+    is_completed,
+    previous_record,
+    read_record,
+    result_of,
+    write_result,
+)
+from frozen_sweep.run.lock import JobAlreadyRunning, exclusive_run, live_runner
+from frozen_sweep.run.record import RunResult
+from frozen_sweep.system.files import write_atomic, write_json_atomic  # fmt: skip
 from tests.conftest import ROOT, compose_config
 
 
@@ -111,7 +119,7 @@ def test_missing_data_files_are_config_errors(micro_overrides, tmp_path):
 
 HOLD_LOCK = """
 import sys, time
-from frozen_sweep.run_dir import exclusive_run
+from frozen_sweep.run.lock import exclusive_run
 with exclusive_run(sys.argv[1]):
     print("locked", flush=True)
     time.sleep(60)

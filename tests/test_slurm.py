@@ -91,7 +91,6 @@ def test_a_job_counts_as_gone_only_when_slurm_says_so_twice_and_a_failing_squeue
     monkeypatch,
 ):
     import submitit
-
     from hydra_plugins.frozen_sweep_launchers.slurm import _gone, _listed
 
     executor = submitit.SlurmExecutor(folder=tmp_path / "submitit")

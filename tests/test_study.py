@@ -5,10 +5,10 @@ import pytest
 from hydra.errors import ConfigCompositionException
 
 from frozen_sweep.config import ConfigError, StudyName
-from frozen_sweep.job import run_job
+from frozen_sweep.config.checks import validate
+from frozen_sweep.job.runner import run_job
 from frozen_sweep.study import for_config
 from frozen_sweep.study.freeze import FreezeStudy
-from frozen_sweep.validate import validate
 from tests.conftest import compose_config
 
 

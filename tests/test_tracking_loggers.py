@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from frozen_sweep.config import ConfigError
-from frozen_sweep.metric_sinks import read_metrics
-from frozen_sweep.run_dir import METRICS_FILE, TRACKING_RUNS_FILE, WANDB_DIR
-from frozen_sweep.job_config import job_config
+from frozen_sweep.job.job_config import job_config
+from frozen_sweep.metrics.sinks import read_metrics
+from frozen_sweep.run.directory import METRICS_FILE, TRACKING_RUNS_FILE, WANDB_DIR
 from tests.conftest import compose_config
 from tests.test_metrics_log import Killed, fit, one_thread  # noqa: F401 — the fixture applies here too
 

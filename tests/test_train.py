@@ -6,13 +6,13 @@ import math
 import pytest
 import torch
 
-from frozen_sweep import cpu
 from frozen_sweep.data import load_task
-from frozen_sweep.build import build_model
-from frozen_sweep.job import run_job
-from frozen_sweep.stopping import Diverged
-from frozen_sweep.optim import inverse_sqrt_schedule
-from frozen_sweep.train import Trainer
+from frozen_sweep.job.runner import run_job
+from frozen_sweep.system import cpu
+from frozen_sweep.train.optim import inverse_sqrt_schedule
+from frozen_sweep.train.stopping import Diverged
+from frozen_sweep.train.trainer import Trainer
+from frozen_sweep.weights.build import build_model
 from tests.conftest import CONF, compose_config
 
 
@@ -144,7 +144,7 @@ def test_every_model_preset_gets_settings_that_learn(model):
 
 def test_bad_compile_mode_and_divergence_thresholds_are_config_errors(micro_overrides):
     from frozen_sweep.config import ConfigError
-    from frozen_sweep.validate import validate
+    from frozen_sweep.config.checks import validate
 
     for override, words in [("trainer.compile_mode=fast", ["trainer.compile_mode=fast", "reduce-overhead"]),
                             ("trainer.diverge_ratio=0.9", ["trainer.diverge_ratio=0.9", "> 1"]),

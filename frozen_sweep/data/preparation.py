@@ -27,7 +27,13 @@ from frozen_sweep.config import CorpusKind
 from frozen_sweep.data.bible import extract_bible
 from frozen_sweep.data.identity import SPLITS, prepared_key
 from frozen_sweep.data.prepared import (
-    HELD_OUT, VOCAB_FILE, SideWriter, problem, token_dtype, write_manifest, write_texts,
+    HELD_OUT,
+    VOCAB_FILE,
+    SideWriter,
+    problem,
+    token_dtype,
+    write_manifest,
+    write_texts,
 )  # fmt: skip
 from frozen_sweep.data.text_files import SplitReader, langs_of
 from frozen_sweep.data.vocab import train_vocab

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from frozen_sweep.data.kjv_canon import TESTAMENTS
 from frozen_sweep.data.sword import VerseRef, index_layout
-from frozen_sweep.run_dir import write_atomic
+from frozen_sweep.system.files import write_atomic
 
 VERSES_DIR = Path(__file__).with_name("verses")
 SUFFIX = ".txt.gz"

@@ -24,7 +24,7 @@ from frozen_sweep.model.layers import DecoderLayer, EncoderLayer, FeedForward
 
 
 class Reservoir(nn.Module):
-    """Marks a frozen random layer: `frozen_sweep.freeze` draws its parameters with `init` and freezes them."""
+    """Marks a frozen random layer: `frozen_sweep.weights.freeze` draws its parameters with `init` and freezes them."""
 
     def __init__(self, layer: nn.Module, init: Init):
         super().__init__()

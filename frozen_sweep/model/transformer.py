@@ -8,9 +8,9 @@ import torch
 from torch import Tensor, nn
 
 from frozen_sweep.config import NormPosition, StackName, TieEmbeddings
+from frozen_sweep.config.stack_layout import reservoir_pattern
 from frozen_sweep.model.layers import DecoderLayer, EncoderLayer, LayerCache, sinusoidal_positions
 from frozen_sweep.model.reservoir import Reservoir, make_reservoir, run_reservoir
-from frozen_sweep.stack_layout import reservoir_pattern
 
 
 class Embeddings(nn.Module):

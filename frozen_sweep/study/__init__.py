@@ -1,6 +1,6 @@
 """Studies: what one kind of experiment adds to a job (docs/studies.md, "How to add a study").
 
-Every job runs the same pipeline (frozen_sweep.job) and calls its study's hooks at fixed points. The config's
+Every job runs the same pipeline (frozen_sweep.job.runner) and calls its study's hooks at fixed points. The config's
 `study` key names the module here that supplies them: `STUDY`, a class built from the job's config. The freeze
 study (freeze.py) adds nothing; the others subclass it and override the hooks they need.
 """
@@ -11,8 +11,8 @@ from typing import Protocol
 from frozen_sweep.config import StudyName
 from frozen_sweep.data import TaskData
 from frozen_sweep.model import Transformer
-from frozen_sweep.results import RunResult
-from frozen_sweep.train import Trainer
+from frozen_sweep.run.record import RunResult
+from frozen_sweep.train.trainer import Trainer
 
 
 class Study(Protocol):

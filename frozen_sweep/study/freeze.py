@@ -1,11 +1,11 @@
 """The freeze study, and every job's default: the model of the config (seeded init, the freeze pattern applied),
 trained and tested with nothing added. The other studies subclass it."""
 
-from frozen_sweep.build import build_model
 from frozen_sweep.data import TaskData
 from frozen_sweep.model import Transformer
-from frozen_sweep.results import RunResult
-from frozen_sweep.train import Trainer
+from frozen_sweep.run.record import RunResult
+from frozen_sweep.train.trainer import Trainer
+from frozen_sweep.weights.build import build_model
 
 
 class FreezeStudy:

@@ -24,17 +24,17 @@ from typing import Optional
 import torch
 from torch import nn
 
-from frozen_sweep.base_run import examples_to_best
 from frozen_sweep.config import Init, ResetParts
+from frozen_sweep.config.stack_layout import parse_reset_layer
 from frozen_sweep.data import TaskData
-from frozen_sweep.finished_run import FinishedRun, load_run
-from frozen_sweep.freeze import init_parameter, parameter_owners, parameter_seed
 from frozen_sweep.model import Transformer
-from frozen_sweep.results import RunResult
-from frozen_sweep.stack_layout import parse_reset_layer
+from frozen_sweep.run.base_run import examples_to_best
+from frozen_sweep.run.record import RunResult
 from frozen_sweep.study.freeze import FreezeStudy
 from frozen_sweep.study.reservoir import describe_reservoirs
-from frozen_sweep.train import Trainer
+from frozen_sweep.train.trainer import Trainer
+from frozen_sweep.weights.finished_run import FinishedRun, load_run
+from frozen_sweep.weights.freeze import init_parameter, parameter_owners, parameter_seed
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ the reservoirs); the record gets what the collector's reservoir table shows."""
 
 from frozen_sweep.model import Transformer
 from frozen_sweep.model.reservoir import Reservoir
-from frozen_sweep.results import RunResult
+from frozen_sweep.run.record import RunResult
 from frozen_sweep.study.freeze import FreezeStudy
 
 

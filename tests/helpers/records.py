@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from frozen_sweep.efficiency import aucc
-from frozen_sweep.results import RunResult
-from frozen_sweep.run_dir import write_result
+from frozen_sweep.metrics.efficiency import aucc
+from frozen_sweep.run.directory import write_result
+from frozen_sweep.run.record import RunResult
 
 FROZEN = {  # paper row → frozen components and their init
     "(0)": {},

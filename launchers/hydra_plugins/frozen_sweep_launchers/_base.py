@@ -12,7 +12,7 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext
 from omegaconf import DictConfig, OmegaConf
 
-from frozen_sweep.run_dir import describe_runner, remove_if_unused
+from frozen_sweep.run.lock import describe_runner, remove_if_unused
 
 from ._batches import check_claims, later_batch, whole_sweep
 from ._outcome import skipped

@@ -6,7 +6,8 @@ from typing import Any, Optional
 
 from hydra.core.utils import JobReturn
 
-from frozen_sweep.run_dir import describe_runner, is_completed, live_runner, read_record, result_of, write_result
+from frozen_sweep.run.directory import is_completed, read_record, result_of, write_result
+from frozen_sweep.run.lock import describe_runner, live_runner
 
 from ._plan import PlannedJob
 

@@ -11,11 +11,10 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import Config, ConfigError
-from frozen_sweep.dry_run import decide, report
-from frozen_sweep.job_config import absolute_paths, fingerprint, job_config, override_key
-from frozen_sweep.run_dir import (
-    LAST_CHECKPOINT, is_completed, live_runner, previous_record,
-)  # fmt: skip
+from frozen_sweep.job.dry_run import decide, report
+from frozen_sweep.job.job_config import absolute_paths, fingerprint, job_config, override_key
+from frozen_sweep.run.directory import LAST_CHECKPOINT, is_completed, previous_record
+from frozen_sweep.run.lock import live_runner  # fmt: skip
 
 NOT_A_FROZEN_SWEEP_APP = "frozen_sweep's launchers run frozen_sweep jobs only"
 
@@ -52,7 +51,7 @@ def plan_jobs(
     launcher_overrides: Sequence[str] = (),
     refuse_each: bool = False,
 ) -> list[PlannedJob]:
-    """Compose and check each job as the job itself will (frozen_sweep.job_config: keys, values, budgets, data files,
+    """Compose and check each job as the job itself will (frozen_sweep.job.job_config: keys, values, budgets, data files,
     the record its directory holds); a bad config in any job stops the sweep here, naming the job and the key, or
     with `refuse_each` (a dry run) marks that job refused and goes on.
 
@@ -135,7 +134,7 @@ def check_distinct_dirs(jobs: list[PlannedJob], not_started: str = "No job was s
 
 
 def dry_run(jobs: list[PlannedJob]) -> None:
-    """Print what each job would do (frozen_sweep.dry_run); SweepConfigError after it if any job would be refused."""
+    """Print what each job would do (frozen_sweep.job.dry_run); SweepConfigError after it if any job would be refused."""
     rows = []
     for job in jobs:
         runner = None if job.refused or job.already_completed else job.runner

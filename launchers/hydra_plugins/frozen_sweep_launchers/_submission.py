@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from frozen_sweep.run_dir import SUBMISSION_FILE, write_json_atomic
+from frozen_sweep.run.directory import SUBMISSION_FILE
+from frozen_sweep.system.files import write_json_atomic
 
 from ._plan import PlannedJob, SweepConfigError
 
@@ -76,7 +77,7 @@ class QueuedTask:
         return self.state in PENDING_STATES
 
     def runner(self) -> dict:
-        """The job as a runner record (frozen_sweep.run_dir.describe_runner) before it holds its directory's lock."""
+        """The job as a runner record (frozen_sweep.run.directory.describe_runner) before it holds its directory's lock."""
         return {"slurm_job_id": self.job_id, "state": self.state, "host": self.node or None}
 
 

@@ -13,17 +13,19 @@ from hydra.core.utils import JobReturn, JobRuntime, JobStatus, run_job, setup_gl
 from hydra.types import HydraContext
 from omegaconf import DictConfig, open_dict, read_write
 
-from frozen_sweep.world import launched_world
-from frozen_sweep.run_dir import ATTEMPTS_FILE, exclusive_run, write_json_atomic
+from frozen_sweep.parallel.world import launched_world
+from frozen_sweep.run.directory import ATTEMPTS_FILE
+from frozen_sweep.run.lock import exclusive_run
+from frozen_sweep.system.files import write_json_atomic
 
 
 class JobTask(submitit.helpers.Checkpointable):
     """A Checkpointable, so that on preemption or time-out submitit calls `checkpoint()`, which resubmits this same
-    task: the requeued job then resumes from checkpoint_last.pt in its directory (frozen_sweep.job.run_job).
+    task: the requeued job then resumes from checkpoint_last.pt in its directory (frozen_sweep.job.runner.run_job).
 
     Hydra's singleton state (its config store, the OmegaConf resolvers registered so far, ...) travels with the task
     and is restored in the job, as in Hydra's own submitit launcher; the job holds its directory's lock from start to
-    end (frozen_sweep.run_dir), so that a second runner of the same directory stops before touching it."""
+    end (frozen_sweep.run.directory), so that a second runner of the same directory stops before touching it."""
 
     def __init__(
         self,

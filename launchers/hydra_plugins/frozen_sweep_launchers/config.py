@@ -16,7 +16,7 @@ SUBMITIT_FOLDER = "${hydra.sweep.dir}/.submitit/%j"
 class LocalGpusConf:
     """A sweep on this machine: at most `jobs_per_gpu` jobs per GPU at a time, each pinned to its GPU
     (CUDA_VISIBLE_DEVICES), the rest queued, trainer.threads = cores // jobs at a time; without a GPU, `max_parallel`
-    jobs at a time, each allowed every core (trainer.threads, OMP_NUM_THREADS) and kept by frozen_sweep.cpu to the
+    jobs at a time, each allowed every core (trainer.threads, OMP_NUM_THREADS) and kept by frozen_sweep.system.cpu to the
     cores the others leave free, so a sweep's last job takes them all. A trainer.threads on the command line wins.
     Completed jobs are skipped, interrupted ones resume from their checkpoint; force=true reruns.
 

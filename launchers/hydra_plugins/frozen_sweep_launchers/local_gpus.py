@@ -1,6 +1,6 @@
 """`hydra/launcher=local_gpus`: a sweep on this machine, at most `jobs_per_gpu` jobs per GPU at a time (small models
 leave most of a GPU idle: several share it), each pinned to its GPU with CUDA_VISIBLE_DEVICES, the rest queued;
-without a GPU, `max_parallel` jobs that share the CPU cores: each may use all of them, and frozen_sweep.cpu keeps
+without a GPU, `max_parallel` jobs that share the CPU cores: each may use all of them, and frozen_sweep.system.cpu keeps
 it to the cores the others leave free, so jobs running together split the cores and a sweep's last job takes them all.
 
 Jobs are submitit.LocalExecutor jobs: `visible_gpus` is set before each submit, which AutoExecutor (and so Hydra's
@@ -18,7 +18,8 @@ from typing import Iterator, Optional, Sequence
 
 from omegaconf import OmegaConf
 
-from frozen_sweep.run_dir import ATTEMPTS_FILE, live_runner
+from frozen_sweep.run.directory import ATTEMPTS_FILE
+from frozen_sweep.run.lock import live_runner
 
 from ._base import SweepLauncher
 from ._kill_point import kill_point
@@ -67,7 +68,7 @@ class LocalGpusLauncher(SweepLauncher):
 
     def threads_per_job(self) -> int:
         """With GPUs, the cores // jobs at a time. On the CPU, every core: a job gives way to the others by itself
-        (frozen_sweep.cpu), and a job running alone (a sweep's tail) trains 1.5x faster on two threads than on one."""
+        (frozen_sweep.system.cpu), and a job running alone (a sweep's tail) trains 1.5x faster on two threads than on one."""
         cores = len(os.sched_getaffinity(0))
         return cores if self.slots[0] is None else max(1, cores // len(self.slots))
 
@@ -104,7 +105,7 @@ class LocalGpusLauncher(SweepLauncher):
                     gpus_per_node=0 if slot is None else len(slot),
                     visible_gpus=() if slot is None else list(slot),
                 )
-                # OMP_NUM_THREADS: read by the job at start; MKL follows it (frozen_sweep.cpu). The job directory:
+                # OMP_NUM_THREADS: read by the job at start; MKL follows it (frozen_sweep.system.cpu). The job directory:
                 # marks every process of the job from its start, so that a next launcher finds it (_submission.py)
                 with environment(OMP_NUM_THREADS=threads, **{JOB_DIR_VARIABLE: str(job.job_dir)}):
                     running.append((slot, job, executor.submit(self.task(job))))

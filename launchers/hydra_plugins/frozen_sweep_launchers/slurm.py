@@ -13,7 +13,8 @@ from typing import Any, Optional, Sequence
 
 from omegaconf import OmegaConf
 
-from frozen_sweep.run_dir import SUBMISSION_FILE, describe_runner
+from frozen_sweep.run.directory import SUBMISSION_FILE
+from frozen_sweep.run.lock import describe_runner
 
 from ._base import SweepLauncher
 from ._kill_point import kill_point
@@ -66,7 +67,7 @@ class SlurmLauncher(SweepLauncher):
         self.max_num_timeout = max_num_timeout
         self.poll_interval_s = poll_interval_s
         self.ranks = nodes * tasks_per_node  # each job's trainer.devices
-        threads = f"export OMP_NUM_THREADS={cpus_per_task}"  # MKL follows it (frozen_sweep.cpu)
+        threads = f"export OMP_NUM_THREADS={cpus_per_task}"  # MKL follows it (frozen_sweep.system.cpu)
         sbatch = {
             "job_name": job_name,
             "partition": partition,

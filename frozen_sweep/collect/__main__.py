@@ -1,5 +1,0 @@
-import sys
-
-from frozen_sweep.collect.cli import main
-
-sys.exit(main())

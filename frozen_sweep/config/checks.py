@@ -1,0 +1,175 @@
+"""The checks a config's types cannot express: value ranges (a table), then the cross-field rules, on the config
+alone: no disk, no torch (what needs the disk or the environment, a relearn job's base run or an installed logger,
+is checked in frozen_sweep.job.job_config)."""
+
+from typing import Any, Callable
+
+from omegaconf import OmegaConf
+
+from frozen_sweep.config import (
+    ConfigError,
+    CorpusKind,
+    Placement,
+    ReservoirType,
+    StackName,
+    StopMetric,
+    StudyName,
+    TaskKind,
+)  # fmt: skip
+from frozen_sweep.config.stack_layout import parse_reset_layer, reservoir_pattern
+
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # torch.compile's
+
+
+def _positive(value) -> bool:
+    return value > 0
+
+
+def _fraction(value) -> bool:
+    return 0.0 <= value < 1.0
+
+
+def _positive_or_null(value) -> bool:
+    return value is None or value > 0
+
+
+# (key, predicate on its value, what is allowed): the message is "<key>=<value>: <allowed>"
+RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+    *((key, _positive, "must be > 0") for key in (
+        "model.d_model", "model.ffn_dim", "model.heads", "model.max_positions",
+        "task.vocab_size", "task.max_len", "trainer.max_tokens", "trainer.lr", "trainer.patience",
+        "trainer.length_multiple", "trainer.diverge_validations", "trainer.log_every_steps", "eval.beam",
+        "eval.batch_sentences", "trainer.dist_timeout_s",
+    )),
+    *((f"trainer.{budget}", _positive_or_null, "must be > 0") for budget in ("max_epochs", "max_steps", "max_time_s")),
+    *((f"trainer.{key}", lambda v: v >= 1, "must be an integer >= 1") for key in ("devices", "update_freq")),
+    *((f"model.{key}", lambda v: v >= 0, "must be >= 0") for key in ("encoder_layers", "decoder_layers")),
+    ("task.vocab_sample_lines", lambda v: v >= 0, "must be >= 0 (0: train the vocabulary on every training line)"),
+    ("task.mask_prob", lambda v: 0.0 < v < 1.0, "must be in (0, 1), e.g. 0.15"),
+    *((f"task.{key}", lambda v: 0.0 <= v <= 1.0, "must be in [0, 1]")
+      for key in ("mask_replace_prob", "random_replace_prob")),
+    *((f"model.{key}", _fraction, "must be in [0, 1)")
+      for key in ("dropout", "attention_dropout", "activation_dropout")),
+    ("trainer.label_smoothing", _fraction, "must be in [0, 1)"),
+    ("trainer.compile_mode", COMPILE_MODES.__contains__, f"allowed: {', '.join(COMPILE_MODES)}"),
+    *((f"trainer.{key}", lambda v: v > 1.0, "must be > 1 (a multiple of a validation loss)")
+      for key in ("diverge_ratio", "diverge_uniform_ratio")),
+    ("trainer.betas", lambda v: len(v) == 2 and all(map(_fraction, v)), "must be two numbers in [0, 1)"),
+    ("trainer.aucc_cutoff_s", _positive_or_null, "must be > 0 (or null)"),
+    ("reservoir.conv_kernel", lambda v: v >= 1 and v % 2 == 1, "must be odd and >= 1"),
+    ("relearn.thresholds", lambda v: all(0 < x < 1 for x in v), "must be fractions in (0, 1), e.g. [0.01, 0.05]"),
+)  # fmt: skip
+
+
+def validate(cfg) -> None:
+    """Range and cross-field checks; raise ConfigError naming the key and the allowed values."""
+    for key, allowed, text in RANGES:
+        value = OmegaConf.select(cfg, key)
+        value = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+        if not allowed(value):
+            raise ConfigError(f"{key}={value}: {text}")
+    m, t, tr = cfg.model, cfg.task, cfg.trainer
+    if m.d_model % m.heads:
+        raise ConfigError(f"model.heads={m.heads} must divide model.d_model={m.d_model}")
+    if tr.max_tokens < t.max_len:
+        raise ConfigError(f"trainer.max_tokens={tr.max_tokens} must be >= task.max_len={t.max_len}")
+
+    validate_task_kind(cfg)
+    if tr.stop_metric == StopMetric.bleu and tr.valid_bleu_sentences == 0:
+        raise ConfigError("trainer.stop_metric=bleu needs validation BLEU: trainer.valid_bleu_sentences must not be 0")
+    validate_reservoir(cfg)
+    if t.corpus == CorpusKind.text_files and not t.path:
+        raise ConfigError(
+            "task.path is not set: task=text_files reads {path}/{train,valid,test}.{lang}; "
+            "pass task.path=/dir/with/your/files"
+        )
+    if t.corpus == CorpusKind.bible:
+        for lang in [t.src_lang, t.tgt_lang]:
+            if lang is not None and lang not in t.modules:
+                raise ConfigError(f"task.modules has no SWORD module for language '{lang}'; has: {sorted(t.modules)}")
+    validate_study(cfg)
+    validate_relearn(cfg.relearn)
+
+
+# task.kind → (model.encoder_layers > 0, model.decoder_layers > 0) it needs, and a model preset of that shape
+MODEL_SHAPES = {
+    TaskKind.translation: ((True, True), "model=demo"),
+    TaskKind.lm: ((False, True), "model=lm_demo or model=lm_paper"),
+    TaskKind.mlm: ((True, False), "model=mlm_demo or model=mlm_base"),
+}
+
+
+def validate_task_kind(cfg) -> None:
+    """The model's stacks, the languages and the stop metric fit task.kind."""
+    m, t, tr = cfg.model, cfg.task, cfg.trainer
+    kind = TaskKind(t.kind)
+    (encoder, decoder), presets = MODEL_SHAPES[kind]
+    if (m.encoder_layers > 0, m.decoder_layers > 0) != (encoder, decoder):
+        shape = {
+            (True, True): "an encoder–decoder model",
+            (False, True): "a decoder-only model (model.encoder_layers=0)",
+            (True, False): "an encoder-only model (model.decoder_layers=0)",
+        }
+        raise ConfigError(
+            f"task.kind={kind.value} needs {shape[encoder, decoder]}, but model={m.name} has "
+            f"encoder_layers={m.encoder_layers}, decoder_layers={m.decoder_layers}; use e.g. {presets}"
+        )
+    if kind.monolingual and t.src_lang is not None:
+        raise ConfigError(
+            f"task.src_lang={t.src_lang}: must be null for task.kind={kind.value} (a monolingual task reads "
+            f"task.tgt_lang only); set task.src_lang=null, or for the embedded English text task=lm_bible_en or "
+            f"task=mlm_bible_en (task={t.name} is a translation task)"
+        )
+    if not kind.monolingual and t.src_lang is None:
+        raise ConfigError("task.src_lang is null: a translation task needs a source language")
+    if kind.monolingual and tr.stop_metric == StopMetric.bleu:
+        raise ConfigError(
+            f"trainer.stop_metric=bleu needs a translation task; allowed for task.kind={kind.value}: loss"
+        )
+    if kind == TaskKind.mlm and t.mask_replace_prob + t.random_replace_prob > 1:
+        raise ConfigError(
+            f"task.mask_replace_prob={t.mask_replace_prob} + task.random_replace_prob={t.random_replace_prob} "
+            "must be <= 1 (the rest of the masked tokens are kept unchanged)"
+        )
+
+
+def validate_study(cfg) -> None:
+    """The study key agrees with the groups that make a study (and set it): relearn=layer, reservoir=<type>."""
+    study, relearn, reservoir = StudyName(cfg.study), cfg.relearn.name, cfg.reservoir.name
+    if (relearn != "none") != (study == StudyName.relearn):
+        raise ConfigError(
+            f"study={study.value} with relearn={relearn}: study=relearn goes with relearn=layer (which sets it, and "
+            "takes task, model, freeze and reservoir from the base run); allowed otherwise: freeze, reservoir"
+        )
+    if reservoir != "none" and study == StudyName.freeze:
+        raise ConfigError(f"study=freeze with reservoir={reservoir}: a model with reservoir layers is study=reservoir")
+
+
+def validate_reservoir(cfg) -> None:
+    """The reservoirs fit the stack they sit in."""
+    r, m = cfg.reservoir, cfg.model
+    stack = StackName(r.stack)
+    layers = m.encoder_layers if stack == StackName.encoder else m.decoder_layers
+    if layers == 0 and (r.count or r.placement == Placement.pattern):
+        other = StackName.decoder if stack == StackName.encoder else StackName.encoder
+        raise ConfigError(f"reservoir.stack={stack.value}: model={m.name} has no {stack.value}; allowed: {other.value}")
+    pattern = reservoir_pattern(layers, r)
+    if "R" in pattern and stack == StackName.decoder and r.type in (ReservoirType.bigru, ReservoirType.conv):
+        raise ConfigError(
+            f"reservoir.type={r.type.value} reads future positions, so it cannot sit in a decoder; "
+            "allowed in the decoder: transformer, ffn"
+        )
+
+
+def validate_relearn(r) -> None:
+    """A relearn job needs a completed base run, and a layer and parts that its model has."""
+    if r.name == "none":
+        if r.base_checkpoint is not None or r.reset_layer is not None:
+            raise ConfigError("relearn.base_checkpoint/reset_layer are set but relearn=none: add relearn=layer")
+        return
+    if not r.base_checkpoint or r.reset_layer is None:
+        raise ConfigError(
+            f"relearn={r.name} needs relearn.base_checkpoint=<a completed run's directory> and "
+            "relearn.reset_layer=encoder.<i>|decoder.<i>"
+        )
+    parse_reset_layer(r.reset_layer)  # its syntax here; its layer against the base model in job_config

@@ -1,0 +1,28 @@
+"""The freeze group's schema: which of the paper's components are frozen, and how they are initialised."""
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Init(Enum):
+    random = "random"  # the init a trainable component gets (xavier / normal / ones-zeros)
+    identity = "identity"  # zeros with ones on the leading diagonal, biases zero: "diagonal" in the paper
+    orthogonal = "orthogonal"  # orthogonal weights (reservoir transformers)
+
+
+COMPONENTS = ("emb", "att", "ffn", "other")  # the paper's components: a FreezeConfig field each (docs/concepts.md)
+
+
+@dataclass
+class ComponentSpec:
+    frozen: bool = False
+    init: Init = Init.random
+
+
+@dataclass
+class FreezeConfig:
+    name: str = "none"
+    emb: ComponentSpec = field(default_factory=ComponentSpec)
+    att: ComponentSpec = field(default_factory=ComponentSpec)
+    ffn: ComponentSpec = field(default_factory=ComponentSpec)
+    other: ComponentSpec = field(default_factory=ComponentSpec)

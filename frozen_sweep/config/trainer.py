@@ -1,0 +1,84 @@
+"""The trainer and eval groups' schemas: how a job trains, stops, logs and decodes."""
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import List, Optional
+
+from omegaconf import MISSING
+
+from frozen_sweep.config.loggers import LoggerName, MlflowConfig, WandbConfig
+
+
+class StopMetric(Enum):
+    loss = "loss"  # validation loss: smooth and cheap
+    bleu = "bleu"  # validation BLEU: needs decoding (translation only)
+
+
+class Device(Enum):
+    auto = "auto"
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+@dataclass
+class TrainerConfig:
+    name: str = MISSING
+    max_tokens: int = 4096  # target tokens per batch (plus source tokens of the same sentences), per device and step
+    # data-parallel processes of one job (torch.distributed: gloo on the CPU, NCCL on CUDA), started by the job itself,
+    # or by torchrun / a multi-task SLURM job; an update sees devices × update_freq batches (frozen_sweep.train.updates)
+    devices: int = 1
+    update_freq: int = 1  # batches accumulated per device before each update (gradient accumulation)
+    dist_timeout_s: float = 1800  # a collective that waits longer (a rank gone silent) fails the job
+    length_multiple: int = 4  # padded lengths are multiples of this: few batch shapes (≈9% padding, embedded corpus)
+    lr: float = 7e-4  # peak learning rate, reached at the end of warmup
+    betas: List[float] = field(default_factory=lambda: [0.9, 0.98])
+    adam_eps: float = 1e-8
+    weight_decay: float = 0.0
+    warmup_steps: int = 4000
+    warmup_init_lr: float = 1e-7
+    clip_norm: float = 0.0  # 0 disables gradient clipping
+    label_smoothing: float = 0.1
+    # Budgets: null for none; training stops at the first one reached (or by early stopping). Budgets given on the
+    # command line replace the configured ones (frozen_sweep.job.job_config.resolve_budgets).
+    max_epochs: Optional[int] = 100
+    max_steps: Optional[int] = None
+    max_time_s: Optional[float] = None  # training wall-clock budget; the run stops at the next validation after it
+    aucc_cutoff_s: Optional[float] = None  # AUCC's T̂ (frozen_sweep.metrics.efficiency); null: the run's own training time
+    validate_every_steps: Optional[int] = None  # null: validate at the end of every epoch
+    patience: int = 5  # validations without improvement before early stopping
+    # divergence guard: a non-finite loss fails the run (stopped_reason: diverged), and so do diverge_validations
+    # validations in a row whose loss is above diverge_ratio × the best validation loss (without improving the stop
+    # metric) or above diverge_uniform_ratio × the loss of a uniform guess, ln(vocabulary size)
+    diverge_ratio: float = 1.2
+    diverge_uniform_ratio: float = 2.0
+    diverge_validations: int = 3
+    stop_metric: StopMetric = StopMetric.loss
+    valid_bleu_sentences: Optional[int] = 500  # validation sentences greedy-decoded for BLEU; null: all, 0: none
+    device: Device = Device.auto
+    threads: Optional[int] = None  # most CPU threads (fewer while other work holds cores); null: frozen_sweep.system.cpu
+    amp: bool = True  # bf16 autocast on CUDA
+    # bf16 autocast on the CPU too; null: where the CPU computes bf16 natively (cpu.has_bf16): a demo job 1.14-1.31x
+    # fp32's tokens/s at the same BLEU there (benchmarks/cpu_bf16.py); emulated bf16 elsewhere is slower
+    amp_cpu: Optional[bool] = None
+    # cuDNN attention builds a plan per batch shape: with it off an H100 job ran 4x faster
+    # (docs/performance.md, "On a GPU"); true: torch picks
+    cudnn_attention: bool = False
+    compile: bool = False  # torch.compile forward + loss (dynamic shapes): a base step 1.33x eager on an H100
+    # with compile: validate.COMPILE_MODES; reduce-overhead (CUDA graphs, one per shape) segfaulted with torch 2.11 on
+    # an H100 (docs/performance.md, "On a GPU")
+    compile_mode: str = "default"
+    progress: bool = True  # progress bar
+    loggers: List[LoggerName] = field(default_factory=lambda: [LoggerName.jsonl])  # metrics as they happen
+    # the training loss is read from the device (a sync) every N steps: a train record (loss, lr, tokens/s, grad norm)
+    log_every_steps: int = 50
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+    mlflow: MlflowConfig = field(default_factory=MlflowConfig)
+
+
+@dataclass
+class EvalConfig:
+    beam: int = 4  # 1 = greedy
+    len_penalty: float = 1.0  # hypothesis score = log-prob / length ** len_penalty
+    max_len_a: float = 1.2  # hypotheses stop at max_len_a * source length + max_len_b tokens
+    max_len_b: int = 10
+    batch_sentences: int = 128

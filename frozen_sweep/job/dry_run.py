@@ -1,0 +1,62 @@
+"""`dry_run=true`: what each job of a command would do, checked as the job would check itself, with nothing started.
+
+A job would be refused (a config error, a directory holding another config's run: the reason), skipped (its directory
+holds a completed result of the same fingerprint), adopted (an earlier launcher's job still runs it), resumed (from
+its last checkpoint) or run. The launchers' plan (hydra_plugins.frozen_sweep_launchers._plan) gives the sweep's jobs;
+frozen_sweep.__main__ gives a single job. No torch here.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from frozen_sweep.config import ConfigError
+from frozen_sweep.job.job_config import fingerprint, job_config
+from frozen_sweep.run.directory import LAST_CHECKPOINT, is_completed, previous_record
+from frozen_sweep.run.lock import describe_runner, live_runner
+
+RUN, RESUME, SKIP, ADOPT, REFUSE = "run", "resume", "skip", "adopt", "refuse"
+
+
+@dataclass
+class Decision:
+    action: str  # RUN | RESUME | SKIP | ADOPT | REFUSE
+    why: str
+
+
+def decide(job_dir: Path, previous: Optional[dict], force: bool, runner: Optional[dict], refused: Optional[str]) -> Decision:
+    """What a job would do, in the order the launchers and the job itself decide it."""
+    if refused:
+        return Decision(REFUSE, refused)
+    if is_completed(previous) and not force:
+        return Decision(SKIP, "holds a completed result of this config (force=true reruns it)")
+    if runner:
+        return Decision(ADOPT, f"still running from an earlier launch ({describe_runner(runner)}): waited for")
+    if force and previous:
+        return Decision(RUN, f"force=true: replaces the {previous['status']} run it holds")
+    if (job_dir / LAST_CHECKPOINT).exists():
+        return Decision(RESUME, f"from its {LAST_CHECKPOINT} (its record says {previous['status'] if previous else 'nothing'})")
+    if previous:
+        return Decision(RUN, f"afresh: its {previous['status']} run left no checkpoint")
+    return Decision(RUN, "no run there yet")
+
+
+def check_job(cfg, overrides: list[str], job_dir: Path) -> Decision:
+    """A single job's decision, after every check the job runs before it writes anything (frozen_sweep.job.runner)."""
+    try:
+        checked = job_config(cfg, overrides)
+        previous = previous_record(job_dir, fingerprint(checked), checked.force)
+    except ConfigError as e:
+        return Decision(REFUSE, str(e))
+    return decide(job_dir, previous, checked.force, live_runner(job_dir), None)
+
+
+def report(rows: list[tuple[str, Path, Decision]]) -> str:
+    """One line per job (label, then directory relative to the working directory where it can be), and a count."""
+    lines = []
+    for label, job_dir, decision in rows:
+        where = job_dir.relative_to(Path.cwd()) if job_dir.is_relative_to(Path.cwd()) else job_dir
+        lines.append(f"  {decision.action:<7} {label}\n          {where}: {decision.why}")
+    counts = {action: sum(d.action == action for _, _, d in rows) for action in (RUN, RESUME, SKIP, ADOPT, REFUSE)}
+    summary = ", ".join(f"{n} {action}" for action, n in counts.items() if n)
+    return f"dry run: {len(rows)} job{'s' * (len(rows) != 1)} ({summary}); nothing was started\n" + "\n".join(lines)

@@ -1,0 +1,158 @@
+"""From a composed config and its command-line overrides to the config a job runs, checked, and its fingerprint.
+
+One path for a single job (frozen_sweep.job.runner) and for every job of a sweep before any starts (the launchers' plan):
+budgets resolved, unknown keys rejected, the relearn base adopted, cross-field checks, data files checked. No torch
+here: Hydra's plugin scan imports the launchers, and they import this.
+
+The fingerprint is what determines a job's result: its resolved config less config.NEUTRAL_KEYS (where or how it runs,
+not what it computes) and DATA_LOCATION_KEYS, plus the identity of its data: the corpus files' content hashes and the
+key of the prepared dataset they give (frozen_sweep.data.identity).
+A job directory's result is reused or resumed only by a job with the same fingerprint (frozen_sweep.run.directory).
+Data-parallel jobs: `trainer.devices` and `trainer.update_freq` enter it only as their product, the batches per update
+(frozen_sweep.train.updates): 4 devices and 1 device accumulating 4 batches make the same updates.
+"""
+
+import copy
+import dataclasses
+import hashlib
+import json
+import math
+import os
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from frozen_sweep.config import NEUTRAL_KEYS, ConfigError, ResetParts
+from frozen_sweep.config.checks import validate
+from frozen_sweep.config.stack_layout import parse_reset_layer
+from frozen_sweep.metrics.sinks import check_installed
+from frozen_sweep.run.base_run import BaseRunError, load_base_run
+from frozen_sweep.run.directory import flatten
+
+DATA_LOCATION_KEYS = frozenset({"task.path", "task.sword_dir"})  # where the data is: its content is fingerprinted
+# `study` only labels the record's table; it stays in directory names (study=freeze and study=reservoir runs never
+# share one), and records from before the key existed keep their fingerprint
+LABEL_KEYS = frozenset({"study"})
+ADOPTED = ("task", "model", "freeze", "reservoir")  # a relearn job takes these from its base run
+BUDGETS = ("max_epochs", "max_steps", "max_time_s")  # trainer keys; a run stops at the first one reached
+# bumped when the same config and data give other results: 2 = batches planned by numpy's PCG64 (data/batching.py)
+FINGERPRINT_RECIPE = 2
+WORLD_KEYS = ("trainer.devices", "trainer.update_freq")  # fingerprinted as their product, BATCHES_PER_UPDATE
+BATCHES_PER_UPDATE = "trainer.batches_per_update"
+PATH_KEYS = ("task.path", "task.sword_dir", "task.cache_dir", "relearn.base_checkpoint")  # relative to the command
+
+
+def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+    """The config the job runs: a copy of `cfg` with budgets resolved and the relearn base adopted; ConfigError
+    (naming the key, or the file) for an unknown key, a bad value or missing data."""
+    check_known_keys(cfg)
+    cfg = resolve_budgets(cfg, overrides)
+    validate(cfg)
+    check_installed(cfg.trainer.loggers)
+    if cfg.relearn.name != "none":
+        check_reset_layer(cfg.relearn)
+        cfg = adopt_base(cfg, overrides)
+    return cfg
+
+
+def check_reset_layer(r) -> None:
+    """A relearn job needs a completed base run, and a layer and parts that its model has: read from disk here, so
+    that a bad base fails before any job starts."""
+    try:
+        base = load_base_run(r.base_checkpoint)
+    except BaseRunError as e:
+        raise ConfigError(f"relearn.base_checkpoint={r.base_checkpoint}: {e}") from e
+    stack, index = parse_reset_layer(r.reset_layer)
+    model = base.config.model
+    layers = {"encoder": model.encoder_layers, "decoder": model.decoder_layers}[stack]
+    if not index < layers:
+        allowed = f"{stack}.0 … {stack}.{layers - 1}" if layers else f"none: it has no {stack}"
+        raise ConfigError(
+            f"relearn.reset_layer={r.reset_layer}: the base model ({model.name}, {model.encoder_layers} encoder + "
+            f"{model.decoder_layers} decoder layers) allows {allowed}"
+        )
+    if ResetParts(r.reset_parts) == ResetParts.cross_att and (stack != "decoder" or not model.encoder_layers):
+        raise ConfigError(
+            f"relearn.reset_parts=cross_att: only decoder layers of an encoder–decoder model have cross-attention "
+            f"(reset_layer={r.reset_layer}); allowed: all, att, ffn, norms"
+        )
+
+
+def absolute_paths(cfg: DictConfig, base: Path) -> None:
+    """Make the config's relative paths (PATH_KEYS) absolute against `base`, the directory the command ran in
+    (Hydra's runtime.cwd): the sweep's check before any job starts and every job then read the same files, wherever
+    the job runs (hydra.job.chdir=true runs it in its own directory)."""
+    for key in PATH_KEYS:
+        value = OmegaConf.select(cfg, key)
+        if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+            with read_write(cfg), open_dict(cfg):
+                OmegaConf.update(cfg, key, os.path.normpath(Path(base, value)))
+
+
+def adopt_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+    """The relearn job's config with the base run's task, model, freeze pattern and reservoirs (when its config has
+    them); this machine's task.cache_dir is kept."""
+    own = [o for o in overrides if override_key(o).split(".")[0] in ADOPTED and override_key(o) != "task.cache_dir"]
+    if own:
+        raise ConfigError(
+            f"{' '.join(own)}: a relearn job takes task, model, freeze and reservoir from its base run "
+            f"(relearn.base_checkpoint={cfg.relearn.base_checkpoint}); drop these overrides"
+        )
+    base = load_base_run(cfg.relearn.base_checkpoint).config
+    adopted = OmegaConf.merge(cfg, {key: base[key] for key in ADOPTED if key in base})
+    adopted.task.cache_dir = cfg.task.cache_dir
+    return adopted
+
+
+def override_key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def resolve_budgets(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+    """Budgets named on the command line replace the configured ones: `trainer.max_steps=400` gives 400 steps, not
+    "400 steps unless the preset's time budget or epoch cap comes first". Budgets not named there become null."""
+    given = {override_key(o).removeprefix("trainer.") for o in overrides} & set(BUDGETS)
+    cfg = copy.deepcopy(cfg)
+    if given:
+        with open_dict(cfg):
+            for budget in set(BUDGETS) - given:
+                cfg.trainer[budget] = None
+    return cfg
+
+
+def check_known_keys(node, path: str = "") -> None:
+    """Reject keys the schema does not know: Hydra's `+key=value` appends them even to a typed node."""
+    schema = OmegaConf.get_type(node)
+    if dataclasses.is_dataclass(schema):
+        known = {f.name for f in dataclasses.fields(schema)}
+        unknown = [key for key in node if key not in known and not (path == "" and key == "hydra")]
+        if unknown:
+            raise ConfigError(
+                f"{path}{unknown[0]}: no such key in the config; allowed under {path.rstrip('.') or 'the top level'}: "
+                f"{', '.join(sorted(known))}"
+            )
+    if isinstance(node, DictConfig):
+        for key in node:
+            if path == "" and key == "hydra":  # Hydra's own node: Hydra checks it
+                continue
+            child = node._get_node(key)
+            if isinstance(child, DictConfig) and not child._is_missing() and not child._is_none():
+                check_known_keys(child, f"{path}{key}.")
+
+
+def fingerprint(cfg: DictConfig) -> dict:
+    """{"sha256": ..., "config": {dotted key: value}, "data": {file: sha256}, "prepared": the prepared dataset's key}:
+    what determines the job's result."""
+    container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    container.pop("hydra", None)
+    neutral = NEUTRAL_KEYS | DATA_LOCATION_KEYS | LABEL_KEYS
+    config = {key: value for key, value in flatten(container).items() if key not in neutral}
+    batches = math.prod(config.pop(key, 1) for key in WORLD_KEYS)
+    if batches > 1:  # absent at 1, so that the fingerprints of jobs from before these keys stay the same
+        config[BATCHES_PER_UPDATE] = batches
+    from frozen_sweep.data.identity import prepared_key  # the data package: imported when a fingerprint is asked for
+
+    key, data, _ = prepared_key(cfg.task)  # the key also covers the code's tokenisation (format, SentencePiece)
+    recipe = {"config": config, "data": data, "prepared": key, "recipe": FINGERPRINT_RECIPE}
+    digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+    return {"sha256": digest, "config": config, "data": data, "prepared": key}

@@ -1,0 +1,1 @@
+"""Data-parallel ranks: who this process is (world.py, no torch) and torch.distributed around a job (distributed.py)."""

@@ -1,0 +1,152 @@
+"""A job's directory: the files in it, its record, its name, and whether the record in it may be reused. No torch
+here: the launchers and the collector read run directories too. Who runs it now: frozen_sweep.run.lock.
+
+- Files: every name a run directory holds is below; files are written atomically (frozen_sweep.system.files), so
+  that a reader sees the old file or the new one, never a torn one.
+- Names: the job's overrides (Hydra's override_dirname) with `%` and `/` percent-encoded, so that two different
+  override lists never share a directory (`task.path=/a/b_c` and `task.path=/a_b/c` used to) and names stay readable.
+- Reuse: a directory's result is skipped, and its checkpoint resumed, only by a job with the same fingerprint
+  (frozen_sweep.job.job_config); any other job stops with what differs. Records written before fingerprints existed
+  are reused unless their config.yaml says they belong to another job.
+"""
+
+import hashlib
+import json
+from dataclasses import fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+from omegaconf import OmegaConf
+
+from frozen_sweep.config import ConfigError
+from frozen_sweep.run.record import STATUSES, RunResult
+from frozen_sweep.system.files import write_json_atomic
+
+# ---- the files a run directory holds -------------------------------------------------------------------------------
+
+RESULT_FILE = "result.json"  # the result record (frozen_sweep.run.record), rewritten as the run goes
+CONFIG_FILE = "config.yaml"  # the config the job ran with
+LAST_CHECKPOINT = "checkpoint_last.pt"  # everything needed to resume: weights, optimiser, schedule, trainer state, RNG
+BEST_CHECKPOINT = "checkpoint_best.pt"  # weights of the best validation only
+METRICS_FILE = "metrics.jsonl"  # metrics as they happen (frozen_sweep.metrics.log)
+TENSORBOARD_DIR = "tensorboard"  # TensorBoard event files: `tensorboard --logdir outputs/`
+WANDB_DIR = "wandb"  # trainer.loggers=[wandb]: wandb's own files (an offline run's, to `wandb sync`)
+TRACKING_RUNS_FILE = "tracking_runs.json"  # the W&B and MLflow run ids of the job, so that a resumed job continues them
+TEST_HYPOTHESES, TEST_REFERENCES = "test.hyp.txt", "test.ref.txt"  # test translations, for significance tests
+LOCK_FILE = "job.lock"  # held by the job's one runner
+ATTEMPTS_FILE = "attempts.json"  # launchers: one entry per time the job ran: where, with which GPU, when, how it ended
+SUBMISSION_FILE = "submission.json"  # launchers: what was submitted for this directory, written before submitting
+
+
+# ---- the result record ---------------------------------------------------------------------------------------------
+
+
+def write_result(run_dir: Path, result: RunResult) -> None:
+    result.updated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    write_json_atomic(Path(run_dir) / RESULT_FILE, result.to_dict())
+
+
+def load_result(path: Path) -> dict:
+    """Read a result record; raise ValueError saying why when it is unreadable or not a record."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: unreadable result record ({e})") from e
+    if not isinstance(record, dict) or record.get("status") not in STATUSES:
+        raise ValueError(f"{path}: not a result record (status must be one of {', '.join(STATUSES)})")
+    return record
+
+
+def read_record(run_dir: Path) -> Optional[dict]:
+    """The record in `run_dir`, or None when it holds none (or none that can be read)."""
+    try:
+        return load_result(Path(run_dir) / RESULT_FILE)
+    except ValueError:
+        return None
+
+
+def is_completed(record: Optional[dict]) -> bool:
+    return bool(record) and record["status"] == "completed"
+
+
+def result_of(record: dict) -> RunResult:
+    """The record as a RunResult; fields this version does not know are dropped."""
+    known = {f.name for f in fields(RunResult)}
+    return RunResult(**{key: value for key, value in record.items() if key in known})
+
+
+# ---- the directory's name, and whether its record belongs to this job ----------------------------------------------
+
+MAX_NAME = 200  # characters; longer names keep their start and end with a hash of the whole
+
+
+def dirname(override_dirname: str) -> str:
+    """A job's directory name from its overrides: injective, one path component, readable, not too long."""
+    if not override_dirname:
+        return "default"
+    name = override_dirname.replace("%", "%25").replace("/", "%2F")
+    if len(name) > MAX_NAME:
+        name = f"{name[:MAX_NAME - 20]}…{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+    return name
+
+
+class FingerprintMismatch(ConfigError):
+    """The directory holds a run of another config (or other data)."""
+
+
+def differences(old: dict, new: dict) -> list[str]:
+    """What differs between two fingerprints, one `key: old → new` per item (data files by name)."""
+    out = []
+    for part in ("config", "data"):
+        a, b = old.get(part) or {}, new.get(part) or {}
+        for key in sorted(set(a) | set(b)):
+            if a.get(key, "(absent)") != b.get(key, "(absent)"):
+                prefix = "" if part == "config" else "data file "
+                show = (lambda v: str(v)[:12]) if part == "data" else str
+                out.append(f"{prefix}{key}: {show(a.get(key, '(absent)'))} → {show(b.get(key, '(absent)'))}")
+    return out
+
+
+def flatten(tree: dict, prefix: str = "") -> dict:
+    """{"a": {"b": 1}} → {"a.b": 1}: configs compared key by key."""
+    flat = {}
+    for key, value in tree.items():
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def legacy_differences(run_dir: Path, fingerprint: dict) -> list[str]:
+    """For a record from before fingerprints: where the directory's config.yaml differs from this job's config, on
+    the keys both versions know (keys added since then cannot be compared; unresolved interpolations are skipped)."""
+    path = Path(run_dir) / CONFIG_FILE
+    if not path.is_file():
+        return []
+    saved, new = flatten(OmegaConf.to_container(OmegaConf.load(path), resolve=False)), fingerprint["config"]
+    shared = [key for key in sorted(set(saved) & set(new)) if not (isinstance(saved[key], str) and "${" in saved[key])]
+    return [f"{key}: {saved[key]} → {new[key]}" for key in shared if saved[key] != new[key]]
+
+
+def previous_record(run_dir: Path, fingerprint: dict, force: bool) -> Optional[dict]:
+    """The record in `run_dir` (None when there is none), if it belongs to this job; FingerprintMismatch if it
+    belongs to another one, unless `force` (the job then replaces it)."""
+    record = read_record(run_dir)
+    if record is None:
+        return None
+    old = record.get("fingerprint")
+    if force or (old and old.get("sha256") == fingerprint["sha256"]):
+        return record
+    if old:
+        changes = differences(old, fingerprint) or ["(the code's fingerprint recipe)"]
+    else:  # a record from before fingerprints: reused unless its saved config says it belongs to another job
+        changes = legacy_differences(run_dir, fingerprint)
+        if not changes:
+            return record
+    raise FingerprintMismatch(
+        f"{run_dir} holds a {record['status']} run of a different config: {'; '.join(changes[:8])}"
+        f"{' …' if len(changes) > 8 else ''}. To replace it, rerun with force=true; to keep both, give this run "
+        "another name=… (its own folder under outputs/)"
+    )

@@ -1,0 +1,80 @@
+"""The result record every job writes as `result.json` (docs/training.md, "The result record"); frozen_sweep.run.directory
+writes and reads it. No torch here.
+
+Definitions the collector relies on:
+- `history`: one entry per validation: epoch (fractional when validating every N steps), step, wall_time_s (training
+  wall-clock time so far, validation included, summed over resumes), train_sentences and train_tokens (training
+  examples and target tokens consumed so far), train_loss (label-smoothed, mean since the
+  previous validation), valid_loss (per-token NLL, no smoothing), valid_ppl, valid_bleu (greedy, on the validation
+  set or its first `trainer.valid_bleu_sentences`; null for LM or when disabled) and valid_metric (valid_bleu for
+  translation, valid_ppl for language modelling); a masked LM's loss and perplexity count its masked positions only
+  (frozen_sweep.data.masking), and its entries add valid_accuracy (arg-max accuracy there).
+- `best_epoch`: the epoch of the best validation under the stopping criterion `stop_metric` (lowest loss or highest
+  BLEU); the test set is evaluated with the weights from that validation.
+- `epochs_to_convergence`: `best_epoch` when early stopping ended the run (patience exhausted); null when a budget
+  (max_epochs, max_steps, max_time_s) ended it first: the run had not converged.
+- `best_metric`: valid_metric at the best validation; `test_metric`: BLEU (beam search, sacrebleu) or perplexity on
+  the test set.
+- `fingerprint`: sha256 of what determines the result (the resolved config less the keys that do not change it,
+  plus the data files' content hashes), with those inputs: a directory's result is reused or resumed only by a job
+  with the same fingerprint, and the collector flags two completed runs with the same one as duplicates.
+- `relearn` (study=relearn): the base run, the reset layer and parts, validations before the reset, right after it
+  and at the end, examples to recover at each threshold, `recovered` (definitions in frozen_sweep/study/relearn.py).
+"""
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+STATUSES = ("completed", "failed", "running")
+
+
+@dataclass
+class RunResult:
+    status: str = "running"
+    error: Optional[str] = None
+    updated_at: Optional[str] = None  # UTC time of the last write: a "running" record that stays old is likely dead
+    study: str = "freeze"  # freeze | reservoir | relearn: which of the collector's tables the run belongs in
+    task: Optional[str] = None
+    model: Optional[str] = None
+    freeze: dict = field(default_factory=dict)  # component → "trainable" | "frozen:<init>"
+    row: Optional[str] = None  # the paper's row label, or null
+    seed: Optional[int] = None
+    params_total: Optional[int] = None
+    params_trainable: Optional[int] = None
+    params_by_component: dict = field(default_factory=dict)
+    trainable_ratio: Optional[float] = None
+    metric_name: Optional[str] = None  # "bleu" | "ppl" | "mlm_ppl" (perplexity on the masked positions)
+    stop_metric: Optional[str] = None  # "loss" | "bleu"
+    best_metric: Optional[float] = None
+    test_metric: Optional[float] = None
+    test_chrf: Optional[float] = None
+    test_accuracy: Optional[float] = None  # masked LM: arg-max accuracy on the test set's masked positions
+    best_epoch: Optional[float] = None
+    epochs_to_convergence: Optional[float] = None
+    stopped_reason: Optional[str] = None  # early_stop | max_epochs | max_steps | max_time
+    budgets: dict = field(default_factory=dict)  # trainer.max_epochs, max_steps, max_time_s as the run had them
+    steps: Optional[int] = None
+    wall_time_s: Optional[float] = None  # training (with validation) wall-clock time, summed over resumes
+    train_tokens_per_s: Optional[float] = None  # target tokens per second of training steps
+    reservoir: dict = field(default_factory=dict)  # study=reservoir: type, stack, pattern, layer counts, backskip
+    relearn: dict = field(default_factory=dict)  # study=relearn: base run, reset layer, pre/post/final, recovery
+    aucc: Optional[float] = None  # area under the validation-metric curve over wall-clock time / T̂ (efficiency.py)
+    aucc_cutoff_s: Optional[float] = None  # T̂
+    sacrebleu_signature: Optional[str] = None
+    # test decoding (translation): beam, len_penalty, max_len_a, max_len_b (the length cap: max_len_a × source tokens
+    # + max_len_b), sentences, and at_length_cap: how many hypotheses the cap ended rather than end-of-sentence
+    decoding: dict = field(default_factory=dict)
+    history: list = field(default_factory=list)
+    data: dict = field(default_factory=dict)  # corpus sizes, dropped counts, vocabulary
+    device: Optional[str] = None
+    overrides: list = field(default_factory=list)
+    fingerprint: dict = field(default_factory=dict)  # sha256, config and data that determine the result (job_config)
+    versions: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def best_entry(record: dict) -> Optional[dict]:
+    """The history entry of the record's best validation (the one at `best_epoch`), or None when there is none."""
+    return next((e for e in record.get("history") or [] if e["epoch"] == record.get("best_epoch")), None)

@@ -1,0 +1,97 @@
+"""Figures: validation curves per table (against epoch and wall-clock time), and the training loss every N steps
+from the runs' metrics.jsonl where they have one; one file per table."""
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from frozen_sweep.metrics.sinks import read_metrics
+from frozen_sweep.run.directory import METRICS_FILE
+
+METRIC_LABELS = {"bleu": "BLEU", "ppl": "PPL", "mlm_ppl": "MLM PPL"}
+PERPLEXITIES = frozenset({"ppl", "mlm_ppl"})  # metrics where lower is better
+
+
+def higher_is_better(metric_name: str) -> bool:
+    return metric_name not in PERPLEXITIES
+
+
+def pyplot():
+    """matplotlib without a display; imported on first use so that the tables do not pay for it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def curves(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every validation of every run, long format: path, label, epoch, wall_time_s, valid_metric, valid_loss..."""
+    points = runs[["path", "label", "history"]].explode("history", ignore_index=True).dropna(subset=["history"])
+    return points.drop(columns="history").join(pd.DataFrame(points.history.tolist(), index=points.index))
+
+
+def train_curves(run_dirs: Iterable[Path]) -> dict[Path, pd.DataFrame]:
+    """{run directory: its train records (step, epoch, wall_time_s, loss, ...)}, for runs with a metrics.jsonl."""
+    found = {}
+    for run_dir in map(Path, run_dirs):
+        if (run_dir / METRICS_FILE).is_file():
+            records = [r for r in read_metrics(run_dir / METRICS_FILE) if r.get("event") == "train"]
+            if records:
+                found[run_dir] = pd.DataFrame(records)
+    return found
+
+
+def plotted_metric(points: pd.DataFrame, metric_name: str) -> tuple[str, str]:
+    """The validation metric when every point has one (BLEU may be off), else the validation loss: (column, label)."""
+    if "valid_metric" in points and points.valid_metric.notna().all():
+        return "valid_metric", f"validation {METRIC_LABELS.get(metric_name, metric_name)}"
+    return "valid_loss", "validation loss"
+
+
+def plot_convergence(table, path: Path) -> None:
+    """Validation score against epoch and against wall-clock time, one colour per row label (a line per run); a third
+    panel with the training loss against time when the runs logged metrics.jsonl."""
+    plt = pyplot()
+    points = curves(table.runs)
+    y, ylabel = plotted_metric(points, table.metric_name)
+    train = train_curves(Path(path).parent for path in table.runs.path)
+    fig, axes = plt.subplots(1, 3 if train else 2, figsize=(16 if train else 11, 4.2))
+    by_epoch, by_time = axes[:2]
+    by_time.sharey(by_epoch)
+    for i, (label, label_points) in enumerate(points.groupby("label", sort=False)):
+        for j, (result_path, run) in enumerate(label_points.groupby("path", sort=False)):
+            style = dict(color=f"C{i % 10}", marker=".", linewidth=1.2, label=None if j else label)
+            by_epoch.plot(run.epoch, run[y], **style)
+            by_time.plot(run.wall_time_s / 60, run[y], **style)
+            if Path(result_path).parent in train:
+                steps = train[Path(result_path).parent]
+                axes[2].plot(steps.wall_time_s / 60, steps.loss, color=style["color"], linewidth=0.8)
+    by_epoch.set(xlabel="epoch", ylabel=ylabel)
+    by_time.set(xlabel="wall-clock time (min)")
+    if train:
+        axes[2].set(xlabel="wall-clock time (min)", ylabel="training loss (metrics.jsonl)")
+    if y == "valid_metric" and not higher_is_better(table.metric_name):
+        by_epoch.set_yscale("log")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    legend = dict(title="row", fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
+    axes[-1].legend(*by_time.get_legend_handles_labels(), **legend)
+    fig.suptitle(table.title)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def plot_tables(tables: list, path: Path) -> list[Path]:
+    """One figure per table, drawn by the table's study; with several tables, FILE.png becomes
+    FILE-<i>-<title>.png."""
+    written = []
+    for i, table in enumerate(tables, 1):
+        slug = re.sub(r"[^\w.=-]+", "_", table.title.replace(" · ", "-"))
+        out = path if len(tables) == 1 else path.with_name(f"{path.stem}-{i}-{slug}{path.suffix}")
+        (table.plot or plot_convergence)(table, out)
+        written.append(out)
+    return written

@@ -1,0 +1,130 @@
+"""The layer reset-and-relearn study's tables: per reset layer, the validation before the reset, right after it and
+at the end of re-training, and the training examples it took to recover, as % of what the base run consumed.
+
+- One table per task × model × base run × setting (overrides other than relearn.*, seed and launch keys); sections
+  are the stacks (encoder, decoder), one row per run: layer index, reset parts (with the init when not random, "+
+  neighbours" when the layers next to it trained too), trainable/all, test metric.
+- Valid loss and valid BLEU: pre (the base model), post (right after the reset), final (last validation).
+- To recover, % of base (frozen_sweep.study.relearn): training sentences seen at the first validation within x of the
+  pre-reset value, as % of the sentences the base run had seen at its best validation; "✗ (>b)" when the budget, b%
+  of them, ran out first.
+"""
+
+import os
+
+import pandas as pd
+
+from frozen_sweep.tables.plots import METRIC_LABELS, pyplot
+from frozen_sweep.tables.render import Table, number
+from frozen_sweep.tables.runs import completed, per_setting, setting_of
+
+DEFINITIONS = (
+    "Pre: the base model; post: right after the reset; final: the last validation of re-training. To recover: "
+    "training sentences seen at the first validation within x of the pre-reset value (loss ≤ (1+x)·pre, "
+    "BLEU ≥ (1−x)·pre), as % of the sentences the base run had seen at its best validation; ✗ (>b): not within the "
+    "budget of b%."
+)
+
+
+def short_path(path: str) -> str:
+    """A path relative to the working directory when it lies under it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def parts_label(rl: dict) -> str:
+    label = rl["parts"] if rl["init"] == "random" else f"{rl['parts']} ({rl['init']})"
+    return label + " + neighbours" if rl["train_neighbours"] else label
+
+
+def recovery_cell(entry: dict, budget_fraction: float) -> str:
+    if entry["fraction"] is None:
+        return f"✗ (>{100 * budget_fraction:.0f})"
+    return number(100 * entry["fraction"])
+
+
+def order(record: dict) -> tuple:
+    rl = record["relearn"]
+    return rl["stack"] != "encoder", rl["layer"], rl["parts"], rl["init"], rl["train_neighbours"], record["seed"]
+
+
+def rows(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """One display row per run (in table order), indexed by section: the stack."""
+    recovery_keys = [(e["metric"], e["threshold"]) for e in runs.record.iloc[0]["relearn"]["examples_to_recover"]]
+    sections, table = [], []
+    for run in runs.itertuples():
+        rl = run.record["relearn"]
+        stages = {stage.split("_")[0]: rl[stage] for stage in ("pre_reset", "post_reset", "final")}
+        row = {
+            ("", "Layer"): str(rl["layer"]),
+            ("", "Parts"): parts_label(rl),
+            ("", "Trainable/All"): number(run.trainable_ratio, 3),
+            ("", f"Test {metric}"): number(run.test_metric),
+            **{("Valid loss", stage): number(v["valid_loss"], 2) for stage, v in stages.items()},
+        }
+        if rl["pre_reset"].get("valid_bleu") is not None:
+            row |= {("Valid BLEU", stage): number(v["valid_bleu"]) for stage, v in stages.items()}
+        found = {(e["metric"], e["threshold"]): e for e in rl["examples_to_recover"]}
+        for name, x in recovery_keys:
+            heading = f"{METRIC_LABELS.get(name, name)} {100 * x:g}%"
+            row[("To recover, % of base", heading)] = recovery_cell(found[name, x], rl["budget_fraction"])
+        if runs.seed.nunique() > 1:
+            row[("", "Seed")] = str(run.seed)
+        sections.append(rl["stack"])
+        table.append(row)
+    return pd.DataFrame(table, index=pd.Index(sections, name="section"))
+
+
+def base_note(rl: dict) -> str:
+    base = rl["base_examples_to_best"]
+    approx = "≈" if base["estimated"] else ""
+    return (
+        f"Base run {short_path(rl['base_run'])}: best validation after {approx}{base['sentences']:,} training "
+        f"sentences; its test score {number(rl['base_test_metric'])}."
+    )
+
+
+def relearn_tables(runs: pd.DataFrame) -> list[Table]:
+    """One table per task × model × base run × setting, from the completed relearn runs."""
+    runs = completed(runs, "relearn")
+    if runs.empty:
+        return []
+    runs = runs.assign(
+        base_run=runs.record.map(lambda r: r["relearn"]["base_run"]),
+        setting=runs.record.map(lambda r: setting_of([str(o) for o in r["overrides"]], frozenset({"relearn"}))),
+    )
+    tables = []
+    for (task, model, base_run), metric_name, setting, table_runs in per_setting(
+        runs, ["task", "model", "base_run"], sort=False
+    ):
+        table_runs = table_runs.loc[sorted(table_runs.index, key=lambda i: order(table_runs.record[i]))]
+        metric = METRIC_LABELS.get(metric_name, metric_name)
+        title = " · ".join(filter(None, [task, model, f"relearn from {short_path(base_run)}", setting]))
+        footnotes = [base_note(table_runs.record.iloc[0]["relearn"]), DEFINITIONS]
+        tables.append(Table(title, metric_name, rows(table_runs, metric), table_runs, footnotes, plot=plot_recovery))
+    return tables
+
+
+def plot_recovery(table: Table, path) -> None:
+    """Recovery curves, one line per run: validation loss (and BLEU) against training sentences seen, as % of the
+    base run's examples to its best; the dashed line is the base model's value before the reset."""
+    plt = pyplot()
+    records = [r["relearn"] for r in table.runs.record]
+    panels = [("valid_loss", "validation loss")]
+    if records[0]["pre_reset"].get("valid_bleu") is not None:
+        panels.append(("valid_bleu", "validation BLEU"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
+    for ax, (key, label) in zip(axes[0], panels):
+        for i, (record, rl) in enumerate(zip(table.runs.record, records)):
+            base = rl["base_examples_to_best"]["sentences"]
+            curve = [rl["post_reset"], *record["history"]]
+            x = [100 * p["train_sentences"] / base for p in curve]
+            name = f"{rl['stack']}.{rl['layer']} {parts_label(rl)}"
+            ax.plot(x, [p[key] for p in curve], color=f"C{i % 10}", marker=".", linewidth=1.2, label=name)
+        ax.axhline(records[0]["pre_reset"][key], color="black", linestyle="--", linewidth=1, label="before the reset")
+        ax.set(xlabel="training sentences seen, % of the base run's to its best", ylabel=label)
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(title="reset", fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
+    fig.suptitle(table.title)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)

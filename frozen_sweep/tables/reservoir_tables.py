@@ -1,0 +1,141 @@
+"""The reservoir study's tables (Shen et al. 2021): what frozen random layers cost in quality and buy in speed.
+
+- One table per task × model × setting; the reservoir keys (reservoir=..., reservoir.*), the stack depths and the
+  AUCC cut-off are the table's rows, not separate settings. Seeds are averaged (n).
+- Rows: updatable (trainable) layers, reservoir layers, type and pattern of the reservoir stack, backskipping; the test
+  metric; AUCC (frozen_sweep.metrics.efficiency, T̂ in a footnote); time to target: the first validation reaching
+  TARGET_FRACTION of the best validation metric of the all-trainable runs of the same depth (for perplexity: at most
+  best / TARGET_FRACTION); time to best: the wall-clock time of the best validation; trainable/all.
+"""
+
+import pandas as pd
+
+from frozen_sweep.metrics.efficiency import time_to_target
+from frozen_sweep.run.record import best_entry
+from frozen_sweep.tables.plots import METRIC_LABELS, curves, higher_is_better, plotted_metric, pyplot
+from frozen_sweep.tables.render import Table, fraction, mean_std, number
+from frozen_sweep.tables.runs import completed, per_setting, setting_of
+
+TARGET_FRACTION = 0.9
+SWEPT_KEYS = frozenset({"reservoir", "model.encoder_layers", "model.decoder_layers", "trainer.aucc_cutoff_s"})
+
+
+def reservoir_columns(runs: pd.DataFrame) -> pd.DataFrame:
+    """The record fields the reservoir table needs, one row per run."""
+    records = runs.record
+    reservoir = pd.DataFrame([r.get("reservoir") or {} for r in records], index=runs.index)
+    return runs.assign(
+        type=reservoir.get("type"),
+        pattern=reservoir.get("pattern"),
+        reservoir_layers=reservoir.get("reservoir_layers"),
+        updatable_layers=reservoir.get("updatable_layers"),
+        backskip=reservoir.get("backskip").fillna(False).astype(bool),
+        aucc=[r.get("aucc") for r in records],
+        aucc_cutoff_s=[r.get("aucc_cutoff_s") for r in records],
+        time_to_best_s=[(best_entry(r) or {}).get("wall_time_s") for r in records],
+        setting=[setting_of(r.get("overrides") or [], SWEPT_KEYS) for r in records],
+    )
+
+
+def add_time_to_target(runs: pd.DataFrame) -> pd.DataFrame:
+    """time_to_target_s, against the all-trainable runs with the same number of layers (None without such runs)."""
+    higher = higher_is_better(runs.metric_name.iloc[0])
+    depth = runs.updatable_layers + runs.reservoir_layers
+    baseline = runs[runs.reservoir_layers == 0]
+    best = baseline.best_metric.groupby(depth[baseline.index]).agg("max" if higher else "min")
+    targets = depth.map(best * TARGET_FRACTION if higher else best / TARGET_FRACTION)
+    times = [
+        None if pd.isna(target) else time_to_target(history, target, higher)
+        for history, target in zip(runs.history, targets)
+    ]
+    return runs.assign(time_to_target_s=pd.to_numeric(pd.Series(times, index=runs.index, dtype=object)))
+
+
+def summarise(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per reservoir setting, all-trainable first within each depth: test metric mean, std, n, efficiency."""
+    keys = ["updatable_layers", "reservoir_layers", "type", "pattern", "backskip"]
+    runs = runs.assign(
+        type=runs.type.where(runs.reservoir_layers > 0, "–"), depth=runs.updatable_layers + runs.reservoir_layers
+    )
+    runs = runs.sort_values(["depth", "reservoir_layers", "type", "pattern", "backskip"])
+    summary = runs.groupby(keys, sort=False, dropna=False).agg(
+        metric=("test_metric", "mean"),
+        std=("test_metric", "std"),
+        n=("test_metric", "count"),
+        aucc=("aucc", "mean"),
+        time_to_target_s=("time_to_target_s", "mean"),
+        time_to_best_s=("time_to_best_s", "mean"),
+        ratio=("trainable_ratio", "mean"),
+    )
+    return summary.reset_index()
+
+
+def display(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
+    minutes = lambda s: "–" if pd.isna(s) else f"{s / 60:.1f} min"  # noqa: E731
+    columns = {
+        ("", "Updatable"): summary.updatable_layers.astype(str),
+        ("", "Reservoir"): summary.reservoir_layers.astype(str),
+        ("", "Type"): summary.type,
+        ("", "Pattern"): summary.pattern + summary.backskip.map({True: " (backskip)", False: ""}),
+        ("", metric): mean_std(summary),
+        ("", "AUCC"): summary.aucc.map(number),
+        ("", f"Time to {TARGET_FRACTION:.0%}"): summary.time_to_target_s.map(minutes),
+        ("", "Time to best"): summary.time_to_best_s.map(minutes),
+        ("", "Trainable/All"): summary.ratio.map(fraction),
+        ("", "n"): summary.n.astype(str),
+    }
+    return pd.DataFrame(columns).set_axis(pd.Index([""] * len(summary), name="section"))
+
+
+def footnotes(runs: pd.DataFrame, metric: str) -> list[str]:
+    cutoffs = sorted(set(runs.aucc_cutoff_s.dropna().round(1)))
+    cutoff = (
+        f"T̂ = {cutoffs[0]:g} s"
+        if len(cutoffs) == 1
+        else f"T̂ differs between runs ({', '.join(map(str, cutoffs))} s): AUCCs do not compare"
+    )
+    direction = "higher" if higher_is_better(runs.metric_name.iloc[0]) else "lower"
+    return [
+        f"AUCC: validation {metric} averaged over the first T̂ seconds of training ({direction} is better); {cutoff}.",
+        f"Time to {TARGET_FRACTION:.0%}: first validation within {TARGET_FRACTION:.0%} of the best all-trainable run "
+        "of the same depth (– when it never got there, or there is no such run); time to best: the best validation.",
+    ]
+
+
+def reservoir_tables(runs: pd.DataFrame) -> list[Table]:
+    done = completed(runs, "reservoir")
+    if done.empty:
+        return []
+    done = reservoir_columns(done)
+    tables = []
+    for (task, model), metric_name, setting, table_runs in per_setting(done, ["task", "model"]):
+        metric = METRIC_LABELS.get(metric_name, metric_name)
+        table_runs = add_time_to_target(table_runs)
+        title = " · ".join(filter(None, [task, model, "reservoirs", setting]))
+        rows = display(summarise(table_runs), metric)
+        tables.append(Table(title, metric_name, rows, table_runs, footnotes(table_runs, metric), plot_aucc))
+    return tables
+
+
+def plot_aucc(table: Table, path) -> None:
+    """Validation metric against wall-clock time per run, T̂ marked; the legend gives each run's AUCC."""
+    plt = pyplot()
+    runs = table.runs.assign(label=[
+        f"{p}{' backskip' if b else ''} {t if r else ''}".strip() + f" (AUCC {number(a)})"
+        for p, b, t, r, a in zip(table.runs.pattern, table.runs.backskip, table.runs.type, table.runs.reservoir_layers,
+                                 table.runs.aucc)
+    ])  # fmt: skip
+    points = curves(runs)
+    y, ylabel = plotted_metric(points, table.metric_name)
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for i, (_, run) in enumerate(points.groupby("path", sort=False)):
+        ax.plot(run.wall_time_s / 60, run[y], marker=".", linewidth=1.2, color=f"C{i % 10}", label=run.label.iloc[0])
+    for cutoff in set(runs.aucc_cutoff_s.dropna()):
+        ax.axvline(cutoff / 60, color="grey", linestyle="--", linewidth=1)
+    ax.set(xlabel="wall-clock training time (min); dashed: T̂", ylabel=ylabel, title=table.title)
+    if not higher_is_better(table.metric_name) and y == "valid_metric":
+        ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)

@@ -1,0 +1,170 @@
+"""Result records → a DataFrame with one row per run (completed or not), which every table is built from."""
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+
+from frozen_sweep.config import COMPONENTS, NEUTRAL_KEYS
+from frozen_sweep.run.directory import RESULT_FILE, load_result
+from frozen_sweep.run.lock import live_runner
+from frozen_sweep.tables.paper import ROWS
+
+STALE_FACTOR, STALE_MARGIN_S = 2, 300  # a running record silent for longer than 2 × its validation interval + 5 min
+STALE_BEFORE_VALIDATION_S = 3600  # ... or for an hour before its first validation: its runner is gone
+RECORD_KEYS = (
+    "seed", "metric_name", "test_metric", "best_metric", "best_epoch", "epochs_to_convergence", "stopped_reason",
+    "trainable_ratio", "params_trainable", "params_total", "steps", "wall_time_s", "test_accuracy",
+)  # fmt: skip
+CSV_COLUMNS = ["path", "status", "reason", "study", "task", "model", "row", "label", *COMPONENTS, *RECORD_KEYS,
+               "overrides"]  # fmt: skip
+
+
+def find_results(paths: list[str]) -> list[Path]:
+    """Every result.json under the paths (a path may be a result.json itself), each once."""
+    found = set()
+    for path in map(Path, paths):
+        found.update([path] if path.is_file() else path.rglob(RESULT_FILE))
+    return sorted(found)
+
+
+def setting_of(overrides: list[str], ignored: frozenset = frozenset()) -> tuple[str, ...]:
+    """What makes a run more than a seed of its freeze pattern: its overrides less freeze, seed and NEUTRAL_KEYS
+    (and any key in `ignored`, or under it: a study's own sweep axes).
+
+    The task= and model= choices go too: the record's task and model names already key the table.
+    """
+    groups = {"freeze"} | ignored  # the key and everything under it
+    ignored = NEUTRAL_KEYS | {"seed", "task", "model"} | groups
+    keys = (o.lstrip("+~").partition("=")[0] for o in overrides)
+    return tuple(sorted(o for o, key in zip(overrides, keys) if key not in ignored and key.split(".")[0] not in groups))
+
+
+def distinguishing(settings: list[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
+    """Setting → the overrides that tell it apart from the other settings of the same task × model."""
+    parsed = {s: dict(o.partition("=")[::2] for o in s) for s in settings}
+    keys = sorted({k for overrides in parsed.values() for k in overrides})
+    differing = [k for k in keys if len({overrides.get(k) for overrides in parsed.values()}) > 1]
+    return {s: " ".join(f"{k}={overrides.get(k, '(default)')}" for k in differing) for s, overrides in parsed.items()}
+
+
+def per_setting(runs: pd.DataFrame, keys: list[str], sort: bool = True):
+    """Each table's runs: for every group of `keys` (task, model, ...), every metric × setting, as (the group's key
+    values, metric name, the overrides that tell the setting apart within the group, its runs)."""
+    for key, group in runs.groupby(keys, sort=False, dropna=False):
+        names = distinguishing(list(group.setting.unique()))
+        for (metric_name, setting), table_runs in group.groupby(["metric_name", "setting"], sort=sort, dropna=False):
+            yield key, metric_name, names[setting], table_runs
+
+
+def pattern_label(freeze: dict) -> str:
+    """A label for a pattern the paper has no row for, e.g. "att (orthogonal)+other frozen"."""
+    groups = {"frozen": [], "trainable": []}
+    for component, state in freeze.items():
+        kind, _, init = state.partition(":")
+        if state != "trainable":
+            groups[kind].append(component if init in ("", "random") else f"{component} ({init})")
+    return "; ".join(f"{'+'.join(names)} {kind}" for kind, names in groups.items() if names) or "all trainable"
+
+
+def why_not_completed(record: dict) -> Optional[str]:
+    """The first line of a failed run's error; for a running one, a reminder that it may be dead; None if completed."""
+    if record["status"] == "failed":
+        return (str(record.get("error") or "").strip() or "no error recorded").splitlines()[0]
+    if record["status"] == "running":
+        return "no final result yet: still running"
+    return None
+
+
+def validation_interval_s(history: list[dict]) -> Optional[float]:
+    """The longest training time between two validations (the first counted from the start), or None before any."""
+    times = [0.0] + [e["wall_time_s"] for e in history if e.get("wall_time_s") is not None]
+    return max(b - a for a, b in zip(times, times[1:])) if len(times) > 1 else None
+
+
+def silent_for_s(record: dict, now: Optional[datetime] = None) -> Optional[float]:
+    """Seconds since the record was last written (None when it does not say)."""
+    try:
+        updated = datetime.fromisoformat(record["updated_at"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return ((now or datetime.now(timezone.utc)) - updated).total_seconds()
+
+
+def dead_reason(path: Path, record: dict, now: Optional[datetime] = None) -> Optional[str]:
+    """Why a `running` record is dead: nobody holds its directory's lock and it has not been written for longer than
+    its own validation interval with margin (STALE_MARGIN); None while it may still run."""
+    if live_runner(path.parent):
+        return None
+    silent, interval = silent_for_s(record, now), validation_interval_s(record.get("history") or [])
+    limit = STALE_FACTOR * interval + STALE_MARGIN_S if interval is not None else STALE_BEFORE_VALIDATION_S
+    if silent is None or silent <= limit:
+        return None
+    return (
+        f"dead: no update for {silent / 60:.0f} min (validations every ≤{(interval or 0) / 60:.1f} min) and no "
+        "process holds its directory; run the same command again to resume it from its checkpoint"
+    )
+
+
+def flag_duplicates(runs: pd.DataFrame) -> None:
+    """Completed runs of the same fingerprint (config, data and seed) are one result: the first (by path) counts, the
+    others get status "duplicate" instead of being averaged as if they were seeds. Records without a fingerprint
+    compare by study, task, model, freeze pattern, setting and seed."""
+    first: dict = {}
+    for i, run in runs[runs.status == "completed"].iterrows():
+        record = run.record
+        key = (record.get("fingerprint") or {}).get("sha256") or (
+            run.study, run.task, run.model, run.label, run.setting, run.seed
+        )
+        if key in first:
+            runs.loc[i, ["status", "reason"]] = [
+                "duplicate", f"same config, data and seed as {first[key]}: counted once, not as another seed"
+            ]
+        else:
+            first[key] = run.path
+
+
+def run_row(path: Path) -> dict:
+    """One run as a flat row (plus the whole record, for the studies' own columns); a record that cannot be read
+    becomes status "corrupt" with the reason."""
+    try:
+        record = load_result(path)
+        freeze = record.get("freeze") or {}
+        overrides = [str(o) for o in record.get("overrides") or []]
+        dead = dead_reason(path, record) if record["status"] == "running" else None
+        return {
+            "path": str(path),
+            "status": "dead" if dead else record["status"],
+            "reason": dead or why_not_completed(record),
+            "study": record.get("study") or "freeze",
+            "task": record.get("task"),
+            "model": record.get("model"),
+            "row": record.get("row"),
+            "label": record.get("row") or pattern_label(freeze),
+            **{c: freeze.get(c, "trainable") for c in COMPONENTS},
+            **{key: record.get(key) for key in RECORD_KEYS},
+            "overrides": " ".join(overrides),
+            "setting": setting_of(overrides),
+            "history": record.get("history") or [],
+            "record": record,
+        }
+    except ValueError as e:
+        reason = str(e).removeprefix(f"{path}: ")
+    except (AttributeError, TypeError, LookupError) as e:  # JSON, but not shaped like a record
+        reason = f"malformed record ({type(e).__name__}: {e})"
+    return {"path": str(path), "status": "corrupt", "reason": reason}
+
+
+def load_runs(paths: list[str]) -> pd.DataFrame:
+    """All runs under the paths, one row each, in table order (task, model, paper row, seed)."""
+    columns = [*CSV_COLUMNS, "setting", "history", "record"]
+    runs = pd.DataFrame([run_row(p) for p in find_results(paths)], columns=columns)
+    runs = runs.astype({k: "Int64" for k in ("seed", "params_trainable", "params_total", "steps")})
+    flag_duplicates(runs)
+    runs["order"] = runs.label.map({row: i for i, row in enumerate(ROWS)}).fillna(len(ROWS))
+    return runs.sort_values(["task", "model", "order", "label", "seed", "path"], ignore_index=True)
+
+
+def completed(runs: pd.DataFrame, study: str) -> pd.DataFrame:
+    return runs[(runs.status == "completed") & (runs.study == study)]

@@ -1,0 +1,45 @@
+"""Validation scores of a model during training: loss and perplexity on the validation set, whose batches are copied
+to the device once, greedy BLEU on its first `trainer.valid_bleu_sentences` sentences (translation only), and for a
+masked LM the loss, perplexity and accuracy on its masked positions (the same masks at every validation)."""
+
+from torch import nn
+
+from frozen_sweep.config import StopMetric, TaskKind
+from frozen_sweep.data import TaskData
+from frozen_sweep.data.masking import held_out_batches
+from frozen_sweep.evaluate.decode import translate
+from frozen_sweep.evaluate.scores import bleu_chrf, perplexity, token_scores
+
+
+class Validation:
+    def __init__(self, cfg, data: TaskData, device):
+        self.cfg, self.tr, self.data, self.device = cfg, cfg.trainer, data, device
+        self.monolingual, self.is_mlm = cfg.task.kind.monolingual, cfg.task.kind == TaskKind.mlm
+        tr = self.tr
+        valid = held_out_batches(data.valid, "valid", cfg.task, len(data.vocab), tr.max_tokens, tr.length_multiple)
+        self.batches = [batch.to(device) for batch in valid]  # copied to the device once, for every validation
+
+    def scores(self, model: nn.Module) -> dict:
+        """valid_loss, valid_ppl, valid_bleu (None for LM or when disabled), valid_metric of `model`; a masked LM's
+        valid_accuracy."""
+        valid_loss, valid_accuracy = token_scores(model, self.batches, self.device)
+        valid_bleu = None
+        if not self.monolingual and (self.tr.stop_metric == StopMetric.bleu or self.tr.valid_bleu_sentences != 0):
+            valid_bleu = self.bleu(model)
+        valid_ppl = perplexity(valid_loss)
+        scores = {
+            "valid_loss": valid_loss,
+            "valid_ppl": valid_ppl,
+            "valid_bleu": valid_bleu,
+            "valid_metric": valid_ppl if self.monolingual else valid_bleu,
+        }
+        return scores | {"valid_accuracy": valid_accuracy} if self.is_mlm else scores
+
+    def bleu(self, model: nn.Module) -> float:
+        """Greedy-decoded BLEU on the validation set (or its first `trainer.valid_bleu_sentences`)."""
+        n = self.tr.valid_bleu_sentences
+        valid = self.data.valid
+        sources = valid.sources(n)
+        refs = valid.tgt_text[: len(sources)]
+        hyps = translate(model, sources, self.data.vocab, self.device, self.cfg.eval, beam=1)
+        return bleu_chrf(hyps, refs)["bleu"]

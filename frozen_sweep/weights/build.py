@@ -1,0 +1,16 @@
+"""The model of a config: every parameter initialised from (seed, name), the freeze pattern applied.
+
+One builder for a new job, a finished run's rebuild (frozen_sweep.weights.finished_run) and the benchmarks, so that a
+checkpoint's frozen parameters are always regenerated the way the job drew them.
+"""
+
+from frozen_sweep.data.vocab import PAD
+from frozen_sweep.model import Transformer
+from frozen_sweep.weights import freeze
+
+
+def build_model(cfg, vocab_size: int) -> Transformer:
+    """The model of `cfg` (model, reservoir, freeze, seed) for a vocabulary of `vocab_size` pieces."""
+    model = Transformer(cfg.model, vocab_size, PAD, cfg.reservoir)
+    freeze.init_and_freeze(model, cfg.freeze, cfg.seed)
+    return model

@@ -1,0 +1,176 @@
+"""Freeze patterns: initialise every parameter from (seed, name), freeze components, count what trains.
+
+Every parameter, trainable or frozen, is drawn from its own `torch.Generator` seeded from (run seed, parameter name).
+A frozen parameter is therefore a pure function of the seed: checkpoints store only the trainable parameters, and
+loading regenerates the frozen ones bit-exactly (checked against a stored SHA-256 per tensor).
+
+Inits (docs/concepts.md):
+- random: what a trainable component gets — Xavier-uniform linear weights, N(0, d^-1/2) embeddings, zero biases,
+  layer norms at (1, 0).
+- identity: our reading of the paper's "diagonal zeroed" rows (2.1)/(3.1): every weight matrix is zeros with ones on
+  its leading diagonal (for a rectangular matrix, the leading square block is the identity), biases zero, layer-norm
+  gains one. The frozen block then applies no random transformation: a frozen identity FFN computes
+  fc2(relu(fc1(x))) = relu(x) on the first d units.
+- orthogonal: orthogonal weight matrices (the reservoir transformer's choice); biases and norms as in random.
+"""
+
+import hashlib
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+from frozen_sweep.config import COMPONENTS, Init
+from frozen_sweep.model import component_of_parameters
+from frozen_sweep.model.reservoir import Reservoir
+from frozen_sweep.model.transformer import OutputProjection
+from frozen_sweep.system import cpu
+
+# Paper row label ← frozen components and their init (other components trainable). docs/concepts.md.
+PAPER_ROWS = {
+    (): "(0)",
+    (("emb", "random"),): "(1)",
+    (("att", "random"),): "(2)",
+    (("ffn", "random"),): "(3)",
+    (("att", "identity"),): "(2.1)",
+    (("ffn", "identity"),): "(3.1)",
+    (("emb", "random"), ("ffn", "random")): "(4)",
+    (("att", "random"), ("emb", "random")): "(5)",
+    (("att", "random"), ("ffn", "random")): "(6)",
+}
+
+
+def parameter_seed(seed: int, name: str) -> int:
+    digest = hashlib.sha256(f"{seed}:{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+
+
+def parameter_owners(model: nn.Module) -> dict[str, nn.Module]:
+    """Parameter name → the module that holds it directly (the first holder of a tied weight)."""
+    owners = {}
+    for module_name, module in model.named_modules():
+        for attr, _ in module.named_parameters(recurse=False):
+            owners.setdefault(f"{module_name}.{attr}" if module_name else attr, module)
+    return owners
+
+
+@torch.no_grad()
+def init_parameter(param: Tensor, owner: nn.Module, init: Init, generator: torch.Generator) -> None:
+    """Fill one parameter in place; `owner` tells what kind of weight it is."""
+    if param.dim() == 1:  # biases and norm parameters
+        is_norm_gain = isinstance(owner, nn.LayerNorm) and param is owner.weight
+        param.fill_(1.0 if is_norm_gain else 0.0)
+    elif init == Init.identity:
+        param.zero_()
+        n = min(param.shape)
+        param[torch.arange(n), torch.arange(n)] = 1.0
+    elif init == Init.orthogonal:  # on one thread: QR's result depends on the thread count, and a job's threads follow
+        threads = torch.get_num_threads()  # the free cores, so a frozen matrix would not regenerate bit-exactly
+        cpu.set_threads(1)
+        try:
+            nn.init.orthogonal_(param, generator=generator)
+        finally:
+            cpu.set_threads(threads)
+    elif isinstance(owner, (nn.Embedding, OutputProjection)):
+        nn.init.normal_(param, std=param.shape[1] ** -0.5, generator=generator)
+        if isinstance(owner, nn.Embedding) and owner.padding_idx is not None:
+            param[owner.padding_idx].zero_()
+    else:
+        nn.init.xavier_uniform_(param, generator=generator)
+
+
+@torch.no_grad()
+def init_reservoir_parameter(param: Tensor, owner: nn.Module, init: Init, generator: torch.Generator) -> None:
+    """Weight matrices with `init`; biases and norms as PyTorch initialises them (norms (1, 0), biases
+    U(±1/sqrt(fan_in)), fan_in = a GRU's hidden size)."""
+    if param.dim() > 1:
+        init_parameter(param, owner, init, generator)
+    elif isinstance(owner, nn.LayerNorm):
+        param.fill_(1.0 if param is owner.weight else 0.0)
+    else:
+        fan_in = owner.hidden_size if isinstance(owner, nn.RNNBase) else owner.weight[0].numel()
+        nn.init.uniform_(param, -(fan_in**-0.5), fan_in**-0.5, generator=generator)
+
+
+def _reservoir_inits(model: nn.Module) -> dict[str, Init]:
+    """Parameter name → its reservoir's init, for the parameters of reservoir layers."""
+    return {
+        f"{module_name}.{name}": module.init
+        for module_name, module in model.named_modules()
+        if isinstance(module, Reservoir)
+        for name, _ in module.named_parameters()
+    }
+
+
+def init_and_freeze(model: nn.Module, freeze_cfg, seed: int) -> None:
+    """Initialise all parameters from (seed, name) with their component's init; freeze the frozen components.
+    Reservoir layers are always frozen, with their own init."""
+    components = component_of_parameters(model)
+    owners = parameter_owners(model)
+    reservoir_inits = _reservoir_inits(model)
+    for name, param in model.named_parameters():
+        spec = freeze_cfg[components[name]]
+        device = param.device
+        generator = torch.Generator().manual_seed(parameter_seed(seed, name))
+        cpu = param.detach().cpu() if device.type != "cpu" else param
+        if name in reservoir_inits:  # always drawn on CPU: the same bits everywhere
+            init_reservoir_parameter(cpu, owners[name], reservoir_inits[name], generator)
+        else:
+            init_parameter(cpu, owners[name], spec.init, generator)
+        if cpu is not param:
+            param.data.copy_(cpu)
+        param.requires_grad_(not spec.frozen and name not in reservoir_inits)
+
+
+def tensor_sha256(t: Tensor) -> str:
+    return hashlib.sha256(t.detach().cpu().contiguous().view(torch.uint8).numpy()).hexdigest()
+
+
+def frozen_fingerprint(model: nn.Module) -> dict[str, str]:
+    """SHA-256 of every frozen parameter, to verify a regeneration."""
+    return {name: tensor_sha256(p) for name, p in model.named_parameters() if not p.requires_grad}
+
+
+def parameter_counts(model: nn.Module) -> dict:
+    """Totals and per-component counts; a tied weight counts once (the paper's accounting)."""
+    params = dict(model.named_parameters())
+    by_component = {c: {"total": 0, "trainable": 0} for c in COMPONENTS}
+    for name, component in component_of_parameters(model).items():
+        p = params[name]
+        by_component[component]["total"] += p.numel()
+        by_component[component]["trainable"] += p.numel() if p.requires_grad else 0
+    total = sum(c["total"] for c in by_component.values())
+    trainable = sum(c["trainable"] for c in by_component.values())
+    return {
+        "params_total": total,
+        "params_trainable": trainable,
+        "params_by_component": by_component,
+        "trainable_ratio": trainable / total,
+    }
+
+
+def describe(freeze_cfg) -> dict[str, str]:
+    """Component → "trainable" | "frozen:<init>" (with ":<init>" on trainable ones only when not random)."""
+    out = {}
+    for c in COMPONENTS:
+        spec = freeze_cfg[c]
+        init = Init(spec.init).value
+        if spec.frozen:
+            out[c] = f"frozen:{init}"
+        else:
+            out[c] = "trainable" if init == "random" else f"trainable:{init}"
+    return out
+
+
+def paper_row(freeze_cfg) -> Optional[str]:
+    """The paper's row label for this pattern, or None when the paper has no such row."""
+    described = describe(freeze_cfg)
+    if any(v.startswith("trainable:") for v in described.values()) or described["other"] != "trainable":
+        return None
+    key = tuple(sorted((c, v.split(":")[1]) for c, v in described.items() if v.startswith("frozen")))
+    return PAPER_ROWS.get(key)
+
+
+def trainable_parameters(model: nn.Module) -> list[nn.Parameter]:
+    return [p for p in model.parameters() if p.requires_grad]
+
