@@ -71,7 +71,7 @@ def worker(mode: str, sentences: int, length: int) -> None:
     cfg = common.compose_config("model=demo")
     vocab = cfg.task.vocab_size
     batch = common.synthetic_batch(sentences, length, vocab)
-    adapting = cpu.threads_for_free_cores(None) if mode == "job" else contextlib.nullcontext()
+    adapting = cpu.threads_for_job(cpu.usable_cores(), follow_free_cores=True) if mode == "job" else contextlib.nullcontext()
     with tempfile.TemporaryDirectory() as tmp, adapting:
         _, step = common.train_step(cfg, common.build(cfg, vocab), Path(tmp), vocab)
         step(batch), step(batch)

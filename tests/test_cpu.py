@@ -1,4 +1,5 @@
-"""CPU threads (frozen_sweep.system.cpu): the most a job uses, and fewer while other processes keep the cores busy."""
+"""CPU threads (frozen_sweep.system.cpu): how many a job uses, fixed; and, opted in, fewer while other processes keep
+the cores busy."""
 
 import importlib
 import os
@@ -29,6 +30,7 @@ def test_explicit_threads_win():
     assert cpu.job_threads(None, environ={"OMP_NUM_THREADS": "5"}) == 5
     assert cpu.job_threads(None, environ={"OMP_NUM_THREADS": "4,2"}) == 4  # nested levels: the outer one
     assert cpu.job_threads(None, environ={"OMP_NUM_THREADS": "lots"}) == cpu.usable_cores()
+    assert cpu.job_threads(1, follow_free_cores=True, environ={"OMP_NUM_THREADS": "1"}) == cpu.usable_cores()
 
 
 def test_free_cores_leave_out_this_process_and_idle_time():
@@ -69,7 +71,7 @@ def test_mkl_num_threads_in_the_environment_still_gives_way():
     assert done.stdout.strip() == "2"  # omp_get_max_threads and mkl_get_max_threads
 
 
-def test_a_job_beside_busy_processes_drops_threads_and_restores_them(monkeypatch):
+def test_following_the_free_cores_a_job_beside_busy_processes_drops_threads_and_restores_them(monkeypatch):
     if cpu.usable_cores() < 2:
         pytest.skip("one core: nothing to adapt")
     monkeypatch.setattr(cpu, "CHECK_EVERY_S", 0.3)
@@ -80,7 +82,7 @@ def test_a_job_beside_busy_processes_drops_threads_and_restores_them(monkeypatch
         for p in busy:
             p.stdout.readline()
         layer, x = torch.nn.Linear(256, 256), torch.randn(512, 256)
-        with cpu.threads_for_free_cores(None):
+        with cpu.threads_for_job(cpu.usable_cores(), follow_free_cores=True):
             assert torch.get_num_threads() == cpu.usable_cores()
             until = time.monotonic() + 2
             while time.monotonic() < until and torch.get_num_threads() == cpu.usable_cores():
@@ -95,11 +97,12 @@ def test_a_job_beside_busy_processes_drops_threads_and_restores_them(monkeypatch
         cpu.set_threads(before)
 
 
-def test_one_thread_needs_no_check():
+def test_fixed_threads_and_one_thread_need_no_check():
     before = torch.get_num_threads()
     try:
-        with cpu.threads_for_free_cores(1):
-            assert torch.get_num_threads() == 1
-            assert not torch.nn.modules.module._global_forward_pre_hooks
+        for threads, follow in ((1, True), (2, False)):
+            with cpu.threads_for_job(threads, follow_free_cores=follow):
+                assert torch.get_num_threads() == threads
+                assert not torch.nn.modules.module._global_forward_pre_hooks
     finally:
         cpu.set_threads(before)

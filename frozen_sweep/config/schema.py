@@ -51,10 +51,11 @@ class Config:
 
 # Keys that change where or how a job runs, not what it computes: job directory names leave them out (conf/config.yaml
 # reads them through the `neutral_keys` resolver), fingerprints too (frozen_sweep.job.job_config) and so do the
-# collector's settings (frozen_sweep.tables.runs).
+# collector's settings (frozen_sweep.tables.runs). The thread keys change a result's last bits, not what it measures:
+# the record says how it ran (`threads`, `follow_free_cores`).
 NEUTRAL_KEYS = frozenset(
-    {"name", "force", "dry_run", "task.cache_dir", "trainer.progress", "trainer.threads", "trainer.device",
-     "trainer.loggers", "trainer.log_every_steps", "trainer.dist_timeout_s"}
+    {"name", "force", "dry_run", "task.cache_dir", "trainer.progress", "trainer.threads", "trainer.follow_free_cores",
+     "trainer.device", "trainer.loggers", "trainer.log_every_steps", "trainer.dist_timeout_s"}
     | {f"trainer.wandb.{f.name}" for f in fields(WandbConfig)}
     | {f"trainer.mlflow.{f.name}" for f in fields(MlflowConfig)}
 )  # fmt: skip

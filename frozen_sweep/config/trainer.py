@@ -55,7 +55,15 @@ class TrainerConfig:
     stop_metric: StopMetric = StopMetric.loss
     valid_bleu_sentences: Optional[int] = 500  # validation sentences greedy-decoded for BLEU; null: all, 0: none
     device: Device = Device.auto
-    threads: Optional[int] = None  # most CPU threads (fewer while other work holds cores); null: frozen_sweep.system.cpu
+    # CPU threads, fixed for the job's life (the record's `threads`); null: OMP_NUM_THREADS, else every core it may use.
+    # The launchers set it to their share of the cores (frozen_sweep.system.cpu)
+    threads: Optional[int] = None
+    # up to every core, fewer while other processes hold cores: faster beside other work, NOT reproducible (the thread
+    # count changes the numbers); recorded
+    follow_free_cores: bool = False
+    # CUDA: torch.use_deterministic_algorithms and CUBLAS_WORKSPACE_CONFIG, so that a GPU job repeats bit for bit
+    # (slower; docs/training.md); recorded
+    deterministic: bool = False
     amp: bool = True  # bf16 autocast on CUDA
     # bf16 autocast on the CPU too; null: where the CPU computes bf16 natively (cpu.has_bf16): a demo job 1.14-1.31x
     # fp32's tokens/s at the same BLEU there (benchmarks/cpu_bf16.py); emulated bf16 elsewhere is slower

@@ -36,7 +36,8 @@ LABEL_KEYS = frozenset({"study"})
 ADOPTED = ("task", "model", "freeze", "reservoir")  # a relearn job takes these from its base run
 BUDGETS = ("max_epochs", "max_steps", "max_time_s")  # trainer keys; a run stops at the first one reached
 # bumped when the same config and data give other results: 2 = batches planned by numpy's PCG64 (data/batching.py)
-FINGERPRINT_RECIPE = 2
+# 3 = a job's threads fixed for its life (frozen_sweep.system.cpu), not following the load
+FINGERPRINT_RECIPE = 3
 WORLD_KEYS = ("trainer.devices", "trainer.update_freq")  # fingerprinted as their product, BATCHES_PER_UPDATE
 BATCHES_PER_UPDATE = "trainer.batches_per_update"
 PATH_KEYS = ("task.path", "task.sword_dir", "task.cache_dir", "relearn.base_checkpoint")  # relative to the command
@@ -155,4 +156,4 @@ def fingerprint(cfg: DictConfig) -> dict:
     key, data, _ = prepared_key(cfg.task)  # the key also covers the code's tokenisation (format, SentencePiece)
     recipe = {"config": config, "data": data, "prepared": key, "recipe": FINGERPRINT_RECIPE}
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
-    return {"sha256": digest, "config": config, "data": data, "prepared": key}
+    return {"sha256": digest, "config": config, "data": data, "prepared": key, "recipe": FINGERPRINT_RECIPE}

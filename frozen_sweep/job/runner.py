@@ -21,6 +21,7 @@ from frozen_sweep.data import TaskData, load_task
 from frozen_sweep.data.masking import held_out_batches
 from frozen_sweep.evaluate.decode import translate
 from frozen_sweep.evaluate.scores import bleu_chrf, perplexity, token_scores
+from frozen_sweep.job.how_it_runs import how_it_runs, job_threads
 from frozen_sweep.job.job_config import BUDGETS, fingerprint, job_config
 from frozen_sweep.metrics import efficiency
 from frozen_sweep.model import Transformer
@@ -122,7 +123,7 @@ def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
         previous = previous_record(run_dir, run_fingerprint, cfg.force)
         if is_completed(previous) and not cfg.force:
             return result_of(previous)
-        with cpu.threads_for_free_cores(cfg.trainer.threads):
+        with cpu.threads_for_job(*job_threads(cfg)):
             return _train_and_test(cfg, run_dir, RunResult(), world)
     with exclusive_run(run_dir):
         previous = previous_record(run_dir, run_fingerprint, cfg.force)
@@ -159,7 +160,7 @@ def _run(cfg, run_dir: Path, overrides: list[str], run_fingerprint: dict, world:
             distributed.run_ranks(_rank, cfg.trainer.devices, ranks_args)
             result = result_of(read_record(run_dir))
         else:
-            with cpu.threads_for_free_cores(cfg.trainer.threads):  # fewer while other processes hold cores
+            with cpu.threads_for_job(*job_threads(cfg)):  # fixed, unless trainer.follow_free_cores
                 _train_and_test(cfg, run_dir, result, world or SINGLE)
         result.status = "completed"
     except BaseException as e:  # KeyboardInterrupt and SystemExit too: the record must say the job did not finish
@@ -207,7 +208,7 @@ def _picklable(cfg):
 def _rank(world: World, cfg, run_dir: Path, result: RunResult, log_files: list[str]) -> None:
     """A rank the job spawned: its share of the job's threads (trainer.threads, else OMP_NUM_THREADS or the cores)."""
     distributed.log_as_rank(world, log_files)
-    with cpu.threads_for_free_cores(max(1, cpu.job_threads(cfg.trainer.threads) // world.size)):
+    with cpu.threads_for_job(*job_threads(cfg, world.size)):
         _train_and_test(cfg, run_dir, result, world)
 
 
@@ -223,6 +224,7 @@ def _train_and_test(cfg, run_dir: Path, result: RunResult, world: World) -> RunR
 
 def _train(cfg, run_dir: Path, result: RunResult, world: World, device: torch.device):
     keep_freed_memory()
+    how_it_runs(cfg, result)
     torch.manual_seed(cfg.seed)
     result.device = str(device) if device.type == "cpu" else torch.cuda.get_device_name(device)
     if world.size > 1:

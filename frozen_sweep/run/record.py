@@ -25,6 +25,8 @@ Definitions the collector relies on:
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
+# set by the local_gpus launcher for its jobs: how many of them it runs at a time (the record's jobs_at_a_time)
+JOBS_AT_A_TIME_VARIABLE = "FROZEN_SWEEP_JOBS_AT_A_TIME"
 STATUSES = ("completed", "failed", "running")
 
 
@@ -67,6 +69,11 @@ class RunResult:
     history: list = field(default_factory=list)
     data: dict = field(default_factory=dict)  # corpus sizes, dropped counts, vocabulary
     device: Optional[str] = None
+    machine: Optional[str] = None  # the CPU and the cores the job may use (frozen_sweep.system.cpu.machine)
+    threads: Optional[int] = None  # CPU threads, fixed for the job's life (per rank); the most, when following
+    follow_free_cores: bool = False  # threads followed the free cores: the numbers depend on the load (not reproducible)
+    jobs_at_a_time: Optional[int] = None  # the jobs its launcher ran at a time on this machine (null: not launched)
+    deterministic: bool = False  # trainer.deterministic: CUDA's deterministic algorithms
     overrides: list = field(default_factory=list)
     fingerprint: dict = field(default_factory=dict)  # sha256, config and data that determine the result (job_config)
     versions: dict = field(default_factory=dict)

@@ -1,15 +1,22 @@
-"""CPU threads for a machine that other work shares: as many as the cores other processes leave free (and whether
-the CPU computes bf16 natively: has_bf16).
+"""CPU threads for a machine that other work shares (and whether the CPU computes bf16 natively: has_bf16).
 
-torch runs its CPU kernels on GNU OpenMP (`torch.__config__.parallel_info()`; torch/lib/libgomp.so.1). A thread
-that finishes its share of a parallel region spins (GOMP_SPINCOUNT, 300,000 by default) waiting for the others.
-When another process holds one of the cores, every region waits for the thread that lost its core, and the waiting
-thread burns the time its partner needs: a 2-thread training step ran 2.5–3.1× slower beside one busy process
-(≈12× at load average 4), a 1-thread step hardly slower at all. The alternatives measured worse
-(benchmarks/busy_cpu.py, docs/performance.md): OMP_WAIT_POLICY=PASSIVE (threads sleep at once) made every quiet
-step 1.4–1.7× longer, since each region then wakes a sleeping thread; libgomp's own OMP_DYNAMIC subtracts the
-15-minute load average, which counts the job's own threads, so it would run one thread on a quiet machine. So the
-wait policy stays libgomp's and the thread count follows the free cores, measured from /proc/stat.
+A job's thread count is fixed for its whole life (job_threads: trainer.threads, which the launchers set to their
+share of the cores, else OMP_NUM_THREADS, else every core this process may use): the same command gives a
+bit-identical record whatever else runs on the machine. The count changes numerics: one training step at 1 and at
+2 threads gives the same loss but different gradients (matrix products split their sums differently), so a job whose
+threads followed the load gave other numbers at load 1 than at load 10.
+
+Following the free cores stays available as an opt-in (trainer.follow_free_cores=true; the record says so and
+is not reproducible): torch runs its CPU kernels on GNU OpenMP (`torch.__config__.parallel_info()`;
+torch/lib/libgomp.so.1), and a thread that finishes its share of a parallel region spins (GOMP_SPINCOUNT, 300,000 by
+default) waiting for the others. When another process holds one of the cores, every region waits for the thread that
+lost its core, and the waiting thread burns the time its partner needs: a 2-thread training step ran 2.5–3.1× slower
+beside one busy process (≈12× at load average 4), a 1-thread step hardly slower at all. FreeCoreThreads then keeps
+the thread count to the cores other processes leave free, measured from /proc/stat every CHECK_EVERY_S. The
+alternatives measured worse (benchmarks/busy_cpu.py, docs/performance.md): OMP_WAIT_POLICY=PASSIVE (threads sleep at
+once) made every quiet step 1.4–1.7× longer, since each region then wakes a sleeping thread; libgomp's own OMP_DYNAMIC
+subtracts the 15-minute load average, which counts the job's own threads, so it would run one thread on a quiet
+machine.
 
 The count is set through the OpenMP runtime (omp_set_num_threads), not torch.set_num_threads: torch's call also pins
 MKL's thread count (mkl_set_num_threads_local, mkl_set_dynamic(0)) and resizes its own thread pool, and every later
@@ -23,6 +30,7 @@ import contextlib
 import ctypes
 import functools
 import os
+import platform
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -50,9 +58,12 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def job_threads(requested: Optional[int], environ=os.environ) -> int:
-    """The most threads a job uses: trainer.threads when set (a launcher sets it: local_gpus on a CPU, every core); else
-    OMP_NUM_THREADS; else the cores this process may use."""
+def job_threads(requested: Optional[int], follow_free_cores: bool = False, environ=os.environ) -> int:
+    """The threads a job uses: trainer.threads when set (the launchers set it: their share of the cores); else
+    OMP_NUM_THREADS; else the cores this process may use. Following the free cores, the most it uses: every core
+    this process may use."""
+    if follow_free_cores:
+        return usable_cores()
     if requested:
         return requested
     omp = environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
@@ -124,18 +135,29 @@ class FreeCoreThreads:
         set_threads(max(1, min(self.most, round(free))))
 
 
+def machine() -> str:
+    """The CPU this job runs on, for its record: model name and the cores it may use, e.g. "AMD EPYC 9B14, 2 cores"."""
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), name)
+    except OSError:  # not Linux
+        pass
+    return f"{name}, {usable_cores()} cores"
+
+
 @contextlib.contextmanager
-def threads_for_free_cores(requested: Optional[int]) -> Iterator[None]:
-    """Inside the block torch uses job_threads(requested) threads, fewer while other processes keep cores busy
-    (re-measured at most every CHECK_EVERY_S, before a module's forward); afterwards job_threads(requested)."""
-    most = job_threads(requested)
-    set_threads(most)
-    if most == 1 or not os.path.exists("/proc/stat") or not hasattr(os, "sched_getaffinity"):
+def threads_for_job(threads: int, follow_free_cores: bool = False) -> Iterator[None]:
+    """Inside the block torch uses `threads` threads, fixed. With follow_free_cores, at most `threads`, fewer while
+    other processes keep cores busy (re-measured at most every CHECK_EVERY_S, before a module's forward): faster
+    beside other work, not reproducible."""
+    set_threads(threads)
+    if not follow_free_cores or threads == 1 or not os.path.exists("/proc/stat") or not hasattr(os, "sched_getaffinity"):
         yield
         return
-    hook = torch.nn.modules.module.register_module_forward_pre_hook(FreeCoreThreads(most))
+    hook = torch.nn.modules.module.register_module_forward_pre_hook(FreeCoreThreads(threads))
     try:
         yield
     finally:
         hook.remove()
-        set_threads(most)
+        set_threads(threads)

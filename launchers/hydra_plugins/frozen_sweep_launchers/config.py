@@ -15,9 +15,9 @@ SUBMITIT_FOLDER = "${hydra.sweep.dir}/.submitit/%j"
 @dataclass
 class LocalGpusConf:
     """A sweep on this machine: at most `jobs_per_gpu` jobs per GPU at a time, each pinned to its GPU
-    (CUDA_VISIBLE_DEVICES), the rest queued, trainer.threads = cores // jobs at a time; without a GPU, `max_parallel`
-    jobs at a time, each allowed every core (trainer.threads, OMP_NUM_THREADS) and kept by frozen_sweep.system.cpu to the
-    cores the others leave free, so a sweep's last job takes them all. A trainer.threads on the command line wins.
+    (CUDA_VISIBLE_DEVICES), the rest queued; without a GPU, `max_parallel` jobs at a time. Each job's threads are
+    the cores // jobs at a time (trainer.threads, OMP_NUM_THREADS), fixed for its life (frozen_sweep.system.cpu); a
+    trainer.threads on the command line wins, and trainer.follow_free_cores=true lets jobs take the free cores.
     Completed jobs are skipped, interrupted ones resume from their checkpoint; force=true reruns.
 
         python -m frozen_sweep -m hydra/launcher=local_gpus freeze=none,emb,att,ffn seed=1,2,3

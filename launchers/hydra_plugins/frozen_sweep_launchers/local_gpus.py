@@ -1,7 +1,7 @@
 """`hydra/launcher=local_gpus`: a sweep on this machine, at most `jobs_per_gpu` jobs per GPU at a time (small models
 leave most of a GPU idle: several share it), each pinned to its GPU with CUDA_VISIBLE_DEVICES, the rest queued;
-without a GPU, `max_parallel` jobs that share the CPU cores: each may use all of them, and frozen_sweep.system.cpu keeps
-it to the cores the others leave free, so jobs running together split the cores and a sweep's last job takes them all.
+without a GPU, `max_parallel` jobs that share the CPU cores. Each job gets the cores // jobs at a time as its threads,
+fixed for its life (frozen_sweep.system.cpu), so its numbers do not depend on what else runs.
 
 Jobs are submitit.LocalExecutor jobs: `visible_gpus` is set before each submit, which AutoExecutor (and so Hydra's
 submitit_local) does not allow.
@@ -20,6 +20,7 @@ from omegaconf import OmegaConf
 
 from frozen_sweep.run.directory import ATTEMPTS_FILE
 from frozen_sweep.run.lock import live_runner
+from frozen_sweep.run.record import JOBS_AT_A_TIME_VARIABLE
 
 from ._base import SweepLauncher
 from ._kill_point import kill_point
@@ -67,10 +68,10 @@ class LocalGpusLauncher(SweepLauncher):
         self.poll_interval_s = poll_interval_s
 
     def threads_per_job(self) -> int:
-        """With GPUs, the cores // jobs at a time. On the CPU, every core: a job gives way to the others by itself
-        (frozen_sweep.system.cpu), and a job running alone (a sweep's tail) trains 1.5x faster on two threads than on one."""
-        cores = len(os.sched_getaffinity(0))
-        return cores if self.slots[0] is None else max(1, cores // len(self.slots))
+        """The cores // jobs at a time, fixed for each job's life, on GPUs and on the CPU alike: a job's numbers then
+        do not depend on what else runs (frozen_sweep.system.cpu). A sweep's tail runs on its share too (one thread of
+        two cores on the demo's two jobs at a time); trainer.follow_free_cores=true lets it take the free cores."""
+        return max(1, len(os.sched_getaffinity(0)) // len(self.slots))
 
     def check(self, jobs: list[PlannedJob]) -> None:
         if self.gpus:  # on the CPU a job's ranks are processes, as many as it asks for
@@ -107,7 +108,8 @@ class LocalGpusLauncher(SweepLauncher):
                 )
                 # OMP_NUM_THREADS: read by the job at start; MKL follows it (frozen_sweep.system.cpu). The job directory:
                 # marks every process of the job from its start, so that a next launcher finds it (_submission.py)
-                with environment(OMP_NUM_THREADS=threads, **{JOB_DIR_VARIABLE: str(job.job_dir)}):
+                jobs_at_a_time = {JOBS_AT_A_TIME_VARIABLE: str(len(self.slots))}  # the record's jobs_at_a_time
+                with environment(OMP_NUM_THREADS=threads, **{JOB_DIR_VARIABLE: str(job.job_dir)}, **jobs_at_a_time):
                     running.append((slot, job, executor.submit(self.task(job))))
                 kill_point("after_submit")
             time.sleep(self.poll_interval_s)

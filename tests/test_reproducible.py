@@ -1,0 +1,48 @@
+"""The same command gives a bit-identical record whatever else runs on the machine: a job's threads are fixed for its
+life (frozen_sweep.system.cpu), so a job run alone and again beside a process that keeps a core busy agree on every
+validation, the test metric and every test translation."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from frozen_sweep.system import cpu
+from tests.helpers.jobs import result, run_cli
+from tests.test_cpu import BUSY_LOOP
+
+TIMES = ("wall_time_s", "tokens_per_s")  # how long it took: the only fields allowed to differ
+
+
+def numbers(run_dir) -> dict:
+    """What the run computed: its record less timings and run-specific fields, and its test translations."""
+    r = result(run_dir)
+    return {
+        "history": [{k: v for k, v in entry.items() if not k.endswith(TIMES)} for entry in r["history"]],
+        **{key: r[key] for key in ("test_metric", "best_metric", "best_epoch", "steps", "params_trainable", "threads")},
+        "translations": (run_dir / "test.hyp.txt").read_text(),
+    }
+
+
+@pytest.mark.slow
+def test_a_job_alone_and_beside_a_busy_core_gives_the_same_record(tmp_path, micro_overrides, monkeypatch):
+    if cpu.usable_cores() < 2:
+        pytest.skip("one core: a job has one thread whatever the load")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # the job's threads: every core it may use
+    # the demo width (d=128): there matrix products split over 2 threads sum in another order than on 1
+    # (a 2-thread step beside a busy core runs up to 10x slower: few steps)
+    job = [*micro_overrides, "model=demo", "trainer.threads=null", "trainer.max_steps=12",
+           "trainer.validate_every_steps=4", "eval.beam=1"]  # fmt: skip
+    assert run_cli(*job, f"hydra.run.dir={tmp_path / 'alone'}", timeout=300).returncode == 0
+    busy = subprocess.Popen([sys.executable, "-c", BUSY_LOOP], stdout=subprocess.PIPE)
+    try:
+        busy.stdout.readline()
+        beside = run_cli(*job, f"hydra.run.dir={tmp_path / 'beside'}", timeout=300)
+    finally:
+        busy.kill()
+        busy.wait()
+    assert beside.returncode == 0, beside.stdout
+    alone = numbers(tmp_path / "alone")
+    assert alone["threads"] == cpu.usable_cores() and len(alone["history"]) == 3
+    assert numbers(tmp_path / "beside") == alone
