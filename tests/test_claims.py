@@ -11,7 +11,7 @@ import sacrebleu
 from frozen_sweep import collect
 from frozen_sweep.tables import paper
 from frozen_sweep.tables.build import build_tables
-from frozen_sweep.tables.claims import BLEU_FLOOR, FAILS, HOLDS, NOT_ENOUGH, NOT_MEANINGFUL, paper_check
+from frozen_sweep.tables.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_ENOUGH, paper_check
 from frozen_sweep.tables.paper import REFERENCES
 from frozen_sweep.tables.render import markdown
 from frozen_sweep.tables.runs import load_runs
@@ -57,7 +57,8 @@ def test_a_table_with_the_papers_numbers_passes_with_the_numbers_printed(tmp_pat
     runs = load_runs([str(root)])
     text = markdown(build_tables(runs, REFERENCES["paper_big"], claims=True), runs)
     findings = text.split("**Findings")[1]
-    assert "- F1 ✓ — one frozen component costs little" in findings
+    assert "- F1 ✓ (indicative) — one frozen component costs little" in findings  # one seed, no translations
+    assert "[evidence: 1 seed per row; all converged; model demo (1,000 parameters); one seed]" in findings
     assert "(1)/(0) = 22.6/24.3 = 0.93 ≥ 0.85" in findings and "(6)/(5) = 4.4/20.8 = 0.21 < 0.5" in findings
     assert "|(3.1) − (3)| = 0.3 ≤ 0.05 × (0) = 1.2" in findings
     assert "(paper: ✓ (4) 21.5 ≥ (5) 20.8;" in findings
@@ -99,14 +100,32 @@ def test_missing_rows_and_too_few_runs_are_not_enough_runs(tmp_path):
     assert set(verdicts(two_seeds, min_runs=2).values()) == {HOLDS}
 
 
-def test_noise_level_bleu_is_not_meaningful_not_a_verdict(tmp_path):
-    untrained = {row: 0.3 for row in BIG} | {"(0)": 0.4, "(2)": 0.0}  # an untrained micro model's scores
-    found = verdicts(write_table(tmp_path / "noise", untrained, BIG_EPOCHS))
-    assert {key: found[key] for key in ("F1", "F2", "F3", "F4")} == dict.fromkeys(("F1", "F2", "F3", "F4"), NOT_MEANINGFUL)
-    (table,) = build_tables(load_runs([str(tmp_path / "noise")]), claims=True)
-    assert table.checks[0].compared.startswith(f"(0) below the {BLEU_FLOOR:g} BLEU floor: (1)/(0) = 0.3/0.4")
-    collapsed = BIG | {"(6)": 0.2}  # a collapse to noise is a finding when what it is compared with is not noise
-    assert verdicts(write_table(tmp_path / "collapsed", collapsed, BIG_EPOCHS))["F2"] == HOLDS
+def test_seeds_that_disagree_make_a_claim_inconclusive(tmp_path):
+    """Row (0) at 2.8 ± 2.0 BLEU over two seeds: F1 fails on the means, holds on seed 1; F3 holds on both seeds."""
+    by_seed = {1: {"(0)": 0.8, "(1)": 1.0, "(2)": 1.0, "(3)": 1.0, "(4)": 3.0, "(5)": 2.0, "(6)": 1.0},
+               2: {"(0)": 4.8, "(1)": 2.0, "(2)": 2.0, "(3)": 2.0, "(4)": 3.5, "(5)": 2.5, "(6)": 0.5}}  # fmt: skip
+    for seed, values in by_seed.items():
+        for row, value in values.items():
+            write_run(tmp_path / "t", row, value, seed, best_epoch=2, epochs_to_convergence=None)
+    (table,) = build_tables(load_runs([str(tmp_path / "t")]), claims=True)
+    checks = {c.key: c for c in table.checks}
+    assert (checks["F1"].verdict, checks["F3"].verdict, checks["F2"].verdict) == (INCONCLUSIVE, HOLDS, INCONCLUSIVE)
+    assert not checks["F3"].indicative and "2 of 2 seeds agree" in checks["F3"].evidence
+    assert checks["F1"].evidence.startswith("2 seeds per row; none converged (a budget ended every run); model demo")
+    assert "1 of 2 seeds agree" in checks["F1"].evidence
+
+
+def test_one_seed_is_indicative_unless_the_bootstrap_separates_the_rows(tmp_path):
+    """(6) far below (4) and (5): F2 holds in every resample of the test sentences; (4) and (5) translate equally
+    well, so F3's (4) ≥ (5) is a coin toss: indicative."""
+    refs = sentences(300, 0)
+    for row, keep, seed in (("(4)", 0.7, 1), ("(5)", 0.7, 2), ("(6)", 0.2, 3)):
+        write_translated(tmp_path / "t", row, degrade(refs, keep, seed), refs)
+    (table,) = build_tables(load_runs([str(tmp_path / "t")]), claims=True)
+    checks = {c.key: c for c in table.checks}
+    assert checks["F2"].verdict == HOLDS and not checks["F2"].indicative
+    assert checks["F2"].evidence.endswith("one seed; bootstrap support 100%")
+    assert checks["F3"].indicative and checks["F3"].verdict in (HOLDS, FAILS)
 
 
 def test_rows_ended_by_a_budget_leave_the_epochs_claim_undecided(tmp_path):
@@ -165,14 +184,15 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
 def test_cli_prints_the_checks_in_every_format(tmp_path, capsys):
     root = str(write_table(tmp_path / "big", BIG, BIG_EPOCHS))
     code, md, _ = cli(capsys, root, "--claims", "--reference", "paper_big")
-    assert code == 0 and "- F2 ✓ — (6), only the embeddings trainable, collapses" in md
+    assert code == 0 and "- F2 ✓ (indicative) — (6), only the embeddings trainable, collapses" in md
     _, latex, _ = cli(capsys, root, "--claims", "--format", "latex")
-    assert r"F4 $\checkmark$ --- identity ATT" in latex and r"$|$(3.1) $-$ (3)$|$" in latex
+    assert r"F4 $\checkmark$ (indicative) --- identity ATT" in latex and r"$|$(3.1) $-$ (3)$|$" in latex
     _, stdout, _ = cli(capsys, root, "--claims", "--format", "csv")
     runs_csv, checks_csv = stdout.split("\n\n")
     assert len(pd.read_csv(io.StringIO(runs_csv))) == 9
     checks = pd.read_csv(io.StringIO(checks_csv))
     assert list(checks.key) == ["F1", "F2", "F3", "F4", "E1"] and set(checks.verdict) == {HOLDS}
+    assert checks.indicative.all() and checks.evidence[0].startswith("1 seed per row; all converged")
     code, _, err = cli(capsys, root, "--claims", "--format", "csv", "--out", str(tmp_path / "t.csv"))
     assert code == 0 and f"wrote {tmp_path / 't.claims.csv'}" in err
     assert pd.read_csv(tmp_path / "t.claims.csv").rule[2] == "(4) ≥ (5) and (5) > (6)"

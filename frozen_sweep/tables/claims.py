@@ -1,14 +1,16 @@
-"""The findings of the papers (frozen_sweep.tables.paper.CLAIMS, RESERVOIR_CLAIMS) checked on collected tables.
+"""The findings of the papers (frozen_sweep.tables.paper.CLAIMS, RESERVOIR_CLAIMS) checked on collected tables, each
+with the evidence it rests on and a verdict that knows the noise (the rule, with a worked example: docs/collect.md).
 
 - A freeze table is checked against every claim of its metric (BLEU or perplexity) whose model list is empty or names
   the table's model; a reservoir table against every reservoir claim. Relearn tables have no claims.
 - Row values are the per-row means over seeds, as the table prints them: the test metric, or for "epochs" claims the
-  epochs to convergence of rows whose runs all reached early stopping.
-- A check says ✓ (every condition holds), ✗ (one does not) or "not enough runs" (a row it needs is missing, did not
-  converge, or has fewer than `min_runs` runs), and prints the numbers it compared. A BLEU check whose reference
-  scores are below BLEU_FLOOR says "not meaningful" instead: a ratio or an ordering of noise-level scores (an
-  untrained model's 0.0–0.5 BLEU) says nothing about the finding. With a reference of the same
-  metric, the same check on the paper's numbers is printed beside it.
+  epochs to convergence of rows whose runs all reached early stopping. On them the claim holds (✓) or not (✗).
+- Then the noise (tables.claim_noise): with several seeds, the verdict stands only when every seed's own check agrees
+  (for BLEU claims with saved translations: and separates the rows under the bootstrap); otherwise "inconclusive".
+  With one seed it stands when the bootstrap separates the rows, and is marked indicative otherwise.
+- "not enough runs": a row it needs is missing, did not converge (epochs claims), or has fewer than `min_runs` runs.
+- Each check prints the numbers it compared and its evidence: seeds per row, whether the runs converged, the model,
+  the seeds' agreement. With a reference of the same metric, the same check on the paper's numbers is printed beside it.
 """
 
 from dataclasses import dataclass
@@ -16,12 +18,13 @@ from dataclasses import dataclass
 import pandas as pd
 
 from frozen_sweep.tables import freeze_tables, reservoir_tables
-from frozen_sweep.tables.paper import CLAIMS, RESERVOIR_CLAIMS, Claim, Close, Compare, Ratio, Reference, ReservoirClaim
+from frozen_sweep.tables.claim_noise import SeedChecks, seed_checks
+from frozen_sweep.tables.paper import CLAIMS, RESERVOIR_CLAIMS, Claim, Reference, ReservoirClaim
 from frozen_sweep.tables.plots import higher_is_better
 from frozen_sweep.tables.render import Table
 
-HOLDS, FAILS, NOT_ENOUGH, NOT_MEANINGFUL = "✓", "✗", "not enough runs", "not meaningful"
-BLEU_FLOOR = 1.0  # test BLEU below which a score is noise on these test sets (docs/collect.md)
+HOLDS, FAILS, INCONCLUSIVE, NOT_ENOUGH = "✓", "✗", "inconclusive", "not enough runs"
+RESERVOIR_ROW = ["updatable_layers", "reservoir_layers", "type", "pattern", "backskip"]  # a reservoir table's row
 
 
 @dataclass
@@ -29,9 +32,11 @@ class Check:
     key: str
     statement: str
     rule: str
-    verdict: str  # HOLDS | FAILS | NOT_ENOUGH | NOT_MEANINGFUL
+    verdict: str  # HOLDS | FAILS | INCONCLUSIVE | NOT_ENOUGH
     compared: str  # the numbers compared, or what is missing
     paper: str = ""  # the same check on the paper's numbers: "✓ (1)/(0) = ..." ("" without a reference)
+    evidence: str = ""  # seeds per row, convergence, model, the seeds' agreement
+    indicative: bool = False  # one seed, not separated by the bootstrap: a hint, not a finding
 
 
 def evaluate(claim: Claim, values: dict, why_missing: dict) -> tuple[str, str]:
@@ -40,25 +45,46 @@ def evaluate(claim: Claim, values: dict, why_missing: dict) -> tuple[str, str]:
     if absent:
         return NOT_ENOUGH, "; ".join(absent)
     results = [condition.compare(values) for condition in claim.conditions]
-    compared = "; ".join(text for _, text in results)
-    noise = noise_rows(claim, values)
-    if noise:
-        return NOT_MEANINGFUL, f"{', '.join(noise)} below the {BLEU_FLOOR:g} BLEU floor: {compared}"
-    return HOLDS if all(holds for holds, _ in results) else FAILS, compared
+    return HOLDS if all(holds for holds, _ in results) else FAILS, "; ".join(text for _, text in results)
 
 
-def noise_rows(claim: Claim, values: dict) -> list[str]:
-    """The reference rows of a BLEU claim's conditions that score below BLEU_FLOOR: a ratio's denominator, the scale
-    of a closeness test, both sides of a comparison."""
-    if claim.metric_name != "bleu" or claim.quantity != "metric":
-        return []
-    low = []
-    for c in claim.conditions:
-        references = {Ratio: lambda: [min(c.of, key=values.get)], Close: lambda: [c.scale]}.get(type(c), lambda: [])()
-        if isinstance(c, Compare) and max(values[c.left], values[c.right]) < BLEU_FLOOR:
-            references = [c.left, c.right]
-        low += [row for row in references if values[row] < BLEU_FLOOR and row not in low]
-    return low
+def judge(verdict: str, seeds: SeedChecks) -> tuple[str, bool]:
+    """(verdict, indicative) once the seeds are heard: several must all agree, else INCONCLUSIVE; one stands when the
+    bootstrap separates the rows, else it is indicative."""
+    if verdict not in (HOLDS, FAILS):
+        return verdict, False
+    agree = len(seeds.agreeing) == len(seeds.seeds)
+    if len(seeds.seeds) >= 2:
+        return (verdict, False) if agree else (INCONCLUSIVE, False)
+    return verdict, not (agree and seeds.support)
+
+
+def model_text(runs: pd.DataFrame) -> str:
+    """"demo (d=128, 2+2 layers, 1.05M parameters)": the model the table's runs trained."""
+    record = runs.record.iloc[0]
+    config = (record.get("fingerprint") or {}).get("config") or {}
+    layers = [config.get(f"model.{stack}_layers") or 0 for stack in ("encoder", "decoder")]
+    shape = [f"d={config['model.d_model']}"] if "model.d_model" in config else []
+    shape += [f"{'+'.join(str(n) for n in layers if n)} layers"] if any(layers) else []
+    params = record.get("params_total")
+    shape += [f"{params / 1e6:.2f}M parameters" if params >= 1e6 else f"{params:,} parameters"] if params else []
+    return f"{record.get('model')} ({', '.join(shape)})" if shape else str(record.get("model"))
+
+
+def evidence(runs: pd.DataFrame, rows: tuple, keys: list = RESERVOIR_ROW) -> str:
+    """Seeds per row (a row: the runs of one label, or of one `keys`), how many runs converged (early stopping)
+    rather than ran out of budget, the model."""
+    used = runs[runs.label.isin(rows)] if rows else runs
+    counts = used.groupby("label" if rows else keys, sort=False, dropna=False).size()
+    if counts.empty:
+        return f"no runs of its rows; model {model_text(runs)}"
+    first = int(counts.iloc[0])
+    seeds = (f"{first} seed{'s' * (first != 1)} per row" if counts.nunique() == 1
+             else "seeds per row " + ", ".join(f"{row} {n}" for row, n in counts.items()))  # fmt: skip
+    converged = int(used.epochs_to_convergence.notna().sum())
+    state = ("none converged (a budget ended every run)" if converged == 0 else "all converged"
+             if converged == len(used) else f"{converged} of {len(used)} runs converged")  # fmt: skip
+    return f"{seeds}; {state}; model {model_text(runs)}"
 
 
 def row_values(summary: pd.DataFrame, quantity: str, min_runs: int) -> tuple[dict, dict]:
@@ -79,25 +105,33 @@ def paper_check(claim: Claim, reference: Reference) -> str:
         return ""
     column = 1 if claim.quantity == "epochs" else 0
     verdict, compared = evaluate(claim, {row: float(v[column]) for row, v in reference.rows.items()}, {})
-    return "" if verdict in (NOT_ENOUGH, NOT_MEANINGFUL) else f"{verdict} {compared}"
+    return "" if verdict == NOT_ENOUGH else f"{verdict} {compared}"
 
 
 def freeze_checks(table: Table, reference: Reference = None, min_runs: int = 1) -> list[Check]:
-    summary = freeze_tables.summarise(table.runs)
-    model = table.runs.model.iloc[0]
+    summary, runs = freeze_tables.summarise(table.runs), table.runs
+    model = runs.model.iloc[0]
     checks = []
     for claim in CLAIMS:
         if claim.metric_name != table.metric_name or (claim.models and model not in claim.models):
             continue
         verdict, compared = evaluate(claim, *row_values(summary, claim.quantity, min_runs))
-        checks.append(Check(claim.key, claim.statement, claim.rule, verdict, compared, paper_check(claim, reference)))
+        check = Check(claim.key, claim.statement, claim.rule, verdict, compared, paper_check(claim, reference),
+                      evidence(runs, claim.rows))  # fmt: skip
+        if verdict != NOT_ENOUGH:
+            column = "epochs_to_convergence" if claim.quantity == "epochs" else "test_metric"
+            bootstrap = claim.metric_name == "bleu" and claim.quantity == "metric"
+            holds = lambda values, claim=claim: all(c.compare(values)[0] for c in claim.conditions)  # noqa: E731
+            seeds = seed_checks(runs, claim.rows, column, holds, verdict == HOLDS, bootstrap)
+            check.verdict, check.indicative = judge(verdict, seeds)
+            check.evidence += f"; {seeds.describe()}"
+        checks.append(check)
     return checks
 
 
-def reservoir_check(claim: ReservoirClaim, summary: pd.DataFrame, higher: bool, min_runs: int) -> Check:
-    """Each reservoir row against the all-trainable row of its depth; NOT_ENOUGH when no depth has both."""
-    usable = (summary.n >= min_runs) & summary[claim.column].notna()
-    summary = summary[usable].assign(depth=summary.updatable_layers + summary.reservoir_layers)
+def reservoir_outcome(claim: ReservoirClaim, summary: pd.DataFrame, higher: bool) -> list[tuple[bool, str]]:
+    """Each reservoir row of `summary` against the all-trainable row of its depth: (holds, the numbers)."""
+    summary = summary[summary[claim.column].notna()].assign(depth=summary.updatable_layers + summary.reservoir_layers)
     results = []
     for depth, rows in summary.groupby("depth", sort=True):
         baseline, reservoirs = rows[rows.reservoir_layers == 0], rows[rows.reservoir_layers > 0]
@@ -109,11 +143,27 @@ def reservoir_check(claim: ReservoirClaim, summary: pd.DataFrame, higher: bool, 
             holds = value > base if higher else value < base
             symbol = (">" if holds else "≤") if higher else ("<" if holds else "≥")
             results.append((holds, f"depth {depth}: {r.type} {r.pattern} {value:.1f} {symbol} {base:.1f}"))
+    return results
+
+
+def reservoir_check(claim: ReservoirClaim, runs: pd.DataFrame, higher: bool, min_runs: int) -> Check:
+    """Each reservoir row against the all-trainable row of its depth, on the means and seed by seed; NOT_ENOUGH when
+    no depth has both."""
+    summary = reservoir_tables.summarise(runs)
+    results = reservoir_outcome(claim, summary[summary.n >= min_runs], higher)
     if not results:
         compared = f"no depth with an all-trainable and a reservoir row of ≥ {min_runs} run(s)"
-        return Check(claim.key, claim.statement, claim.rule, NOT_ENOUGH, compared)
+        return Check(claim.key, claim.statement, claim.rule, NOT_ENOUGH, compared, evidence=evidence(runs, ()))
     verdict = HOLDS if all(holds for holds, _ in results) else FAILS
-    return Check(claim.key, claim.statement, claim.rule, verdict, "; ".join(text for _, text in results))
+    seeds = SeedChecks(sorted(runs.seed.dropna().unique()))
+    for seed in seeds.seeds:
+        own = reservoir_outcome(claim, reservoir_tables.summarise(runs[runs.seed == seed]), higher)
+        if own and all(holds for holds, _ in own) == (verdict == HOLDS):
+            seeds.agreeing.append(seed)
+    verdict, indicative = judge(verdict, seeds)
+    compared = "; ".join(text for _, text in results)
+    return Check(claim.key, claim.statement, claim.rule, verdict, compared, "",
+                 f"{evidence(runs, ())}; {seeds.describe()}", indicative)  # fmt: skip
 
 
 def check_tables(tables: list[Table], reference: Reference = None, min_runs: int = 1) -> None:
@@ -123,6 +173,5 @@ def check_tables(tables: list[Table], reference: Reference = None, min_runs: int
         if study == "freeze":
             table.checks = freeze_checks(table, reference, min_runs)
         elif study == "reservoir":
-            summary = reservoir_tables.summarise(table.runs)
             higher = higher_is_better(table.metric_name)
-            table.checks = [reservoir_check(claim, summary, higher, min_runs) for claim in RESERVOIR_CLAIMS]
+            table.checks = [reservoir_check(claim, table.runs, higher, min_runs) for claim in RESERVOIR_CLAIMS]

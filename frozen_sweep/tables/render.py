@@ -23,13 +23,16 @@ class Table:
     checks: list = field(default_factory=list)  # claims.Check: the papers' findings checked on this table
 
 
-CHECKS_HEADING = "Findings (✓ holds, ✗ does not; row means over seeds; rules: frozen_sweep/tables/paper.py)"
+CHECKS_HEADING = (
+    "Findings (✓ holds, ✗ does not, inconclusive: the seeds disagree; row means over seeds; rules: docs/collect.md)"
+)
 
 
 def check_lines(table: Table) -> list[str]:
-    """One line per check: key, verdict, statement, the numbers compared, and the paper's when given."""
+    """One line per check: key, verdict, statement, the numbers compared, the paper's when given, the evidence."""
     return [
-        f"{c.key} {c.verdict} — {c.statement}: {c.compared}" + (f" (paper: {c.paper})" if c.paper else "")
+        f"{c.key} {c.verdict}{' (indicative)' * c.indicative} — {c.statement}: {c.compared}"
+        + (f" (paper: {c.paper})" if c.paper else "") + (f" [evidence: {c.evidence}]" if c.evidence else "")
         for c in table.checks
     ]
 
@@ -142,6 +145,6 @@ def csv(runs: pd.DataFrame) -> str:
 
 def checks_csv(tables: list[Table]) -> str:
     """One row per check: the table it was made on, the claim, its rule, the verdict and the numbers compared."""
-    fields = ("key", "statement", "rule", "verdict", "compared", "paper")
+    fields = ("key", "statement", "rule", "verdict", "indicative", "compared", "paper", "evidence")
     rows = [{"table": t.title, **{f: getattr(c, f) for f in fields}} for t in tables for c in t.checks]
     return pd.DataFrame(rows, columns=["table", *fields]).to_csv(index=False)
