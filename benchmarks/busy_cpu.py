@@ -3,9 +3,9 @@
     python benchmarks/busy_cpu.py [--steps 2] [--repeats 5] [--sweep-repeats 1] [--also NAME:VAR=V,VAR=V ...]
 
 The contenders, each in its own process (libgomp reads its environment when torch loads it):
-- today: torch's default threads (one per core), fixed: what a job did before frozen_sweep.system.cpu;
-- job: what a job does now (frozen_sweep.system.cpu.threads_for_free_cores): as many threads as the cores other
-  processes leave free, re-measured every second;
+- today: torch's default threads (one per core), fixed: what a job alone does by default (frozen_sweep.system.cpu);
+- job: a job following the free cores (trainer.follow_free_cores=true, not reproducible): as many threads as the
+  cores other processes leave free, re-measured every second;
 - one: one thread (OMP_NUM_THREADS=1): the best a job can do with one core free (2 threads on 1⅓ cores spin-wait),
   so its busy step over today's quiet step is the floor of the job's busy/quiet ratio;
 - --also: today's threads with extra environment, e.g. `passive:OMP_WAIT_POLICY=PASSIVE` (libgomp's threads
@@ -15,7 +15,7 @@ torch thread of matrix products and element-wise work, keeps one core busy while
 "quiet". Every round times every contender under both conditions in rotated order, each block after 2.5 s of untimed
 steps (so the job has measured the block's load: a job adapts within two seconds of a change); a figure is the median
 step over rounds. Then a 2-job `local_gpus` sweep of demo jobs (its default max_parallel=1, as `make demo` runs) on a
-toy corpus, quiet and busy, with the job's code only (a sweep's jobs cannot run the fixed threads any more): its wall
+toy corpus, quiet and busy, with the launcher's default (fixed threads, one job at a time: 2 threads each): its wall
 time, and the jobs' own training tokens/s from their result.json. The load average is printed with every round: other
 work on the machine counts as well. Targets: job busy/quiet ≤ 1.5×, job quiet ≥ 0.97× today's quiet speed. --threads is
 not used: the contenders choose their threads. """
@@ -71,7 +71,8 @@ def worker(mode: str, sentences: int, length: int) -> None:
     cfg = common.compose_config("model=demo")
     vocab = cfg.task.vocab_size
     batch = common.synthetic_batch(sentences, length, vocab)
-    adapting = cpu.threads_for_job(cpu.usable_cores(), follow_free_cores=True) if mode == "job" else contextlib.nullcontext()
+    following = cpu.threads_for_job(cpu.usable_cores(), follow_free_cores=True)
+    adapting = following if mode == "job" else contextlib.nullcontext()
     with tempfile.TemporaryDirectory() as tmp, adapting:
         _, step = common.train_step(cfg, common.build(cfg, vocab), Path(tmp), vocab)
         step(batch), step(batch)

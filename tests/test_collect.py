@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 from frozen_sweep.tables import paper
 from frozen_sweep.tables.build import build_tables
 from frozen_sweep.tables.paper import REFERENCES
+from frozen_sweep.tables import plots
 from frozen_sweep.tables.plots import plot_tables
 from frozen_sweep.tables.render import csv, latex, markdown
 from frozen_sweep.tables.runs import load_runs
@@ -41,7 +42,7 @@ def sweep(tmp_path) -> Path:
 
 def table_lines(text: str, title: str) -> list[str]:
     """The Markdown table under the heading `### {title}`."""
-    block = text.split(f"### {title}\n\n", 1)[1]
+    block = text.split(f"### {title}\n\n", 1)[1].split("\n\n", 1)[1]  # after the provenance line
     return [line for line in block.split("\n\n", 1)[0].splitlines() if line.startswith("|")]
 
 
@@ -150,6 +151,24 @@ def test_plots_one_file_per_table(sweep, tmp_path):
     assert all(p.stat().st_size > 10_000 for p in written)
     single = plot_tables(tables[:1], tmp_path / "one.png")
     assert single == [tmp_path / "one.png"] and single[0].stat().st_size > 10_000
+
+
+def test_curves_are_means_over_seeds_with_a_band_and_say_how_the_machine_was_shared(tmp_path, monkeypatch):
+    """Two rows of two seeds: a line per row (the mean), a min–max band, "(2 seeds)" in the legend; the wall-clock
+    panel's title from the records' jobs at a time and threads."""
+    for row in ("(0)", "(1)"):
+        for seed, bleu in ((1, 20.0), (2, 24.0)):
+            write_run(tmp_path / "runs", row, bleu, seed, jobs_at_a_time=2, threads=1)
+    (table,) = build_tables(load_runs([str(tmp_path / "runs")]))
+    plt = plots.pyplot()
+    monkeypatch.setattr(plt, "close", lambda fig: None)  # keep the figure to look at it
+    plots.plot_convergence(table, tmp_path / "curves.png")
+    by_epoch, by_time = plt.gcf().axes[:2]
+    assert len(by_epoch.lines) == 2 and len(by_epoch.collections) == 2  # a mean line and a band per row
+    assert list(by_epoch.lines[0].get_ydata()) == [5.5, 11.0, 16.5, 22.0]  # the seeds' 5/10/15/20 and 6/12/18/24
+    assert [t.get_text() for t in plt.gcf().axes[-1].get_legend().get_texts()] == ["(0) (2 seeds)", "(1) (2 seeds)"]
+    assert by_time.get_title() == "2 jobs at a time, 1 thread each"
+    plt.close(plt.gcf())
 
 
 def test_perplexity_tables_and_loss_curves_when_no_validation_metric(tmp_path):

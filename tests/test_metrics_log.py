@@ -125,6 +125,7 @@ def test_plots_use_the_jsonl_train_curve(tmp_path, micro_overrides):
     assert sorted(curves) == [tmp_path / "copy", tmp_path / "run"]
     assert list(curves[tmp_path / "run"].step) == [2, 4, 6]
 
-    runs = pd.DataFrame({"path": [str(tmp_path / "run" / "result.json")], "label": ["(0)"], "history": [history]})
+    runs = pd.DataFrame({"path": [str(tmp_path / "run" / "result.json")], "label": ["(0)"], "history": [history],
+                         "record": [{}]})
     plot_convergence(Table("micro", "bleu", [], runs, []), tmp_path / "curves.png")
     assert (tmp_path / "curves.png").stat().st_size > 10_000

@@ -52,9 +52,36 @@ def plotted_metric(points: pd.DataFrame, metric_name: str) -> tuple[str, str]:
     return "valid_loss", "validation loss"
 
 
+def over_seeds(points: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
+    """A row's points averaged over its runs step by step (its seeds validate, or log, at the same steps): the mean
+    of `x` and of `y`, y's min and max (the band), and how many runs have the step."""
+    return points.groupby("step", sort=True).agg(
+        x=(x, "mean"), mean=(y, "mean"), low=(y, "min"), high=(y, "max"), runs=(y, "count")
+    )
+
+
+def sharing(runs: pd.DataFrame) -> str:
+    """How the runs shared the machine, from their records: "2 jobs at a time, 1 thread each"."""
+    records = list(runs.record)
+    jobs = sorted({r.get("jobs_at_a_time") or 1 for r in records})
+    threads = sorted({r["threads"] for r in records if r.get("threads")})
+    text = f"{', '.join(map(str, jobs))} job{'s' * (jobs != [1])} at a time"
+    text += f", {', '.join(map(str, threads))} thread{'s' * (threads != [1])} each" if threads else ""
+    return text + (", following the free cores" if any(r.get("follow_free_cores") for r in records) else "")
+
+
+def draw(ax, points: pd.DataFrame, x: str, y: str, scale: float = 1.0, **style) -> None:
+    """The mean over seeds as a line, the min–max over seeds as a band (when there are several)."""
+    mean = over_seeds(points, x, y)
+    ax.plot(mean.x / scale, mean["mean"], **style)
+    if mean.runs.max() > 1:
+        ax.fill_between(mean.x / scale, mean.low, mean.high, color=style["color"], alpha=0.2, linewidth=0)
+
+
 def plot_convergence(table, path: Path) -> None:
-    """Validation score against epoch and against wall-clock time, one colour per row label (a line per run); a third
-    panel with the training loss against time when the runs logged metrics.jsonl."""
+    """Validation score against epoch and against wall-clock time, one colour per row label: the mean over its seeds
+    with their min–max band, the seeds counted in the legend; a third panel with the training loss against time
+    when the runs logged metrics.jsonl. The time panel says how many jobs shared the machine, with how many threads."""
     plt = pyplot()
     points = curves(table.runs)
     y, ylabel = plotted_metric(points, table.metric_name)
@@ -63,23 +90,25 @@ def plot_convergence(table, path: Path) -> None:
     by_epoch, by_time = axes[:2]
     by_time.sharey(by_epoch)
     for i, (label, label_points) in enumerate(points.groupby("label", sort=False)):
-        for j, (result_path, run) in enumerate(label_points.groupby("path", sort=False)):
-            style = dict(color=f"C{i % 10}", marker=".", linewidth=1.2, label=None if j else label)
-            by_epoch.plot(run.epoch, run[y], **style)
-            by_time.plot(run.wall_time_s / 60, run[y], **style)
-            if Path(result_path).parent in train:
-                steps = train[Path(result_path).parent]
-                axes[2].plot(steps.wall_time_s / 60, steps.loss, color=style["color"], linewidth=0.8)
+        seeds = label_points.path.nunique()
+        style = dict(color=f"C{i % 10}", marker=".", linewidth=1.2)
+        draw(by_epoch, label_points, "epoch", y, label=f"{label} ({seeds} seed{'s' * (seeds != 1)})", **style)
+        draw(by_time, label_points, "wall_time_s", y, scale=60, **style)
+        logged = [steps.assign(path=str(run_dir)) for run_dir, steps in train.items()
+                  if str(run_dir / "result.json") in set(label_points.path)]  # fmt: skip
+        if logged:
+            draw(axes[2], pd.concat(logged), "wall_time_s", "loss", scale=60, color=style["color"], linewidth=0.8)
     by_epoch.set(xlabel="epoch", ylabel=ylabel)
-    by_time.set(xlabel="wall-clock time (min)")
+    by_time.set(xlabel="wall-clock time (min)", title=sharing(table.runs))
     if train:
         axes[2].set(xlabel="wall-clock time (min)", ylabel="training loss (metrics.jsonl)")
     if y == "valid_metric" and not higher_is_better(table.metric_name):
         by_epoch.set_yscale("log")
     for ax in axes:
         ax.grid(alpha=0.3)
-    legend = dict(title="row", fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
-    axes[-1].legend(*by_time.get_legend_handles_labels(), **legend)
+    legend = dict(title="row: mean over seeds, band min–max", fontsize="small", loc="upper left",
+                  bbox_to_anchor=(1.02, 1))  # fmt: skip
+    axes[-1].legend(*by_epoch.get_legend_handles_labels(), **legend)
     fig.suptitle(table.title)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)

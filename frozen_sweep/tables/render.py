@@ -6,6 +6,7 @@ from typing import Callable, Optional
 
 import pandas as pd
 
+from frozen_sweep.tables.provenance import provenance
 from frozen_sweep.tables.runs import CSV_COLUMNS
 
 LEFT_ALIGNED = {"Row", "Stack", "Layer", "Parts", "Type", "Pattern"}
@@ -69,7 +70,8 @@ def markdown(tables: list[Table], runs: pd.DataFrame) -> str:
     out = []
     for table in tables:
         columns = table.rows.columns
-        out += [f"### {table.title}", "", line(" ".join(filter(None, c)) for c in columns)]
+        out += [f"### {table.title}", "", provenance(table.runs), ""]
+        out.append(line(" ".join(filter(None, c)) for c in columns))
         out.append(line(rules[alignment(name)] for _, name in columns))
         for section, block in table.rows.groupby(level="section", sort=False):
             if section:

@@ -1,0 +1,50 @@
+"""Where a table's numbers come from, printed above it: the command that made its runs, when, on what machine with
+how many jobs and threads, the code version and the fingerprint recipe. The docs' tables carry this line, and a test
+fails when the code's FINGERPRINT_RECIPE has moved past a documented table's (tests/test_docs_tables.py)."""
+
+import pandas as pd
+
+RECIPE_WORDS = "fingerprint recipe"  # followed by the number: what the docs test reads
+
+
+LAUNCHER_KEYS = ("trainer.threads",)  # the launchers add it (their share of the cores): the line states the threads
+
+
+def sweep_command(overrides: list[list[str]]) -> str:
+    """The `python -m frozen_sweep` command that gives these runs: `experiment=` first, then the overrides they
+    share, and each key that differs with its values comma-separated (a -m sweep), in first-seen order."""
+    parsed = [dict(o.split("=", 1) if "=" in o else (o, "") for o in run) for run in overrides]
+    keys = sorted(dict.fromkeys(k for run in parsed for k in run if k not in LAUNCHER_KEYS), key=lambda k: k != "experiment")
+    parts = []
+    for key in keys:
+        values = list(dict.fromkeys(run.get(key, "") for run in parsed))
+        if len(values) == 1 and all(key in run for run in parsed):
+            parts.append(f"{key}={values[0]}")
+        else:
+            parts.append(f"{key}={','.join(v for v in values if v)}")
+    multirun = "-m " if len(parsed) > 1 else ""
+    return f"python -m frozen_sweep {multirun}{' '.join(parts)}".rstrip()
+
+
+def spread(values) -> str:
+    """"a" when every value is a, else "a, b, …"; "?" when none is known."""
+    found = sorted({str(v) for v in values if v is not None and not pd.isna(v)}, key=lambda v: (len(v), v))
+    return found[0] if len(found) == 1 else ", ".join(found) or "?"
+
+
+def provenance(runs: pd.DataFrame) -> str:
+    """One line from the runs' records: "Made by `python -m frozen_sweep -m …` · 2026-11-25 · AMD EPYC, 2 cores ·
+    2 jobs at a time, 1 thread each · code 1a2b3c4d5e · fingerprint recipe 3"."""
+    records = list(runs.record)
+    dates = sorted({(r.get("updated_at") or "")[:10] for r in records} - {""})
+    follows = any(r.get("follow_free_cores") for r in records)
+    return " · ".join([
+        f"Made by `{sweep_command([r.get('overrides') or [] for r in records])}`",
+        " to ".join(dict.fromkeys([dates[0], dates[-1]])) if dates else "undated",
+        spread(r.get("machine") for r in records),
+        f"{spread(r.get('jobs_at_a_time') or 1 for r in records)} job(s) at a time, "
+        f"{spread(r.get('threads') for r in records)} thread(s) each"
+        + (" (following the free cores: not reproducible)" if follows else ""),
+        f"code {spread(((r.get('versions') or {}).get('git_sha') or '?')[:10] for r in records)}",
+        f"{RECIPE_WORDS} {spread((r.get('fingerprint') or {}).get('recipe') for r in records)}",
+    ])  # fmt: skip
