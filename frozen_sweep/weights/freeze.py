@@ -64,8 +64,8 @@ def init_parameter(param: Tensor, owner: nn.Module, init: Init, generator: torch
         param.zero_()
         n = min(param.shape)
         param[torch.arange(n), torch.arange(n)] = 1.0
-    elif init == Init.orthogonal:  # on one thread: QR's result depends on the thread count, and a job's threads follow
-        threads = torch.get_num_threads()  # the free cores, so a frozen matrix would not regenerate bit-exactly
+    elif init == Init.orthogonal:  # on one thread: QR's result depends on the thread count, which differs between jobs
+        threads = torch.get_num_threads()  # (and resumes), so a frozen matrix would not regenerate bit-exactly
         cpu.set_threads(1)
         try:
             nn.init.orthogonal_(param, generator=generator)
