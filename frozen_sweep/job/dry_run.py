@@ -12,7 +12,7 @@ from typing import Optional
 
 from frozen_sweep.config import ConfigError
 from frozen_sweep.job.job_config import fingerprint, job_config
-from frozen_sweep.run.directory import LAST_CHECKPOINT, is_completed, previous_record
+from frozen_sweep.run.directory import LAST_CHECKPOINT, is_completed, previous_record, read_record
 from frozen_sweep.run.lock import describe_runner, live_runner
 
 RUN, RESUME, SKIP, ADOPT, REFUSE = "run", "resume", "skip", "adopt", "refuse"
@@ -24,12 +24,18 @@ class Decision:
     why: str
 
 
-def decide(job_dir: Path, previous: Optional[dict], force: bool, runner: Optional[dict], refused: Optional[str]) -> Decision:
-    """What a job would do, in the order the launchers and the job itself decide it."""
+def decide(
+    job_dir: Path, previous: Optional[dict], force: bool, runner: Optional[dict], refused: Optional[str],
+    same_run: Optional[Path] = None,
+) -> Decision:
+    """What a job would do, in the order the launchers and the job itself decide it; `same_run`: another directory
+    holding (or about to hold) the result of the same fingerprint."""
     if refused:
         return Decision(REFUSE, refused)
     if is_completed(previous) and not force:
         return Decision(SKIP, "holds a completed result of this config (force=true reruns it)")
+    if same_run is not None and not force:
+        return Decision(SKIP, same_run_message(same_run))
     if runner:
         return Decision(ADOPT, f"still running from an earlier launch ({describe_runner(runner)}): waited for")
     if force and previous:
@@ -39,6 +45,13 @@ def decide(job_dir: Path, previous: Optional[dict], force: bool, runner: Optiona
     if previous:
         return Decision(RUN, f"afresh: its {previous['status']} run left no checkpoint")
     return Decision(RUN, "no run there yet")
+
+
+def same_run_message(same_run: Path) -> str:
+    """Where the result of a job that is not run is: the same config, data and seed under another directory name."""
+    where = same_run.relative_to(Path.cwd()) if same_run.is_relative_to(Path.cwd()) else same_run
+    state = "holds its result" if is_completed(read_record(same_run)) else "runs it in this sweep"
+    return f"the same run (config, data and seed) as {where}, which {state} (force=true runs it here too)"
 
 
 def check_job(cfg, overrides: list[str], job_dir: Path) -> Decision:
