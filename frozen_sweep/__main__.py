@@ -12,6 +12,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import ConfigError, register_configs
 from frozen_sweep.config.help_text import config_groups
+from frozen_sweep.job import command
 from frozen_sweep.job.dry_run import REFUSE, check_job, report
 from frozen_sweep.job.job_config import absolute_paths
 from frozen_sweep.job.runner import run_job
@@ -60,5 +61,5 @@ def main(cfg) -> Optional[float]:
     return result.test_metric
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the command (a single job, or a sweep's launcher), stoppable from any shell
+    command.run(main)
