@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import hydra._internal.utils as hydra_utils
 from hydra.errors import CompactHydraException
+from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config.keys import exit_on_unknown_key
 from frozen_sweep.system.signals import restore_sigint, stop_on_sigterm
@@ -25,6 +26,8 @@ def _report(func: Callable[[], Any], hydras_report: Callable = hydra_utils.run_a
         if hydra_utils._is_env_set("HYDRA_FULL_ERROR"):
             raise
         sys.stderr.write(f"{error}\n")
+        if isinstance(error.__cause__, OmegaConfBaseException):  # the reason, as Hydra writes it
+            sys.stderr.write(f"{error.__cause__}\n")
         sys.exit(1)
     except Exception as error:  # a crash: Hydra's report
 
