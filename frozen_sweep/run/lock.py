@@ -102,7 +102,7 @@ def _read_runner(path: Path) -> dict:
 
 
 def _how_to_stop(runner: dict) -> str:
-    """SIGINT, which a job handles by recording itself failed (interrupted); submitit ignores SIGTERM."""
+    """SIGINT, which a job handles by recording itself failed (interrupted); SIGTERM does too (system/signals.py)."""
     if runner.get("slurm_job_id"):
         return f"scancel --signal=INT {runner['slurm_job_id']}"
     return f"kill -INT {runner.get('pid')}"
