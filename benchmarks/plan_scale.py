@@ -47,12 +47,11 @@ def write_completed_records(sweep_dir: Path, grid: list[str]) -> int:
     sys.path.insert(0, str(ROOT / "launchers"))
     from hydra_plugins.frozen_sweep_launchers._plan import plan_jobs, task_config
 
-    from frozen_sweep.config import register_configs
+    import frozen_sweep.__main__  # noqa: F401 - the schema and the resolvers the command registers
     from frozen_sweep.job.job_config import fingerprint, job_config
     from frozen_sweep.run.directory import write_result
     from frozen_sweep.run.record import RunResult
 
-    register_configs()
     overrides = [*grid, f"hydra.sweep.dir={sweep_dir}"]
     with initialize_config_dir(config_dir=str(ROOT / "frozen_sweep" / "conf"), version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()

@@ -15,7 +15,6 @@ from frozen_sweep.config.help_text import config_groups
 from frozen_sweep.job import command
 from frozen_sweep.job.dry_run import REFUSE, check_job, report
 from frozen_sweep.job.job_config import absolute_paths
-from frozen_sweep.job.runner import run_job
 from frozen_sweep.run.directory import LOCK_FILE, dirname
 from frozen_sweep.run.lock import JobAlreadyRunning, remove_if_unused
 
@@ -50,6 +49,8 @@ def main(cfg) -> Optional[float]:
             raise SystemExit(1)
         return None
     try:
+        from frozen_sweep.job.runner import run_job  # torch: imported once the job's signal handlers are set
+
         result = run_job(cfg, run_dir, hc.overrides.task)
     except Exception as e:
         remove_if_unused(run_dir, {".hydra", f"{hc.job.name}.log", LOCK_FILE})  # a config error leaves nothing
