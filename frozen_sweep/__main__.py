@@ -7,15 +7,16 @@ from typing import Optional
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import CompactHydraException
+from hydra.types import RunMode
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import ConfigError, register_configs
 from frozen_sweep.config.help_text import config_groups
 from frozen_sweep.job import command
-from frozen_sweep.job.dry_run import REFUSE, check_job, report
+from frozen_sweep.job.dry_run import REFUSE, check_job, report, same_run_message, single_job_same_run
 from frozen_sweep.job.job_config import absolute_paths
-from frozen_sweep.run.directory import LOCK_FILE, dirname
+from frozen_sweep.run.directory import LOCK_FILE, dirname, read_record
 from frozen_sweep.run.lock import JobAlreadyRunning, remove_if_unused
 
 log = logging.getLogger("frozen_sweep")
@@ -49,6 +50,11 @@ def main(cfg) -> Optional[float]:
             raise SystemExit(1)
         return None
     try:
+        same = single_job_same_run(cfg, hc.overrides.task, run_dir) if hc.mode == RunMode.RUN else None
+        if same is not None:
+            remove_if_unused(run_dir, {".hydra", f"{hc.job.name}.log"})
+            log.info("skipped: %s", same_run_message(same))
+            return (read_record(same) or {}).get("test_metric")
         from frozen_sweep.job.runner import run_job  # torch: imported once the job's signal handlers are set
 
         result = run_job(cfg, run_dir, hc.overrides.task)

@@ -12,7 +12,7 @@ from typing import Optional
 
 from frozen_sweep.config import ConfigError
 from frozen_sweep.job.job_config import fingerprint, job_config
-from frozen_sweep.run.directory import LAST_CHECKPOINT, is_completed, previous_record, read_record
+from frozen_sweep.run.directory import LAST_CHECKPOINT, completed_runs, is_completed, previous_record, read_record
 from frozen_sweep.run.lock import describe_runner, live_runner
 
 RUN, RESUME, SKIP, ADOPT, REFUSE = "run", "resume", "skip", "adopt", "refuse"
@@ -58,10 +58,29 @@ def check_job(cfg, overrides: list[str], job_dir: Path) -> Decision:
     """A single job's decision, after every check the job runs before it writes anything (frozen_sweep.job.runner)."""
     try:
         checked = job_config(cfg, overrides)
-        previous = previous_record(job_dir, fingerprint(checked), checked.force)
+        job_fingerprint = fingerprint(checked)
+        previous = previous_record(job_dir, job_fingerprint, checked.force)
     except ConfigError as e:
         return Decision(REFUSE, str(e))
-    return decide(job_dir, previous, checked.force, live_runner(job_dir), None)
+    same = None if checked.force or is_completed(previous) else same_run_beside(job_dir, job_fingerprint)
+    return decide(job_dir, previous, checked.force, live_runner(job_dir), None, same)
+
+
+def same_run_beside(job_dir: Path, job_fingerprint: dict) -> Optional[Path]:
+    """A completed run of the same fingerprint in another directory of the job's folder (outputs/<name>/): a single
+    job's `seed=1` is the run the default seed made."""
+    found = completed_runs(Path(job_dir).parent).get(job_fingerprint["sha256"])
+    return found if found is not None and found != Path(job_dir) else None
+
+
+def single_job_same_run(cfg, overrides: list[str], job_dir: Path) -> Optional[Path]:
+    """For a single job (not a sweep's, whose plan looked already): same_run_beside, unless the job's own directory
+    holds its completed result or force=true."""
+    checked = job_config(cfg, overrides)
+    job_fingerprint = fingerprint(checked)
+    if checked.force or is_completed(previous_record(job_dir, job_fingerprint, checked.force)):
+        return None
+    return same_run_beside(job_dir, job_fingerprint)
 
 
 def report(rows: list[tuple[str, Path, Decision]]) -> str:
