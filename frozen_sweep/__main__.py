@@ -41,8 +41,11 @@ def main(cfg) -> Optional[float]:
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
     absolute_paths(cfg, Path(hc.runtime.cwd))  # a no-op in a sweep's job: the launcher's plan made them absolute
+    # a single job in its outputs/<name>/ (not a sweep's job, nor one given its own hydra.run.dir) is the same run as
+    # a completed one of its fingerprint there
+    own_dir = hc.mode != RunMode.RUN or any(o.startswith("hydra.run.dir=") for o in hc.overrides.hydra)
     if cfg.dry_run:  # what the job would do; Hydra's .hydra/ and log go again unless the directory held a run
-        decision = check_job(cfg, hc.overrides.task, run_dir)
+        decision = check_job(cfg, hc.overrides.task, run_dir, beside=not own_dir)
         remove_if_unused(run_dir, {".hydra", f"{hc.job.name}.log"})
         label = " ".join(o for o in hc.overrides.task if not o.startswith("dry_run=")) or "the default job"
         print(report([(label, run_dir, decision)]), flush=True)
@@ -50,7 +53,7 @@ def main(cfg) -> Optional[float]:
             raise SystemExit(1)
         return None
     try:
-        same = single_job_same_run(cfg, hc.overrides.task, run_dir) if hc.mode == RunMode.RUN else None
+        same = None if own_dir else single_job_same_run(cfg, hc.overrides.task, run_dir)
         if same is not None:
             remove_if_unused(run_dir, {".hydra", f"{hc.job.name}.log"})
             log.info("skipped: %s", same_run_message(same))

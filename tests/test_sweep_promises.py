@@ -6,11 +6,11 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 
 import pytest
 
 from tests.conftest import ROOT
-from tests.helpers.jobs import run_cli
 from tests.helpers.sweeps import LOCAL, job_dir, job_dirs, read_json, run_sweep, sweep_command, wait_for
 
 
@@ -57,9 +57,12 @@ def test_a_finished_job_is_not_run_again_under_another_directory_name(tmp_path, 
     assert f"skipped seed=1: the same run (config, data and seed) as {finished}" in again.stdout, again.stdout
     assert not job_dirs(sweep, "seed=1")  # no directory made for it
     assert len(read_json(finished / "attempts.json")) == 1
-    # a single job too: seed=1 beside the default seed's run in the same folder
-    single = run_cli(*micro_overrides, "seed=1", f"hydra.run.dir={sweep / 'seed_written_out'}")
-    assert single.returncode == 0 and "skipped: the same run (config, data and seed) as" in single.stdout, single.stdout
-    assert not (sweep / "seed_written_out").exists()
+    # a single job too, in its outputs/<name>/: seed=1 beside the run the default seed made
+    for extra in ([], ["seed=1"]):
+        single = subprocess.run([sys.executable, "-m", "frozen_sweep", *micro_overrides, *extra], cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)  # fmt: skip
+        assert single.returncode == 0, single.stdout
+    assert "skipped: the same run (config, data and seed) as outputs/runs/" in single.stdout, single.stdout
+    assert len(list((tmp_path / "outputs" / "runs").iterdir())) == 1
     dry = run_sweep(sweep, *micro_overrides, LOCAL, "freeze=none", "seed=1", "dry_run=true")
     assert "(1 skip)" in dry.stdout and f"the same run (config, data and seed) as {finished}, which holds" in dry.stdout

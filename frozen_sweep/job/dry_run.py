@@ -54,15 +54,17 @@ def same_run_message(same_run: Path) -> str:
     return f"the same run (config, data and seed) as {where}, which {state} (force=true runs it here too)"
 
 
-def check_job(cfg, overrides: list[str], job_dir: Path) -> Decision:
-    """A single job's decision, after every check the job runs before it writes anything (frozen_sweep.job.runner)."""
+def check_job(cfg, overrides: list[str], job_dir: Path, beside: bool = True) -> Decision:
+    """A single job's decision, after every check the job runs before it writes anything (frozen_sweep.job.runner);
+    `beside`: whether a completed run of its fingerprint elsewhere in its folder counts (outputs/<name>/)."""
     try:
         checked = job_config(cfg, overrides)
         job_fingerprint = fingerprint(checked)
         previous = previous_record(job_dir, job_fingerprint, checked.force)
     except ConfigError as e:
         return Decision(REFUSE, str(e))
-    same = None if checked.force or is_completed(previous) else same_run_beside(job_dir, job_fingerprint)
+    looks = beside and not checked.force and not is_completed(previous)
+    same = same_run_beside(job_dir, job_fingerprint) if looks else None
     return decide(job_dir, previous, checked.force, live_runner(job_dir), None, same)
 
 
@@ -74,13 +76,13 @@ def same_run_beside(job_dir: Path, job_fingerprint: dict) -> Optional[Path]:
 
 
 def single_job_same_run(cfg, overrides: list[str], job_dir: Path) -> Optional[Path]:
-    """For a single job (not a sweep's, whose plan looked already): same_run_beside, unless the job's own directory
-    holds its completed result or force=true."""
+    """For a single job (not a sweep's, whose plan looked already): same_run_beside, unless force=true or the job's
+    own directory holds a run of its own (a record, a checkpoint to resume, a live runner)."""
     checked = job_config(cfg, overrides)
     job_fingerprint = fingerprint(checked)
-    if checked.force or is_completed(previous_record(job_dir, job_fingerprint, checked.force)):
+    if checked.force or previous_record(job_dir, job_fingerprint, checked.force) or live_runner(job_dir):
         return None
-    return same_run_beside(job_dir, job_fingerprint)
+    return None if (Path(job_dir) / LAST_CHECKPOINT).exists() else same_run_beside(job_dir, job_fingerprint)
 
 
 def report(rows: list[tuple[str, Path, Decision]]) -> str:
