@@ -7,15 +7,16 @@ from typing import Optional
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import CompactHydraException
+from hydra.types import RunMode
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import ConfigError, register_configs
 from frozen_sweep.config.help_text import config_groups
-from frozen_sweep.job.dry_run import REFUSE, check_job, report
+from frozen_sweep.job import command
+from frozen_sweep.job.dry_run import REFUSE, check_job, report, same_run_message, single_job_same_run
 from frozen_sweep.job.job_config import absolute_paths
-from frozen_sweep.job.runner import run_job
-from frozen_sweep.run.directory import LOCK_FILE, dirname
+from frozen_sweep.run.directory import LOCK_FILE, dirname, read_record
 from frozen_sweep.run.lock import JobAlreadyRunning, remove_if_unused
 
 log = logging.getLogger("frozen_sweep")
@@ -40,8 +41,11 @@ def main(cfg) -> Optional[float]:
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
     absolute_paths(cfg, Path(hc.runtime.cwd))  # a no-op in a sweep's job: the launcher's plan made them absolute
+    # a single job in its outputs/<name>/ (not a sweep's job, nor one given its own hydra.run.dir) is the same run as
+    # a completed one of its fingerprint there
+    own_dir = hc.mode != RunMode.RUN or any(o.startswith("hydra.run.dir=") for o in hc.overrides.hydra)
     if cfg.dry_run:  # what the job would do; Hydra's .hydra/ and log go again unless the directory held a run
-        decision = check_job(cfg, hc.overrides.task, run_dir)
+        decision = check_job(cfg, hc.overrides.task, run_dir, beside=not own_dir)
         remove_if_unused(run_dir, {".hydra", f"{hc.job.name}.log"})
         label = " ".join(o for o in hc.overrides.task if not o.startswith("dry_run=")) or "the default job"
         print(report([(label, run_dir, decision)]), flush=True)
@@ -49,6 +53,13 @@ def main(cfg) -> Optional[float]:
             raise SystemExit(1)
         return None
     try:
+        same = None if own_dir else single_job_same_run(cfg, hc.overrides.task, run_dir)
+        if same is not None:
+            remove_if_unused(run_dir, {".hydra", f"{hc.job.name}.log"})
+            log.info("skipped: %s", same_run_message(same))
+            return (read_record(same) or {}).get("test_metric")
+        from frozen_sweep.job.runner import run_job  # torch: imported once the job's signal handlers are set
+
         result = run_job(cfg, run_dir, hc.overrides.task)
     except Exception as e:
         remove_if_unused(run_dir, {".hydra", f"{hc.job.name}.log", LOCK_FILE})  # a config error leaves nothing
@@ -60,5 +71,5 @@ def main(cfg) -> Optional[float]:
     return result.test_metric
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the command (a single job, or a sweep's launcher), stoppable from any shell
+    command.run(main)

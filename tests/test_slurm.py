@@ -51,7 +51,9 @@ def test_a_slurm_sweep_survives_scancel_resumes_requeued_jobs_and_skips_complete
     proc = start_sweep(sweep, *args, output=output)
 
     # the node has 2 CPUs: none and emb start, and each job stopped lets the next one start
-    subprocess.run(["scancel", slurm_job_id(sweep, "emb")], check=True)
+    cancelled_id = slurm_job_id(sweep, "emb")
+    wait_for_checkpoint(sweep, "emb")
+    subprocess.run(["scancel", cancelled_id], check=True)  # SIGTERM: the job stops as on Ctrl-C, within KillWait
     requeued = slurm_job_id(sweep, "ffn")
     wait_for_checkpoint(sweep, "ffn")
     subprocess.run(["scontrol", "requeue", requeued], check=True)
@@ -64,13 +66,14 @@ def test_a_slurm_sweep_survives_scancel_resumes_requeued_jobs_and_skips_complete
     assert proc.wait(timeout=300) != 0
     out = output.read_text()
     assert "4 jobs in" in out and "3 completed, 0 skipped (completed before), 1 failed" in out, out
-    assert "FAILED freeze=emb: SLURM ended the job without a result: CANCELLED" in out
+    assert "FAILED freeze=emb: Interrupted: stopped by SIGTERM (kill, or scancel)" in out
     cancelled = record(sweep, "freeze=emb")
-    assert cancelled["status"] == "failed" and "CANCELLED" in cancelled["error"]
+    assert cancelled["status"] == "failed" and cancelled["error"].startswith("Interrupted: stopped by SIGTERM")
+    assert [a.get("status") for a in attempts(sweep, "freeze=emb")] == ["interrupted"]
     steps = record(sweep, "freeze=none")["steps"]
-    # each ran twice, the second time from its checkpoint, to the same end; SLURM killed the requeued one's first
-    # run (no status), the preempted one exited to be requeued
-    assert [a.get("status") for a in attempts(sweep, "freeze=ffn")] == [None, "completed"]
+    # each ran twice, the second time from its checkpoint, to the same end; the requeued one was stopped by SLURM's
+    # SIGTERM, the preempted one exited to be requeued
+    assert [a.get("status") for a in attempts(sweep, "freeze=ffn")] == ["interrupted", "completed"]
     assert [a.get("status") for a in attempts(sweep, "freeze=att")] == ["interrupted", "completed"]
     for freeze in ("ffn", "att"):
         assert resumed_at_step(sweep, freeze) > 0 and record(sweep, f"freeze={freeze}")["steps"] == steps

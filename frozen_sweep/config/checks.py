@@ -16,6 +16,7 @@ from frozen_sweep.config import (
     StudyName,
     TaskKind,
 )  # fmt: skip
+from frozen_sweep.config.keys import check_read
 from frozen_sweep.config.stack_layout import parse_reset_layer, reservoir_pattern
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # torch.compile's
@@ -68,6 +69,7 @@ def validate(cfg) -> None:
         value = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
         if not allowed(value):
             raise ConfigError(f"{key}={value}: {text}")
+    check_read(cfg)
     m, t, tr = cfg.model, cfg.task, cfg.trainer
     if m.d_model % m.heads:
         raise ConfigError(f"model.heads={m.heads} must divide model.d_model={m.d_model}")
@@ -101,6 +103,7 @@ MODEL_SHAPES = {
 
 def validate_task_kind(cfg) -> None:
     """The model's stacks, the languages and the stop metric fit task.kind."""
+    check_read(cfg)
     m, t, tr = cfg.model, cfg.task, cfg.trainer
     kind = TaskKind(t.kind)
     (encoder, decoder), presets = MODEL_SHAPES[kind]

@@ -2,6 +2,7 @@
 `--config-dir` presets appear too), for the help template conf/hydra/help/frozen_sweep.yaml. No torch here."""
 
 import textwrap
+import weakref
 
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
@@ -19,13 +20,25 @@ GROUPS = {  # the groups a user picks from, in the order of a job's make-up; `sc
 }
 
 
+_options: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # config loader → {group: its options}
+
+
+def group_options(group: str) -> list[str]:
+    """The group's options, listed once per config loader: OmegaConf evaluates the help template's resolver in every
+    merge and resolution of a config that holds it (each sweep job's), and each listing builds a config repository."""
+    loader = GlobalHydra.instance().config_loader()
+    options = _options.setdefault(loader, {})
+    if group not in options:
+        options[group] = sorted(loader.get_group_options(group, ObjectType.CONFIG))
+    return options[group]
+
+
 def config_groups() -> str:
     """One entry per group: what it is for, then its options, the one in use marked with *."""
-    loader = GlobalHydra.instance().config_loader()
     chosen = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
     lines = []
     for group, purpose in GROUPS.items():
-        options = sorted(loader.get_group_options(group, ObjectType.CONFIG))
+        options = group_options(group)
         marked = [f"*{option}" if chosen.get(group) == option else option for option in options]
         lines += [f"{group}: {purpose}", *textwrap.wrap(", ".join(marked), 116, initial_indent="    ", subsequent_indent="    ")]
     return "\n".join(lines)

@@ -22,6 +22,15 @@ class CorpusKind(Enum):
     text_files = "text_files"  # the user's own files: {path}/{train,valid,test}.{lang}
 
 
+# A field's `read_when` metadata: the values of sibling keys under which the job reads it. Set otherwise (to anything
+# but its default), it would be silently ignored: frozen_sweep.config.keys refuses it, saying what to write instead.
+TEXT_FILES_ONLY = {"read_when": {"corpus": "text_files"},
+                   "instead": "task=text_files task.path=DIR task.src_lang=… task.tgt_lang=… (or task.src_lang=null "
+                              "for a language model)"}  # fmt: skip
+BIBLE_ONLY = {"read_when": {"corpus": "bible"}, "instead": "drop it: task=text_files reads only task.path"}
+MLM_ONLY = {"read_when": {"kind": "mlm"}, "instead": "task=mlm_bible_en, or task.kind=mlm"}
+
+
 @dataclass
 class TaskConfig:
     name: str = MISSING
@@ -30,11 +39,14 @@ class TaskConfig:
     src_lang: Optional[str] = "es"  # null for language modelling
     tgt_lang: str = "en"
     # bible: SWORD module directory and the module used for each language
-    sword_dir: str = "/usr/share/sword/modules/texts/ztext"
-    modules: Dict[str, str] = field(default_factory=lambda: {"es": "spaRV1909eb", "en": "engKJV2006eb"})
-    max_length_ratio: float = 2.5  # verse pairs whose character lengths differ more are dropped as misaligned
+    sword_dir: str = field(default="/usr/share/sword/modules/texts/ztext", metadata=BIBLE_ONLY)
+    modules: Dict[str, str] = field(
+        default_factory=lambda: {"es": "spaRV1909eb", "en": "engKJV2006eb"}, metadata=BIBLE_ONLY
+    )
+    # verse pairs whose character lengths differ more are dropped as misaligned
+    max_length_ratio: float = field(default=2.5, metadata=BIBLE_ONLY)
     # text_files: a directory holding train.<lang>, valid.<lang>, test.<lang>
-    path: Optional[str] = None
+    path: Optional[str] = field(default=None, metadata=TEXT_FILES_ONLY)
     # subwords and example filtering
     vocab_size: int = 8000
     # the vocabulary is trained on a seeded sample of this many training lines (pairs: both sides), 0: all of them
@@ -42,7 +54,7 @@ class TaskConfig:
     max_len: int = 200  # training examples longer than this (in subwords) are dropped
     # kind=mlm (frozen_sweep.data.masking): mask_prob of the tokens are predicted; of those, mask_replace_prob are
     # shown as <mask>, random_replace_prob as a random piece, the rest unchanged (BERT: 0.15, then 0.8/0.1/0.1)
-    mask_prob: float = 0.15
-    mask_replace_prob: float = 0.8
-    random_replace_prob: float = 0.1
+    mask_prob: float = field(default=0.15, metadata=MLM_ONLY)
+    mask_replace_prob: float = field(default=0.8, metadata=MLM_ONLY)
+    random_replace_prob: float = field(default=0.1, metadata=MLM_ONLY)
     cache_dir: str = "${oc.env:FROZEN_SWEEP_CACHE,'~/.cache/frozen_sweep'}"

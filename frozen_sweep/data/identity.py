@@ -2,11 +2,11 @@
 dataset they give (data/prepared.py). No torch and no numpy here: the launchers' plan and the fingerprint use it.
 
 A file's sha256 is computed once per file version and kept in `<cache>/hashes/`, under the file's path, size,
-mtime_ns, inode and device. That trusts the filesystem to change one of these on every write: an in-place edit
-changes mtime_ns, a replacement (editor save, rsync, cp over) changes the inode or the size. A file modified within
-RACY_S of being hashed is not cached (two writes in one timestamp tick would share an mtime_ns), and a file whose
-mtime was set back by hand to its old value with the same size and inode (touch -d, os.utime) is the one case that
-fools it: delete `<cache>/hashes/` then.
+mtime_ns, ctime_ns, inode and device. That trusts the filesystem to change one of these on every write: an in-place
+edit changes mtime_ns and ctime_ns, a replacement (editor save, rsync, cp over) changes the inode or the size. The
+ctime cannot be set back by a user (touch -d and os.utime set mtime, and move ctime to now), so an edit whose mtime
+was put back still reads as a new version. A file modified within RACY_S of being hashed is not cached (two writes in
+one timestamp tick would share an mtime_ns).
 """
 
 import hashlib
@@ -27,7 +27,7 @@ _hashes: dict[tuple, str] = {}  # stat key → sha256: a sweep's plan computes e
 
 def _stat_key(path: Path) -> tuple:
     st = path.stat()
-    return (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+    return (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev, st.st_ctime_ns)
 
 
 def file_sha256(path: Path, cache_dir: str | Path | None = None) -> str:

@@ -19,9 +19,9 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
-from tqdm import tqdm
 
 from frozen_sweep.config import CorpusKind
 from frozen_sweep.data.bible import extract_bible
@@ -35,6 +35,7 @@ from frozen_sweep.data.prepared import (
     write_manifest,
     write_texts,
 )  # fmt: skip
+from frozen_sweep.data.progress import progress
 from frozen_sweep.data.text_files import SplitReader, langs_of
 from frozen_sweep.data.vocab import train_vocab
 
@@ -78,15 +79,29 @@ class Reservoir:
         self.seen += n
 
 
-def _lock(path: Path):
-    """An exclusive flock on `path`, waited for (and said so) when another preparer holds it."""
-    f = open(path, "a")
+@contextlib.contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    """An exclusive flock on `path`, waited for (and said so) when another preparer holds it. The holder removes the
+    file before it lets go, so no lock file outlives its preparation; a waiter that then gets the lock of the removed
+    file tries again."""
+    while True:
+        f = open(path, "a")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("waiting for another process preparing the same data (lock %s)", path)
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            if os.stat(path).st_ino == os.fstat(f.fileno()).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        f.close()
     try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        log.info("waiting for another process preparing the same data (lock %s)", path)
-        fcntl.flock(f, fcntl.LOCK_EX)
-    return contextlib.closing(f)  # closing the file releases the lock
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        f.close()  # releases the lock
 
 
 def prepare(task_cfg) -> Path:
@@ -122,7 +137,7 @@ def build(task_cfg, out: Path, manifest: dict) -> None:
     directory, langs = source_dir(task_cfg), langs_of(task_cfg)
     readers = {split: SplitReader(directory, split, langs) for split in SPLITS}
     sample = Reservoir(task_cfg.vocab_sample_lines, SAMPLE_SEED)
-    with tqdm(desc="prepare: check", unit=" lines", unit_scale=True, disable=None) as bar:
+    with progress("prepare: check") as bar:
         for split, reader in readers.items():  # every file read and checked before anything is encoded
             for columns in reader.chunks():
                 if split == "train":
@@ -140,7 +155,7 @@ def build(task_cfg, out: Path, manifest: dict) -> None:
     trained = time.perf_counter()
     dtype, threads = token_dtype(len(vocab)), encode_threads()
     counts = {}
-    with tqdm(desc="prepare: encode", unit=" lines", unit_scale=True, disable=None) as bar:
+    with progress("prepare: encode", sum(reader.lines for reader in readers.values())) as bar:
         for split, reader in readers.items():
             examples = reader.lines - reader.skipped_empty
             writers = [SideWriter(out, split, lang, examples, dtype) for lang in langs]

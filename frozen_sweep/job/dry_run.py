@@ -12,7 +12,7 @@ from typing import Optional
 
 from frozen_sweep.config import ConfigError
 from frozen_sweep.job.job_config import fingerprint, job_config
-from frozen_sweep.run.directory import LAST_CHECKPOINT, is_completed, previous_record
+from frozen_sweep.run.directory import LAST_CHECKPOINT, completed_runs, is_completed, previous_record, read_record
 from frozen_sweep.run.lock import describe_runner, live_runner
 
 RUN, RESUME, SKIP, ADOPT, REFUSE = "run", "resume", "skip", "adopt", "refuse"
@@ -24,12 +24,18 @@ class Decision:
     why: str
 
 
-def decide(job_dir: Path, previous: Optional[dict], force: bool, runner: Optional[dict], refused: Optional[str]) -> Decision:
-    """What a job would do, in the order the launchers and the job itself decide it."""
+def decide(
+    job_dir: Path, previous: Optional[dict], force: bool, runner: Optional[dict], refused: Optional[str],
+    same_run: Optional[Path] = None,
+) -> Decision:
+    """What a job would do, in the order the launchers and the job itself decide it; `same_run`: another directory
+    holding (or about to hold) the result of the same fingerprint."""
     if refused:
         return Decision(REFUSE, refused)
     if is_completed(previous) and not force:
         return Decision(SKIP, "holds a completed result of this config (force=true reruns it)")
+    if same_run is not None and not force:
+        return Decision(SKIP, same_run_message(same_run))
     if runner:
         return Decision(ADOPT, f"still running from an earlier launch ({describe_runner(runner)}): waited for")
     if force and previous:
@@ -41,14 +47,42 @@ def decide(job_dir: Path, previous: Optional[dict], force: bool, runner: Optiona
     return Decision(RUN, "no run there yet")
 
 
-def check_job(cfg, overrides: list[str], job_dir: Path) -> Decision:
-    """A single job's decision, after every check the job runs before it writes anything (frozen_sweep.job.runner)."""
+def same_run_message(same_run: Path) -> str:
+    """Where the result of a job that is not run is: the same config, data and seed under another directory name."""
+    where = same_run.relative_to(Path.cwd()) if same_run.is_relative_to(Path.cwd()) else same_run
+    state = "holds its result" if is_completed(read_record(same_run)) else "runs it in this sweep"
+    return f"the same run (config, data and seed) as {where}, which {state} (force=true runs it here too)"
+
+
+def check_job(cfg, overrides: list[str], job_dir: Path, beside: bool = True) -> Decision:
+    """A single job's decision, after every check the job runs before it writes anything (frozen_sweep.job.runner);
+    `beside`: whether a completed run of its fingerprint elsewhere in its folder counts (outputs/<name>/)."""
     try:
         checked = job_config(cfg, overrides)
-        previous = previous_record(job_dir, fingerprint(checked), checked.force)
+        job_fingerprint = fingerprint(checked)
+        previous = previous_record(job_dir, job_fingerprint, checked.force)
     except ConfigError as e:
         return Decision(REFUSE, str(e))
-    return decide(job_dir, previous, checked.force, live_runner(job_dir), None)
+    looks = beside and not checked.force and not is_completed(previous)
+    same = same_run_beside(job_dir, job_fingerprint) if looks else None
+    return decide(job_dir, previous, checked.force, live_runner(job_dir), None, same)
+
+
+def same_run_beside(job_dir: Path, job_fingerprint: dict) -> Optional[Path]:
+    """A completed run of the same fingerprint in another directory of the job's folder (outputs/<name>/): a single
+    job's `seed=1` is the run the default seed made."""
+    found = completed_runs(Path(job_dir).parent).get(job_fingerprint["sha256"])
+    return found if found is not None and found != Path(job_dir) else None
+
+
+def single_job_same_run(cfg, overrides: list[str], job_dir: Path) -> Optional[Path]:
+    """For a single job (not a sweep's, whose plan looked already): same_run_beside, unless force=true or the job's
+    own directory holds a run of its own (a record, a checkpoint to resume, a live runner)."""
+    checked = job_config(cfg, overrides)
+    job_fingerprint = fingerprint(checked)
+    if checked.force or previous_record(job_dir, job_fingerprint, checked.force) or live_runner(job_dir):
+        return None
+    return None if (Path(job_dir) / LAST_CHECKPOINT).exists() else same_run_beside(job_dir, job_fingerprint)
 
 
 def report(rows: list[tuple[str, Path, Decision]]) -> str:

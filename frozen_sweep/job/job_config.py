@@ -14,6 +14,7 @@ Data-parallel jobs: `trainer.devices` and `trainer.update_freq` enter it only as
 
 import copy
 import dataclasses
+import difflib
 import hashlib
 import json
 import math
@@ -128,9 +129,11 @@ def check_known_keys(node, path: str = "") -> None:
         known = {f.name for f in dataclasses.fields(schema)}
         unknown = [key for key in node if key not in known and not (path == "" and key == "hydra")]
         if unknown:
+            close = difflib.get_close_matches(unknown[0], known, n=3)
+            hint = f"did you mean {' or '.join(path + c for c in close)}? " if close else ""
+            where = path.rstrip(".") or "the top level"
             raise ConfigError(
-                f"{path}{unknown[0]}: no such key in the config; allowed under {path.rstrip('.') or 'the top level'}: "
-                f"{', '.join(sorted(known))}"
+                f"{path}{unknown[0]}: no such key in the config; {hint}allowed under {where}: {', '.join(sorted(known))}"
             )
     if isinstance(node, DictConfig):
         for key in node:

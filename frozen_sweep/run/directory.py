@@ -12,6 +12,7 @@ here: the launchers and the collector read run directories too. Who runs it now:
 
 import hashlib
 import json
+import os
 from dataclasses import fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -150,3 +151,31 @@ def previous_record(run_dir: Path, fingerprint: dict, force: bool) -> Optional[d
         f"{' …' if len(changes) > 8 else ''}. To replace it, rerun with force=true; to keep both, give this run "
         "another name=… (its own folder under outputs/)"
     )
+
+
+def mark_failed(run_dir: Path, reason: str, overrides: list[str], stale: bool = False) -> None:
+    """Record the run failed for `reason`, keeping what its record holds; with `stale`, only when the record is missing
+    or still says `running` (the job was stopped before it could record how it ended)."""
+    record = read_record(run_dir)
+    if stale and record is not None and record["status"] != "running":
+        return
+    result = result_of(record or {"overrides": overrides})
+    result.status, result.error = "failed", reason
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    write_result(run_dir, result)
+
+
+def completed_runs(folder: Path) -> dict[str, Path]:
+    """Fingerprint sha256 → a directory under `folder` whose record is completed with it: a job is the same run
+    wherever its directory is (a default written out, `seed=1`, changes the directory's name)."""
+    found: dict[str, Path] = {}
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # .submitit/, .hydra/
+        if RESULT_FILE not in files:
+            continue
+        dirs[:] = []  # a run directory holds no other run
+        record = read_record(Path(root))
+        sha = (record.get("fingerprint") or {}).get("sha256") if is_completed(record) else None
+        if sha:
+            found.setdefault(sha, Path(root))
+    return found

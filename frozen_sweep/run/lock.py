@@ -102,21 +102,32 @@ def _read_runner(path: Path) -> dict:
 
 
 def _how_to_stop(runner: dict) -> str:
-    """SIGINT, which a job handles by recording itself failed (interrupted); submitit ignores SIGTERM."""
+    """SIGINT, which a job handles by recording itself failed (interrupted); SIGTERM does too (system/signals.py)."""
     if runner.get("slurm_job_id"):
         return f"scancel --signal=INT {runner['slurm_job_id']}"
     return f"kill -INT {runner.get('pid')}"
 
 
-def remove_if_unused(directory: Path, expected: set[str]) -> None:
+def remove_if_unused(directory: Path, expected: set[str], existed: Optional[Path] = None) -> None:
     """Remove `directory` if it holds nothing but the `expected` names (what Hydra writes before a job starts), and
-    the empty folders above it up to the working directory."""
+    the empty folders above it up to the working directory; never `existed` or a folder above it (the deepest one
+    that existed before the command made any: the tool removes only what it made)."""
     directory = Path(directory).absolute()
     if not directory.is_dir() or {p.name for p in directory.iterdir()} - expected:
+        return
+    if existed is not None and Path(existed).absolute() not in directory.parents:
         return
     shutil.rmtree(directory)
     cwd = Path.cwd().absolute()
     for parent in directory.parents:
         if cwd not in parent.parents or any(parent.iterdir()):
             break
+        if existed is not None and Path(existed).absolute() not in parent.parents:
+            break
         parent.rmdir()
+
+
+def deepest_existing(directory: Path) -> Path:
+    """`directory`, or its deepest ancestor that exists: what a command found before it made any folder."""
+    directory = Path(directory).absolute()
+    return next(p for p in (directory, *directory.parents) if p.exists())

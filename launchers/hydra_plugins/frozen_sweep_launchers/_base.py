@@ -12,7 +12,9 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext
 from omegaconf import DictConfig, OmegaConf
 
-from frozen_sweep.run.lock import describe_runner, remove_if_unused
+from frozen_sweep.job.dry_run import same_run_message
+from frozen_sweep.run.directory import is_completed
+from frozen_sweep.run.lock import deepest_existing, describe_runner, remove_if_unused
 
 from ._batches import check_claims, later_batch, whole_sweep
 from ._outcome import skipped
@@ -33,6 +35,8 @@ class SweepLauncher(Launcher):
         self.hydra_context = hydra_context
         self.task_function = task_function
         self.config = config
+        # what existed before the sweeper made the sweep's folder: a dry run or a refused sweep removes only what it made
+        self.existed = deepest_existing(Path(str(config.hydra.sweep.dir)))
 
     @abstractmethod
     def threads_per_job(self) -> int:
@@ -78,18 +82,20 @@ class SweepLauncher(Launcher):
         except SweepConfigError as error:
             if initial_job_idx and not dry:
                 raise later_batch(error) from error
-            remove_if_unused(sweep_dir, {"multirun.yaml"})  # written by Hydra's sweeper: a config error leaves nothing
+            remove_if_unused(sweep_dir, {"multirun.yaml"}, self.existed)  # written by Hydra's sweeper: a config error leaves nothing
             raise
         finally:
             if dry:  # the dry run's multirun.yaml goes too, and so does the sweep's folder if nothing else is there
                 (sweep_dir / "multirun.yaml").unlink(missing_ok=True)
-                remove_if_unused(sweep_dir, set())
+                remove_if_unused(sweep_dir, set(), self.existed)
         self.claimed += jobs
         progress = Progress(jobs, sweep_dir)
         for job in jobs:
             if job.already_completed:
                 job.runner = None
                 progress.finished(skipped(job), running=0)
+                if job.same_run and not is_completed(job.previous):
+                    log.info(f"  skipped {job.label}: {same_run_message(job.same_run)}")
         try:  # a Ctrl-C may come at any point from here: the message asks what runs now
             self.adopt(jobs)
             adopted = [job for job in jobs if job.runner]

@@ -15,13 +15,16 @@ from omegaconf import DictConfig
 
 from ._plan import PlannedJob, SweepConfigError, check_distinct_dirs
 
-BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+BASIC_SWEEPERS = (
+    "hydra._internal.core_plugins.basic_sweeper.BasicSweeper",
+    "hydra_plugins.frozen_sweep_launchers.sweeper.FrozenSweepSweeper",  # the basic one, composing each job once
+)
 LATER_BATCH = "No job of this batch was started; the jobs of the earlier batches ran."
 
 
 def whole_sweep(sweep_config: DictConfig, hydra_context: HydraContext) -> Optional[list[list[str]]]:
     """Every job's overrides, in the order the basic sweeper launches them; None for another sweeper."""
-    if sweep_config.hydra.sweeper.get("_target_") != BASIC_SWEEPER:
+    if sweep_config.hydra.sweeper.get("_target_") not in BASIC_SWEEPERS:
         return None
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 from hydra.core.utils import JobReturn
 
-from frozen_sweep.run.directory import is_completed, read_record, result_of, write_result
+from frozen_sweep.run.directory import is_completed, mark_failed, read_record
 from frozen_sweep.run.lock import describe_runner, live_runner
 
 from ._plan import PlannedJob
@@ -66,16 +66,8 @@ def _from_record(job: PlannedJob, reason: str, logs: tuple, job_return: Optional
         return Outcome(job, "completed", logs=logs, job_return=job_return)
     if record and record["status"] == "failed" and record.get("error"):
         return Outcome(job, "failed", _first_line(record["error"]), logs)
-    _record_failure(job, reason)
+    mark_failed(job.job_dir, reason, job.overrides)
     return Outcome(job, "failed", reason, logs)
-
-
-def _record_failure(job: PlannedJob, reason: str) -> None:
-    """Mark the job's result.json failed with `reason`, keeping whatever the job recorded before it died."""
-    result = result_of(read_record(job.job_dir) or {"overrides": job.overrides})
-    result.status, result.error = "failed", reason
-    job.job_dir.mkdir(parents=True, exist_ok=True)
-    write_result(job.job_dir, result)
 
 
 def _why(error: Exception) -> str:

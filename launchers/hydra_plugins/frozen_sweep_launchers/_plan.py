@@ -13,8 +13,10 @@ from omegaconf.errors import OmegaConfBaseException
 from frozen_sweep.config import Config, ConfigError
 from frozen_sweep.job.dry_run import decide, report
 from frozen_sweep.job.job_config import absolute_paths, fingerprint, job_config, override_key
-from frozen_sweep.run.directory import LAST_CHECKPOINT, is_completed, previous_record
-from frozen_sweep.run.lock import live_runner  # fmt: skip
+from frozen_sweep.run.directory import LAST_CHECKPOINT, completed_runs, is_completed, previous_record, read_record
+from frozen_sweep.run.lock import live_runner
+
+from ._compose import JobComposer
 
 NOT_A_FROZEN_SWEEP_APP = "frozen_sweep's launchers run frozen_sweep jobs only"
 
@@ -33,10 +35,17 @@ class PlannedJob:
     runner: Optional[dict] = None  # who runs the job now (an earlier launcher's job, still live), else None
     label: str = ""  # what sets this job apart in the sweep, for progress lines
     refused: Optional[str] = None  # why the job cannot run (a dry run plans every job; a real sweep stops at one)
+    same_run: Optional[Path] = None  # another directory of the sweep that holds (or will hold) this job's result
 
     @property
     def already_completed(self) -> bool:
-        return is_completed(self.previous) and not self.config.force
+        """Completed in its own directory, or in another one with the same fingerprint: not run again."""
+        return (is_completed(self.previous) or self.same_run is not None) and not self.config.force
+
+    def completed_record(self) -> dict:
+        """The completed record this job's result is in ({} when there is none yet)."""
+        record = self.previous if is_completed(self.previous) else self.same_run and read_record(self.same_run)
+        return record if is_completed(record) else {}
 
     @property
     def resumes(self) -> bool:
@@ -64,9 +73,11 @@ def plan_jobs(
             "checked as a job before any starts); use hydra/launcher=basic for another app. No job was started."
         )
     jobs, datasets = [], {}
+    composer = JobComposer(hydra_context, sweep_config)
+    runs = SameRuns(Path(str(sweep_config.hydra.sweep.dir)).absolute())
     for num, overrides in enumerate(job_overrides, start=initial_job_idx):
         overrides = list(overrides) + [o for o in launcher_overrides if override_key(o) not in {override_key(x) for x in overrides}]
-        config = hydra_context.config_loader.load_sweep_config(sweep_config, overrides)
+        config = composer.compose(overrides)
         with open_dict(config.hydra.job):
             config.hydra.job.num = num
             config.hydra.job.id = f"job_id_for_{num}"  # the submitit job id replaces it once the job runs
@@ -75,7 +86,7 @@ def plan_jobs(
             config.hydra.runtime.output_dir = str(job_dir)
         absolute_paths(config, Path(config.hydra.runtime.cwd))  # checked here, read by the job: the same files
         try:
-            checked = job_config(config, overrides)
+            checked = job_config(task_config(config), overrides)
             job_fingerprint = fingerprint(checked)
             previous = previous_record(job_dir, job_fingerprint, checked.force)
         except (ConfigError, OmegaConfBaseException) as e:  # e.g. a mandatory value left unset
@@ -84,6 +95,8 @@ def plan_jobs(
             jobs.append(PlannedJob(num, overrides, config, job_dir, None, refused=str(e)))
             continue
         jobs.append(PlannedJob(num, overrides, config, job_dir, previous, live_runner(job_dir)))
+        if not checked.force and not is_completed(previous):
+            jobs[-1].same_run = runs.find(job_fingerprint["sha256"], job_dir)
         if not jobs[-1].already_completed:
             datasets.setdefault(job_fingerprint["prepared"], (num, checked.task))
     check_distinct_dirs(jobs)
@@ -92,6 +105,28 @@ def plan_jobs(
     for job in jobs:
         job.label = " ".join(o for o in job.overrides if o not in shared) or job.job_dir.name
     return jobs
+
+
+class SameRuns:
+    """Where each fingerprint's run is: a completed record under the sweep's folder (read once, when a job first
+    needs it), else the first job of this plan that runs it."""
+
+    def __init__(self, sweep_dir: Path):
+        self.sweep_dir = sweep_dir
+        self.completed: Optional[dict[str, Path]] = None
+        self.planned: dict[str, Path] = {}
+
+    def find(self, sha256: str, job_dir: Path) -> Optional[Path]:
+        if self.completed is None:
+            self.completed = completed_runs(self.sweep_dir)
+        found = self.completed.get(sha256) or self.planned.setdefault(sha256, job_dir)
+        return None if found == job_dir else found
+
+
+def task_config(config: DictConfig) -> DictConfig:
+    """The config the job's task function gets: without the hydra node, as Hydra's run_job passes it (resolving the
+    hydra node, e.g. its help text, for every job would cost more than the rest of the job's checks)."""
+    return OmegaConf.masked_copy(config, [key for key in config if key != "hydra"])
 
 
 def _prepare_data(datasets: dict[str, tuple[int, DictConfig]]) -> None:
@@ -107,7 +142,11 @@ def _prepare_data(datasets: dict[str, tuple[int, DictConfig]]) -> None:
 
 
 def _job_dir(config: DictConfig) -> Path:
-    """hydra.sweep.dir/hydra.sweep.subdir, evaluated as Hydra's run_job does (with the job's HydraConfig set)."""
+    """hydra.sweep.dir/hydra.sweep.subdir, evaluated as Hydra's run_job does (with the job's HydraConfig set when they
+    use the `hydra:` resolver; setting it copies the hydra node, a third of a job's plan)."""
+    sweep = config.hydra.sweep
+    if "${hydra:" not in f"{OmegaConf.to_container(sweep, resolve=False)}":
+        return Path(str(sweep.dir), str(sweep.subdir)).absolute()
     hydra_config = HydraConfig.instance()
     previous = hydra_config.cfg
     hydra_config.set_config(config)
@@ -138,7 +177,7 @@ def dry_run(jobs: list[PlannedJob]) -> None:
     rows = []
     for job in jobs:
         runner = None if job.refused or job.already_completed else job.runner
-        rows.append((job.label, job.job_dir, decide(job.job_dir, job.previous, job.config.force, runner, job.refused)))
+        rows.append((job.label, job.job_dir, decide(job.job_dir, job.previous, job.config.force, runner, job.refused, job.same_run)))
     print(report(rows), flush=True)
     refused = sum(job.refused is not None for job in jobs)
     if refused:

@@ -2,11 +2,14 @@
 failed and why, with log paths. Failed jobs make the multirun exit non-zero, after every other job has run."""
 
 import logging
+import shlex
 import time
 from pathlib import Path
 
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.errors import CompactHydraException
+
+from frozen_sweep.run.directory import read_record
 
 from ._outcome import Outcome
 from ._plan import PlannedJob
@@ -16,6 +19,17 @@ log = logging.getLogger(__name__)
 
 class SweepFailed(CompactHydraException):
     """Raised by Hydra's sweeper when it reads a failed job's return value: the multirun exits with status 1."""
+
+
+def ended(record: dict) -> str:
+    """How a completed job ended: "test bleu 23.61, 3.2 epochs (max_steps), 41 s"."""
+    metric = record.get("test_metric")
+    score = f"test {record.get('metric_name')} {metric:.2f}" if metric is not None else "no test score"
+    epochs = (record.get("history") or [{}])[-1].get("epoch")  # at the last validation
+    trained = f"{epochs:.2f} epochs" if epochs is not None else "epochs unknown"
+    stop = f" ({record['stopped_reason']})" if record.get("stopped_reason") else ""
+    took = f"{record['wall_time_s']:.0f} s" if record.get("wall_time_s") is not None else "time unknown"
+    return f"{score}, {trained}{stop}, {took}"
 
 
 class Progress:
@@ -35,7 +49,10 @@ class Progress:
             return
         done, failed = self.count("completed") + self.count("skipped"), self.count("failed")
         queued = len(self.jobs) - len(self.outcomes) - running
-        what = f"FAILED {outcome.job.label}: {outcome.reason}" if outcome.status == "failed" else outcome.job.label
+        if outcome.status == "failed":
+            what = f"FAILED {outcome.job.label}: {outcome.reason}"
+        else:
+            what = f"{outcome.job.label}: {ended(read_record(outcome.job.job_dir) or {})}"
         log.info(
             f"[{len(self.outcomes)}/{len(self.jobs)}] {what} | "
             f"done {done}, failed {failed}, running {running}, queued {queued}"
@@ -51,6 +68,7 @@ class Progress:
         for outcome in failed:
             log.info(f"  FAILED {outcome.job.label}: {outcome.reason}")
             log.info(f"    logs: {', '.join(str(p) for p in outcome.logs)}")
+        log.info(f"Tables: python -m frozen_sweep.collect {shlex.quote(str(self.sweep_dir))}")
 
     def job_returns(self) -> list[JobReturn]:
         """One JobReturn per job, in sweep order; a failed job's return value is the sweep's SweepFailed error."""
@@ -64,6 +82,6 @@ class Progress:
             elif outcome.job_return is not None:
                 returns.append(outcome.job_return)
             else:  # skipped, or completed without handing back a return value: the record holds it
-                value = (job.previous or {}).get("test_metric") if outcome.status == "skipped" else None
+                value = job.completed_record().get("test_metric") if outcome.status == "skipped" else None
                 returns.append(JobReturn(overrides=job.overrides, status=JobStatus.COMPLETED, _return_value=value))
         return returns

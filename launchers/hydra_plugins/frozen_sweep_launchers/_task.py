@@ -14,9 +14,10 @@ from hydra.types import HydraContext
 from omegaconf import DictConfig, open_dict, read_write
 
 from frozen_sweep.parallel.world import launched_world
-from frozen_sweep.run.directory import ATTEMPTS_FILE
+from frozen_sweep.run.directory import ATTEMPTS_FILE, mark_failed
 from frozen_sweep.run.lock import exclusive_run
 from frozen_sweep.system.files import write_json_atomic
+from frozen_sweep.system.signals import PREEMPTION_GRACE_S, restore_sigint, stop_on_sigterm
 
 
 class JobTask(submitit.helpers.Checkpointable):
@@ -51,13 +52,18 @@ class JobTask(submitit.helpers.Checkpointable):
             return self._run(job_dir, main=True)
 
     def _run(self, job_dir: Path, main: bool) -> JobReturn:
-        job_id = submitit.JobEnvironment().job_id
+        environment = submitit.JobEnvironment()
+        job_id = environment.job_id
+        restore_sigint()
+        if environment.name() == "slurm":  # a preemption's SIGTERM is followed by submitit's signal (USR2)
+            stop_on_sigterm(PREEMPTION_GRACE_S, environment._usr_sig())
+        else:
+            stop_on_sigterm()
         with read_write(self.config.hydra.job), open_dict(self.config.hydra.job):
             self.config.hydra.job.id = job_id
         JobRuntime.instance().set("name", self.config.hydra.job.name)
         if main:
             _start_attempt(job_dir, job_id)
-        ret = None
         try:
             ret = run_job(
                 task_function=self.task_function,
@@ -66,9 +72,13 @@ class JobTask(submitit.helpers.Checkpointable):
                 job_subdir_key=None,
                 hydra_context=self.hydra_context,
             )
-        finally:  # a job stopped to be requeued exits from inside run_job
+        except BaseException as e:  # interrupted (Ctrl-C, kill, scancel), or stopped to be requeued
             if main:
-                _end_attempt(job_dir, ret.status.name.lower() if ret else "interrupted")
+                _end_attempt(job_dir, "interrupted")
+                mark_failed(job_dir, f"{type(e).__name__}: {e}", list(self.config.hydra.overrides.task), stale=True)
+            raise
+        if main:
+            _end_attempt(job_dir, ret.status.name.lower())
         if ret.status == JobStatus.FAILED:
             raise ret._return_value  # so that submitit and SLURM see the failure too, not a job that completed
         return ret

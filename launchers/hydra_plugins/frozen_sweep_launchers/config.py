@@ -7,6 +7,7 @@ before any job starts. Hydra's plugin scan imports this module; it imports nothi
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeperConf
 from hydra.core.config_store import ConfigStore
 
 SUBMITIT_FOLDER = "${hydra.sweep.dir}/.submitit/%j"
@@ -63,5 +64,14 @@ class SlurmConf:
     poll_interval_s: float = 5  # how often sacct is asked for the jobs' states
 
 
+@dataclass
+class FrozenSweepSweeperConf(BasicSweeperConf):
+    """Hydra's basic sweeper (every combination; hydra.sweeper.params, max_batch_size), without its own composition
+    of every job before launching: a frozen_sweep launcher composes and checks each job before any starts."""
+
+    _target_: str = "hydra_plugins.frozen_sweep_launchers.sweeper.FrozenSweepSweeper"
+
+
+ConfigStore.instance().store(group="hydra/sweeper", name="frozen_sweep", node=FrozenSweepSweeperConf, provider="frozen_sweep")
 ConfigStore.instance().store(group="hydra/launcher", name="local_gpus", node=LocalGpusConf, provider="frozen_sweep")
 ConfigStore.instance().store(group="hydra/launcher", name="slurm", node=SlurmConf, provider="frozen_sweep")

@@ -14,6 +14,7 @@ import os
 import socket
 import time
 from collections import deque
+from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from omegaconf import OmegaConf
@@ -76,6 +77,8 @@ class LocalGpusLauncher(SweepLauncher):
     def check(self, jobs: list[PlannedJob]) -> None:
         if self.gpus:  # on the CPU a job's ranks are processes, as many as it asks for
             check_devices(jobs, self.gpus_per_job, "hydra.launcher.gpus_per_job")
+        else:
+            warn_oversubscribed(jobs, len(self.slots))
 
     def adopt(self, jobs: list[PlannedJob], dry_run: bool = False) -> None:
         """Also the jobs whose processes an earlier launcher started and that do not hold their lock yet."""
@@ -92,6 +95,9 @@ class LocalGpusLauncher(SweepLauncher):
         where = f"GPUs {self.gpus}, {self.jobs_per_gpu} job(s) each" if self.gpus else "CPU"
         where += f", {len(self.slots)} jobs at a time"
         log.info(f"local_gpus: {where}; threads per job: {threads}")
+        # submitit's controller of each local job makes the folder as named, `%j` unexpanded, and leaves it empty
+        unexpanded = Path(self.submitit_folder) if "%j" in self.submitit_folder else None
+        made_here = unexpanded is not None and not unexpanded.exists()
         executor = submitit.LocalExecutor(folder=self.submitit_folder, max_num_timeout=0)
         free = list(self.slots)
         queue = deque(jobs)
@@ -124,6 +130,9 @@ class LocalGpusLauncher(SweepLauncher):
                 free.append(slot)
                 outcome = settle(job, submitit_job, died=KILLED) if submitit_job else settle_adopted(job)
                 progress.finished(outcome, running=len(running))
+        if made_here:
+            with contextlib.suppress(OSError):  # not empty: not submitit's stray folder after all
+                unexpanded.rmdir()
 
     def interrupted(self) -> str:
         time.sleep(2 * self.poll_interval_s + 1)  # a Ctrl-C reached the jobs too: give them time to record it
@@ -181,6 +190,20 @@ def take_slot(free: list, job: PlannedJob) -> Optional[tuple[int, ...]]:
     if slot in free:
         free.remove(slot)
     return slot
+
+
+def warn_oversubscribed(jobs: list[PlannedJob], at_a_time: int) -> None:
+    """Say so when the jobs' ranks, at `at_a_time` jobs at a time, outnumber this machine's cores: each rank is a
+    process training on its own threads, and ranks sharing a core each train slower than the whole job would."""
+    cores = len(os.sched_getaffinity(0))
+    ranks = max((job.config.trainer.devices for job in jobs), default=1)
+    if at_a_time * ranks > cores:
+        log.warning(
+            f"{at_a_time} jobs at a time (hydra.launcher.max_parallel) × {ranks} ranks each (trainer.devices) = "
+            f"{at_a_time * ranks} training processes on {cores} CPU cores: they share the cores, and each runs "
+            f"slower than fewer would; {max(1, cores // ranks)} jobs at a time of {ranks} ranks, or trainer.devices="
+            f"{max(1, cores // at_a_time)}, fit"
+        )
 
 
 def check_usable(gpus: list[int], visible: list[int], max_parallel: int, jobs_per_gpu: int) -> None:

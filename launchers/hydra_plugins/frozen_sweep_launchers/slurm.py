@@ -181,9 +181,8 @@ class SlurmLauncher(SweepLauncher):
 
 
 def stop_command(ids: list[str]) -> str:
-    """Cancel the pending jobs, and interrupt the running ones with the signal a job handles (SIGINT: it records
-    `failed` and its attempt `interrupted`; submitit ignores scancel's SIGTERM, and the SIGKILL that follows leaves
-    the record saying `running`)."""
+    """Cancel the pending jobs, and interrupt the running ones at once (SIGINT: each records `failed` and its attempt
+    `interrupted`; a plain scancel's SIGTERM does the same after the job's 2 s wait for a preemption's USR2)."""
     return f"scancel --state=PENDING {' '.join(ids)}; scancel --signal=INT {' '.join(ids)}"
 
 

@@ -1,0 +1,103 @@
+"""The command line's keys checked against the schema before Hydra composes anything: a mistyped key gets the
+closest allowed keys ("did you mean trainer.max_steps?", by difflib), not Hydra's advice to append it with `+`,
+which only leads to a second error. Torch-free."""
+
+import dataclasses
+import difflib
+import typing
+from typing import Optional, Sequence
+
+from omegaconf import OmegaConf
+
+from frozen_sweep.config import Config, ConfigError
+
+CONFIG_GROUPS = ("experiment", "task", "model", "freeze", "trainer", "reservoir", "relearn", "schema")
+
+
+def _schema_of(annotation) -> Optional[type]:
+    """The dataclass a field holds (through Optional), else None (a value, a list or a free-form dict)."""
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if dataclasses.is_dataclass(candidate):
+            return candidate
+    return None
+
+
+def unknown_key(key: str, schema: type = Config) -> Optional[str]:
+    """Why `key` (dotted) is not a key of the schema, with the closest allowed keys; None when it is one, or lies
+    below a node the schema leaves free (a dict)."""
+    parts, path = key.split("."), []
+    for depth, part in enumerate(parts):
+        if schema is None:
+            return None
+        hints = typing.get_type_hints(schema)
+        names = [f.name for f in dataclasses.fields(schema)]
+        if part not in names:
+            where = ".".join(path)
+            prefix = f"{where}." if where else ""
+            close = difflib.get_close_matches(part, names, n=3, cutoff=0.6)
+            rest = "".join(f".{p}" for p in parts[depth + 1 :])
+            hint = f"did you mean {' or '.join(prefix + c + rest for c in close)}? " if close else ""
+            return (
+                f"{key}: no such key in the config; {hint}allowed under {where or 'the top level'}: "
+                f"{', '.join(sorted(names))}"
+            )
+        schema = _schema_of(hints[part])
+        path.append(part)
+    return None
+
+
+def check_command_line(overrides: Sequence[str]) -> Optional[str]:
+    """The first override whose key the schema does not know, as unknown_key says it; None when all are known.
+
+    Group choices (`model=tiny`), Hydra's own keys and explicit appends (`+key=…`, checked later with the job's
+    config) and deletions pass."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception:  # noqa: BLE001 - a syntax error: Hydra reports it, with its grammar
+        return None
+    for override in parsed:
+        key = override.key_or_group
+        if override.is_hydra_override() or override.is_add() or override.is_force_add() or override.is_delete():
+            continue
+        if "." not in key and key in CONFIG_GROUPS:
+            continue
+        problem = unknown_key(key)
+        if problem:
+            return problem
+    return None
+
+
+def exit_on_unknown_key(argv: Sequence[str]) -> None:
+    """Stop the command, before Hydra composes it, when a key of its overrides is not in the schema."""
+    from hydra._internal.utils import get_args_parser
+
+    args, _ = get_args_parser().parse_known_args(list(argv))
+    problem = check_command_line(args.overrides)
+    if problem:
+        raise SystemExit(f"{problem}. Nothing was started.")
+
+
+def check_read(cfg, schema: type = Config, path: str = "") -> None:
+    """ConfigError for a key set (away from its schema default) where the job does not read it: its `read_when`
+    metadata (frozen_sweep.config.task) names the sibling values under which it is read."""
+    hints = typing.get_type_hints(schema)
+    for field in dataclasses.fields(schema):
+        node = cfg.get(field.name) if cfg is not None else None
+        if _schema_of(hints[field.name]) is not None:
+            check_read(node, _schema_of(hints[field.name]), f"{path}{field.name}.")
+            continue
+        read_when = field.metadata.get("read_when")
+        if not read_when or OmegaConf.is_missing(cfg, field.name):
+            continue
+        default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
+        value = OmegaConf.to_container(node) if OmegaConf.is_config(node) else node
+        chosen = {key: getattr(cfg[key], "value", cfg[key]) for key in read_when}
+        if value != default and chosen != read_when:
+            now = ", ".join(f"{path}{key}={value}" for key, value in chosen.items())
+            wanted = ", ".join(f"{path}{key}={value}" for key, value in read_when.items())
+            raise ConfigError(
+                f"{path}{field.name}={value}: read only when {wanted}, and this job has {now}, so it would be "
+                f"ignored; write instead: {field.metadata['instead']}"
+            )

@@ -1,0 +1,62 @@
+"""No silent traps in a command's keys: a mistyped key gets the closest allowed ones before Hydra's `+key` advice, a
+key the chosen task would ignore is refused with what to write instead, and CPU oversubscription is said."""
+
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+from hydra_plugins.frozen_sweep_launchers._plan import PlannedJob
+from hydra_plugins.frozen_sweep_launchers.local_gpus import warn_oversubscribed
+
+from frozen_sweep.config import ConfigError
+from frozen_sweep.config.keys import check_command_line
+from frozen_sweep.job.job_config import job_config
+from tests.conftest import ROOT, compose_config
+
+
+@pytest.mark.parametrize("override, suggestion", [
+    ("trainer.max_step=10", "did you mean trainer.max_steps"),
+    ("trainr.max_steps=10", "did you mean trainer.max_steps"),  # the group's name, the rest kept
+    ("model.dmodel=64", "did you mean model.d_model"),
+])  # fmt: skip
+def test_a_mistyped_key_gets_the_closest_allowed_keys(override, suggestion):
+    assert suggestion in check_command_line([override])
+
+
+def test_known_keys_group_choices_appends_and_hydra_keys_pass():
+    assert check_command_line(["model=tiny", "experiment=demo_table", "seed=2", "task.modules.es=x",
+                               "+trainer.new=1", "hydra.job.name=x", "trainer.max_steps=1,2"]) is None  # fmt: skip
+
+
+def test_the_command_says_did_you_mean_instead_of_hydras_append_advice(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "frozen_sweep", "trainer.max_step=10"], cwd=tmp_path,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    assert proc.returncode == 1
+    assert "did you mean trainer.max_steps" in proc.stderr and "+trainer.max_step" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "outputs").exists()
+
+
+@pytest.mark.parametrize("overrides, words", [
+    (["task.path=/my/corpus"], "task.path=/my/corpus: read only when task.corpus=text_files"),
+    (["task.mask_prob=0.2"], "task.mask_prob=0.2: read only when task.kind=mlm"),
+    (["task=text_files", "task.path=/x", "task.src_lang=de", "task.tgt_lang=en", "task.max_length_ratio=3"],
+     "task.max_length_ratio=3.0: read only when task.corpus=bible"),
+])  # fmt: skip
+def test_a_key_the_chosen_task_would_ignore_is_refused_with_what_to_write(overrides, words):
+    with pytest.raises(ConfigError, match="write instead") as error:
+        job_config(compose_config(*overrides), overrides)
+    assert words in str(error.value)
+
+
+def test_ranks_beyond_the_cores_are_said(caplog):
+    config = compose_config("trainer.devices=2", with_hydra=True)
+    job = PlannedJob(0, [], config, ROOT, None)
+    cores = len(os.sched_getaffinity(0))
+    with caplog.at_level(logging.WARNING):
+        warn_oversubscribed([job], at_a_time=cores)
+    assert f"{cores} jobs at a time (hydra.launcher.max_parallel) × 2 ranks each" in caplog.text
+    caplog.clear()
+    warn_oversubscribed([job], at_a_time=1)
+    assert caplog.text == "" or cores < 2
