@@ -32,7 +32,8 @@ def token_nll(model: Transformer, batches: Iterable, device) -> float:
 
 
 @torch.no_grad()
-def token_scores(model: Transformer, batches: Iterable, device, sentence_nll: Optional[dict] = None) -> tuple[float, float]:
+def token_scores(model: Transformer, batches: Iterable, device, sentence_nll: Optional[dict] = None
+                 ) -> tuple[float, float]:  # fmt: skip
     """(mean NLL, accuracy of the arg-max prediction) per target token; padding in `tgt_out` is skipped, so for a
     masked LM both count the masked positions only. `sentence_nll`, a dict, receives each example's (summed NLL,
     target tokens), keyed by its index (the score command's lines)."""

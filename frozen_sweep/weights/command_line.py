@@ -45,8 +45,8 @@ def open_run(args, command: str, kinds: tuple[TaskKind, ...]) -> FinishedRun:
     if kind not in kinds:
         other = COMMAND_OF_KIND.get(kind)
         hint = f": use python -m frozen_sweep.{other}" if other else ""
-        raise UsageError(f"{run.path} is a {kind.value} run (task.kind={kind.value}); {command} takes "
-                         f"{' or '.join(k.value for k in kinds)} runs{hint}")  # fmt: skip
+        allowed = " or ".join(f"task.kind={k.value}" for k in kinds)
+        raise UsageError(f"{run.path} is a task.kind={kind.value} run; {command} takes {allowed} runs{hint}")
     run.model.to(device(args.device)).eval()
     return run
 

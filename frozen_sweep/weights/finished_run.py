@@ -69,7 +69,8 @@ def load_run(path, checkpoint: str = BEST_CHECKPOINT, frozen: str = "resident") 
     run = load_base_run(path)
     config = typed_config(run.path / CONFIG_FILE)
     model, hooks = _build(config, run.record["data"]["vocab_size"], frozen)
-    extra = load_checkpoint(run.path / checkpoint, model, fingerprint=hooks.fingerprint if hooks else frozen_fingerprint)
+    fingerprint = hooks.fingerprint if hooks else frozen_fingerprint
+    extra = load_checkpoint(run.path / checkpoint, model, fingerprint=fingerprint)
     return FinishedRun(run.path, config, run.record, model, extra, lambda: _prepared_vocab(run.path, run.record), hooks)
 
 
