@@ -10,6 +10,7 @@ import sys
 import pytest
 import safetensors
 import safetensors.torch
+from omegaconf import OmegaConf
 
 from frozen_sweep import export, score, translate
 from frozen_sweep.evaluate.decode import translate as decode
@@ -145,3 +146,24 @@ def test_bad_input_stops_the_command_with_one_message_and_writes_nothing(case, r
             run_command(score.main, [str(runs["mt"]), "--input", str(source)])
         message = capsys.readouterr().err
         assert "score takes task.kind=lm or task.kind=mlm runs: use python -m frozen_sweep.translate" in message
+
+
+def test_a_hf_export_is_a_marian_model_whose_greedy_search_gives_the_runs(runs, tmp_path, capsys):
+    transformers = pytest.importorskip("transformers")
+    run_command(export.main, [str(runs["mt"]), str(tmp_path / "hf"), "--format", "hf"])
+    tokenizer = transformers.MarianTokenizer.from_pretrained(tmp_path / "hf")
+    marian = transformers.MarianMTModel.from_pretrained(tmp_path / "hf").eval()
+    run = load_run(runs["mt"])
+    greedy = OmegaConf.merge(run.config.eval, {"beam": 1})
+    lines = (runs["corpus"] / "test.es").read_text().splitlines()[:20]
+    expected = decode(run.model, run.vocab.encode_batch(lines), run.vocab, "cpu", greedy)
+    for line, ours in zip(lines, expected):
+        batch = tokenizer([line], return_tensors="pt")
+        cap = int(greedy.max_len_a * batch.input_ids.shape[1] + greedy.max_len_b)  # our per-sentence length cap
+        hyp = marian.generate(**batch, max_new_tokens=cap - 1)
+        assert tokenizer.decode(hyp[0], skip_special_tokens=True) == ours
+
+    with pytest.raises(SystemExit):
+        run_command(export.main, [str(runs["lm"]), str(tmp_path / "lm_hf"), "--format", "hf"])
+    assert "task.kind=lm: MarianMT is an encoder–decoder translation model" in capsys.readouterr().err
+    assert not (tmp_path / "lm_hf").exists()
