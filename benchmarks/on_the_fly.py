@@ -7,11 +7,11 @@ finished run builds it (`frozen_sweep.weights.build`), frozen weights resident o
 (`build_model_on_the_fly`: each frozen tensor drawn from (seed, name) just before the module that uses it runs, freed
 after it). Each measures its weights at rest, the most weight bytes it ever held (on the fly: trainable + the most
 frozen bytes the hooks held at once), its peak RSS (ru_maxrss: building included), sentences/s of greedy and beam-4
-translation (`frozen_sweep.evaluate.decode.translate`) at each batch size, and the seconds spent drawing (median of --repeats rounds: 3, big 1). Weights are
-untrained (speed and memory do not depend on their values): an untrained model rarely ends a sentence, so every
-hypothesis runs to the cap of --max-len-b tokens; sources are synthetic, --src-len subwords. The resident process
-also writes the model file (`frozen_sweep.weights.model_file`, with a 1-byte stand-in vocabulary) and reports its size. A
-reservoir model (demo, reservoir=transformer) is measured too.
+translation (`frozen_sweep.evaluate.decode.translate`) at each batch size, and the seconds spent drawing (median
+of --repeats rounds: 3, big 1). Weights are untrained (speed and memory do not depend on their values): an untrained
+model rarely ends a sentence, so every hypothesis runs to the cap of --max-len-b tokens; sources are synthetic,
+--src-len subwords. The resident process also writes the model file (`frozen_sweep.weights.model_file`, with a 1-byte
+stand-in vocabulary) and reports its size. A reservoir model (demo, reservoir=transformer) is measured too.
 
 Targets: on the fly, the most weight bytes held ≤ trainable + the largest frozen tensor + 5%; row (3), 128 sentences
 a batch: on-the-fly sentences/s ≥ 0.5× resident's, greedy and beam 4.
@@ -20,7 +20,6 @@ a batch: on-the-fly sentences/s ≥ 0.5× resident's, greedy and beam 4.
 import argparse
 import json
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -53,7 +52,7 @@ def worker(spec: dict) -> dict:
     if resident:
         frozen = [p.nbytes for p in model.parameters() if not p.requires_grad]
         out |= {"full": out["at_rest"], "largest_frozen": max(frozen, default=0),
-                "trainable": out["at_rest"] - sum(frozen), "ratio": parameter_counts(model)["trainable_ratio"]}  # fmt: skip
+                "trainable": out["at_rest"] - sum(frozen), "ratio": parameter_counts(model)["trainable_ratio"]}
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "model.safetensors"
             write_model_file(path, model, cfg.seed, OmegaConf.to_yaml(cfg), SimpleNamespace(model=b"\0"),
@@ -71,7 +70,7 @@ def worker(spec: dict) -> dict:
                 translate(model, sources, stub, torch.device("cpu"),
                           OmegaConf.merge(search, {"batch_sentences": batch}), beam=beam)  # fmt: skip
                 timings.append((time.perf_counter() - started, (hooks.draw_s if hooks else 0.0) - drawn))
-            elapsed, draw_s = statistics.median(timings)  # the median round (by time) and its drawing
+            elapsed, draw_s = sorted(timings)[len(timings) // 2]  # the median round (by time) and its drawing
             out[f"{beam}/{batch}"] = {"sent_s": batch / elapsed, "draw_s": draw_s, "s": elapsed}
     out["held"] = out["at_rest"] + (hooks.peak_held_bytes if hooks else 0)
     out["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -101,9 +100,10 @@ def report(model: str, rows: dict, batches: list[int]) -> bool:
         res, otf = r["resident"], r["on-the-fly"]
         bound = (res["trainable"] + res["largest_frozen"]) * 1.05
         met &= otf["held"] <= bound
+        full_file = rows["(0)"]["resident"]["file"] if "(0)" in rows else float("nan")
         mem.append([label, f"{res['ratio']:.3f}", res["full"] / MB, res["trainable"] / MB, res["largest_frozen"] / MB,
                     otf["held"] / MB, "yes" if otf["held"] <= bound else "NO", res["rss"] / MB, otf["rss"] / MB,
-                    res["file"] / MB, f"{res['file'] / rows['(0)']['resident']['file']:.3f}"])  # fmt: skip
+                    res["file"] / MB, f"{res['file'] / full_file:.3f}"])  # fmt: skip
     common.table(["row", "trainable", "resident", "trainable", "largest frozen", "on-the-fly held", "≤ bound",
                   "RSS resident", "RSS on-the-fly", "file", "file/full"], mem)  # fmt: skip
     print(f"\nmodel={model}: sentences/s resident → on the fly (ratio; seconds drawing / decoding on the fly)")
@@ -131,6 +131,8 @@ def main() -> None:
     p.add_argument("--batches", type=int, nargs="+", default=[1, 16, 128])
     p.add_argument("--src-len", type=int, default=12, help="subwords per synthetic source sentence")
     p.add_argument("--max-len-b", type=int, default=8, help="tokens per hypothesis, end-of-sentence included")
+    p.add_argument("--patterns", nargs="+", default=list(common.FREEZE_PATTERNS), help="freeze patterns (default: "
+                   "the nine rows); the reservoir model is measured with demo when `none` is among them")  # fmt: skip
     p.add_argument("--worker", help=argparse.SUPPRESS)  # one measurement, in a process of its own
     args = p.parse_args()
     if args.worker:
@@ -138,7 +140,7 @@ def main() -> None:
         common.keep_freed_memory()
         print(json.dumps(worker(json.loads(args.worker))))
         return
-    patterns = common.FREEZE_PATTERNS
+    patterns = args.patterns
     if args.quick:
         args.models, args.batches, args.max_len_b, patterns = ["micro"], [1, 4], 4, ("none", "ffn")
     common.setup(args)
@@ -148,7 +150,7 @@ def main() -> None:
         for freeze in patterns:
             label = paper_row(common.compose_config(f"freeze={freeze}").freeze)
             rows[label] = measure(args, model, freeze)
-        if model == "demo":
+        if model == "demo" and "none" in patterns:
             rows["reservoir"] = measure(args, model, "none", RESERVOIR)
         met &= report(model, rows, args.batches)
         held = max(r["on-the-fly"]["held"] / (r["resident"]["trainable"] + r["resident"]["largest_frozen"])
