@@ -87,7 +87,8 @@ def test_orthogonal_init_does_not_depend_on_the_thread_count():
         for n in (1, 2):
             cpu.set_threads(n)
             drawn.append(torch.empty(256, 64))
-            freeze.init_parameter(drawn[-1], nn.Linear(64, 256), Init.orthogonal, torch.Generator().manual_seed(3))
+            generator = torch.Generator().manual_seed(3)
+            freeze.init_parameter(drawn[-1], nn.Linear(64, 256), "weight", Init.orthogonal, generator)
     finally:
         cpu.set_threads(threads)
     assert torch.equal(*drawn)

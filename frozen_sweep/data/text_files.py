@@ -22,7 +22,7 @@ def langs_of(task_cfg) -> list[str]:
     return [task_cfg.tgt_lang] if TaskKind(task_cfg.kind).monolingual else [task_cfg.src_lang, task_cfg.tgt_lang]
 
 
-def _decode(path: Path, raw: list[bytes], lines_before: int) -> list[str]:
+def decode_lines(path, raw: list[bytes], lines_before: int = 0) -> list[str]:
     """The lines of a chunk as text, without line endings or surrounding whitespace (and a leading BOM)."""
     try:
         lines = list(map(bytes.decode, raw))  # strict UTF-8
@@ -59,7 +59,7 @@ class SplitReader:
             seen_text = [False] * len(files)
             while True:
                 raw = [list(islice(f, CHUNK_LINES)) for f in files]
-                columns = [_decode(path, r, self.lines) for path, r in zip(self.paths, raw)]
+                columns = [decode_lines(path, r, self.lines) for path, r in zip(self.paths, raw)]
                 seen_text = [seen or any(column) for seen, column in zip(seen_text, columns)]
                 if len({len(r) for r in raw}) > 1:
                     self._unaligned(files, raw, seen_text)

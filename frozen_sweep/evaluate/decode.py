@@ -18,8 +18,13 @@ def _select_rows(caches: list[dict[str, Tensor]], rows: Tensor, keys=("self_k", 
             cache[key] = cache[key].index_select(0, rows)
 
 
+def beam_search(model: Transformer, src: Tensor, beam: int, bos: int, eos: int, **search) -> list[list[int]]:
+    """Best hypothesis per sentence (ids without bos/eos): `beam_search_nbest`'s first."""
+    return [hyps[0][1] if hyps else [] for hyps in beam_search_nbest(model, src, beam, bos, eos, nbest=1, **search)]
+
+
 @torch.no_grad()
-def beam_search(
+def beam_search_nbest(
     model: Transformer,
     src: Tensor,  # (B, S) source ids + eos, padded
     beam: int,
@@ -29,8 +34,9 @@ def beam_search(
     max_len_b: int = 10,
     len_penalty: float = 1.0,
     cache: bool = True,
-) -> list[list[int]]:
-    """Best hypothesis per sentence (ids without bos/eos). Beam 1 is greedy search.
+    nbest: int = 1,
+) -> list[list[tuple[float, list[int]]]]:
+    """The `nbest` best (score, hypothesis) per sentence, best first (ids without bos/eos). Beam 1 is greedy search.
 
     A hypothesis' score is its summed log-probability (eos included) divided by length ** len_penalty. At every step
     the 2·beam best continuations are ranked; those ending in eos within the top `beam` are finished, the best `beam`
@@ -56,7 +62,7 @@ def beam_search(
     limit = max_len.tolist()  # per original sentence, on the host
     row_limit = max_len.repeat_interleave(K)  # per live row, on the device
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
-    not_eos = torch.arange(model.output.weight.shape[0], device=src.device) != eos
+    not_eos = None  # (V,): from the first logits (the output weight may be drawn only while it projects)
 
     for t in range(max(limit)):
         n = len(sentence)
@@ -65,6 +71,8 @@ def beam_search(
         else:  # the decoder reruns the whole prefix; only its last position is projected onto the vocabulary
             logits = model.output(model.decoder(model.tgt_embed(tokens), memory, mask)[:, -1])
         logp = F.log_softmax(logits.float(), dim=-1)
+        if not_eos is None:
+            not_eos = torch.arange(logp.shape[1], device=src.device) != eos
         logp[:, bos] = logp[:, model.pad_id] = -math.inf
         logp = logp.masked_fill((t + 1 >= row_limit).unsqueeze(1) & not_eos, -math.inf)  # at its limit: must end now
         V = logp.shape[1]
@@ -100,10 +108,15 @@ def beam_search(
             if cache:
                 _select_rows(caches, keep_rows)
 
-    return [max(hyps)[1] if hyps else [] for hyps in finished]
+    return [sorted(hyps, reverse=True)[:nbest] for hyps in finished]
 
 
-def translate(
+def translate(model: Transformer, sources: list[list[int]], vocab, device, eval_cfg, **options) -> list[str]:
+    """Decode token-id sources (no eos) into detokenised strings: `translate_nbest`'s best of each."""
+    return [hyps[0][1] for hyps in translate_nbest(model, sources, vocab, device, eval_cfg, **options)]
+
+
+def translate_nbest(
     model: Transformer,
     sources: list[list[int]],
     vocab,
@@ -112,20 +125,23 @@ def translate(
     beam: Optional[int] = None,
     cache: bool = True,
     capped: Optional[list] = None,
-) -> list[str]:
-    """Decode token-id sources (no eos) into detokenised strings, batching sentences of similar length.
+    nbest: int = 1,
+    max_tokens: Optional[int] = None,
+    on_batch=None,
+) -> list[list[tuple[float, str]]]:
+    """The `nbest` best (score, detokenised string) of each source, best first, batching sentences of similar length.
 
     Search settings come from `eval_cfg` (the config's `eval` section); `beam` overrides its beam size; `cache=False`
     decodes without the key/value cache (benchmarks). `capped`, a list, receives the index of every sentence whose
-    hypothesis stopped at the length cap (eval.max_len_a × source + eval.max_len_b) rather than at end-of-sentence.
+    best hypothesis stopped at the length cap (eval.max_len_a × source + eval.max_len_b) rather than at
+    end-of-sentence. Batches: sentences sorted by length, at most eval.batch_sentences each and, with `max_tokens`, at
+    most that many padded source tokens; `on_batch(n)` is called after each batch of n sentences (progress).
     """
-    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
     max_src = model.src_embed.positions.shape[0] - 1
-    out: list[Optional[str]] = [None] * len(sources)
-    for start in range(0, len(order), eval_cfg.batch_sentences):
-        idx = order[start : start + eval_cfg.batch_sentences]
+    out: list[list[tuple[float, str]]] = [[] for _ in sources]
+    for idx in length_batches([len(s) + 1 for s in sources], eval_cfg.batch_sentences, max_tokens):
         src = pad_sequences([sources[i][:max_src] + [EOS] for i in idx])
-        hyps = beam_search(
+        hyps = beam_search_nbest(
             model,
             src.to(device),
             beam=beam or eval_cfg.beam,
@@ -135,14 +151,34 @@ def translate(
             max_len_b=eval_cfg.max_len_b,
             len_penalty=eval_cfg.len_penalty,
             cache=cache,
+            nbest=nbest,
         )
         caps = length_caps((src != model.pad_id).sum(1), eval_cfg.max_len_a, eval_cfg.max_len_b,
                            model.tgt_embed.positions.shape[0])  # fmt: skip
-        for i, hyp, cap in zip(idx, hyps, caps.tolist()):
-            out[i] = vocab.decode(hyp)
-            if capped is not None and len(hyp) >= cap - 1:  # the last position left is the forced end-of-sentence
+        for i, ranked, cap in zip(idx, hyps, caps.tolist()):
+            out[i] = [(score, vocab.decode(hyp)) for score, hyp in ranked] or [(-math.inf, "")]
+            best = ranked[0][1] if ranked else []
+            if capped is not None and len(best) >= cap - 1:  # the last position left is the forced end-of-sentence
                 capped.append(i)
+        if on_batch is not None:
+            on_batch(len(idx))
     return out
+
+
+def length_batches(lengths: list[int], max_sentences: int, max_tokens: Optional[int] = None) -> list[list[int]]:
+    """Indices sorted by length (stable), cut into batches of at most `max_sentences` and, with `max_tokens`, at most
+    that many padded tokens (sentences × the longest); a sentence longer than `max_tokens` is a batch of its own.
+    Without `max_tokens` these are the batches a run's test set was decoded in."""
+    batches: list[list[int]] = []
+    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        batch = batches[-1] if batches else None
+        if batch is None or len(batch) >= max_sentences or (
+            max_tokens is not None and (len(batch) + 1) * lengths[i] > max_tokens
+        ):
+            batches.append([i])
+        else:
+            batch.append(i)
+    return batches
 
 
 def length_caps(src_lens: Tensor, max_len_a: float, max_len_b: int, max_positions: int) -> Tensor:

@@ -2,7 +2,7 @@
 accuracy for language models (masked positions only for a masked LM)."""
 
 import math
-from typing import Iterable
+from typing import Iterable, Optional
 
 import sacrebleu
 import torch
@@ -32,9 +32,11 @@ def token_nll(model: Transformer, batches: Iterable, device) -> float:
 
 
 @torch.no_grad()
-def token_scores(model: Transformer, batches: Iterable, device) -> tuple[float, float]:
+def token_scores(model: Transformer, batches: Iterable, device, sentence_nll: Optional[dict] = None
+                 ) -> tuple[float, float]:  # fmt: skip
     """(mean NLL, accuracy of the arg-max prediction) per target token; padding in `tgt_out` is skipped, so for a
-    masked LM both count the masked positions only."""
+    masked LM both count the masked positions only. `sentence_nll`, a dict, receives each example's (summed NLL,
+    target tokens), keyed by its index (the score command's lines)."""
     model.eval()
     total = torch.zeros((), device=device)  # summed on the device: one read at the end, not one per batch
     correct, count = torch.zeros((), device=device, dtype=torch.long), 0
@@ -46,4 +48,10 @@ def token_scores(model: Transformer, batches: Iterable, device) -> tuple[float, 
         )
         correct += ((logits.argmax(-1) == batch.tgt_out) & (batch.tgt_out != model.pad_id)).sum()
         count += batch.n_tokens
+        if sentence_nll is not None:
+            nll = F.cross_entropy(logits.float().transpose(1, 2), batch.tgt_out, ignore_index=model.pad_id,
+                                  reduction="none")  # (B, T), zero at padding  # fmt: skip
+            tokens = (batch.tgt_out != model.pad_id).sum(1)  # (B,)
+            for example, summed, n in zip(batch.indices.tolist(), nll.sum(1).tolist(), tokens.tolist()):
+                sentence_nll[example] = (summed, n)
     return total.item() / max(count, 1), correct.item() / max(count, 1)

@@ -139,10 +139,11 @@ class DecoderLayer(nn.Module):
 
 
 def sinusoidal_positions(max_positions: int, d_model: int) -> Tensor:
-    """The fixed sine/cosine table of Vaswani et al., (max_positions, d_model); no parameters."""
-    position = torch.arange(max_positions, dtype=torch.float32).unsqueeze(1)
-    freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
-    table = torch.zeros(max_positions, d_model)
+    """The fixed sine/cosine table of Vaswani et al., (max_positions, d_model); no parameters. Computed on the CPU
+    even when the model is built on the meta device (a model whose frozen weights are drawn on the fly)."""
+    position = torch.arange(max_positions, dtype=torch.float32, device="cpu").unsqueeze(1)
+    freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32, device="cpu") * (-math.log(10000.0) / d_model))
+    table = torch.zeros(max_positions, d_model, device="cpu")
     table[:, 0::2] = torch.sin(position * freq)
     table[:, 1::2] = torch.cos(position * freq[: d_model // 2])
     return table

@@ -68,7 +68,7 @@ def reset(model: nn.Module, relearn_cfg, seed: int) -> list[str]:
     for name, param in model.named_parameters():
         if name in names:
             generator = torch.Generator().manual_seed(parameter_seed(seed, f"relearn/{name}"))
-            init_parameter(param, owners[name], init, generator)
+            init_parameter(param, owners[name], name.rsplit(".", 1)[1], init, generator)
         param.requires_grad_(name in trainable)
     return names
 

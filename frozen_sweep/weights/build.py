@@ -7,6 +7,10 @@ checkpoint's frozen parameters are always regenerated the way the job drew them.
 from frozen_sweep.data.vocab import PAD
 from frozen_sweep.model import Transformer
 from frozen_sweep.weights import freeze
+from frozen_sweep.weights.on_the_fly import OnTheFly, build_on_the_fly
+
+
+FROZEN_MODES = ("resident", "on-the-fly")  # where a model's frozen weights live (frozen_sweep.weights.on_the_fly)
 
 
 def build_model(cfg, vocab_size: int) -> Transformer:
@@ -14,3 +18,8 @@ def build_model(cfg, vocab_size: int) -> Transformer:
     model = Transformer(cfg.model, vocab_size, PAD, cfg.reservoir)
     freeze.init_and_freeze(model, cfg.freeze, cfg.seed)
     return model
+
+
+def build_model_on_the_fly(cfg, vocab_size: int) -> tuple[Transformer, OnTheFly]:
+    """`build_model`'s model with its frozen weights drawn on the fly, and the hooks that draw them."""
+    return build_on_the_fly(lambda: Transformer(cfg.model, vocab_size, PAD, cfg.reservoir), cfg.freeze, cfg.seed)

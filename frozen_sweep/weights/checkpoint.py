@@ -25,31 +25,43 @@ def save_checkpoint(path: Path, model: nn.Module, seed: int, **extra: Any) -> No
     write_atomic(path, lambda f: torch.save(state, f))
 
 
-def load_checkpoint(path: Path, model: nn.Module, freeze_cfg=None) -> dict:
+def load_checkpoint(path: Path, model: nn.Module, freeze_cfg=None, fingerprint=frozen_fingerprint) -> dict:
     """Verify the model's frozen parameters against the saved run's, then load the trainable ones.
 
     With `freeze_cfg`, the frozen parameters are first regenerated from the stored seed. Without, they must already
     be in place: a model freshly built for the job (its frozen parameters are regenerated as it is built), or a
     relearn model, whose frozen parameters are a base run's trained weights (frozen_sweep.study.relearn).
-    Returns the checkpoint's other entries (optimiser state etc.).
+    `fingerprint(model)` hashes the model's frozen parameters (a model whose frozen parameters are drawn on the fly
+    brings its own). Returns the checkpoint's other entries (optimiser state etc.).
     """
     state = torch.load(path, map_location="cpu", weights_only=False)
     if freeze_cfg is not None:
         init_and_freeze(model, freeze_cfg, state["seed"])
-    expected, actual = state["frozen_sha256"], frozen_fingerprint(model)
+    restore(path, model, state["trainable"], state["frozen_sha256"], fingerprint(model))
+    return {k: v for k, v in state.items() if k not in ("seed", "trainable", "frozen_sha256")}
+
+
+def restore(source: Path, model: nn.Module, trainable: dict, expected: dict[str, str], actual: dict[str, str]) -> None:
+    """Check the regenerated frozen parameters' hashes (`actual`) against the saved ones (`expected`), naming the
+    first that differs, then copy the saved trainable tensors into the model. `source` names the file in errors."""
     if expected.keys() != actual.keys():
         raise CheckpointError(
-            f"{path}: frozen parameters differ from this config's freeze pattern "
-            f"(checkpoint: {sorted(expected)[:3]}…, config: {sorted(actual)[:3]}…)"
+            f"{source}: frozen parameters differ from this config's freeze pattern "
+            f"(saved: {sorted(expected)[:3]}…, config: {sorted(actual)[:3]}…)"
         )
     mismatched = [name for name in expected if expected[name] != actual[name]]
     if mismatched:
-        raise CheckpointError(f"{path}: regenerated frozen parameters differ from the saved run's: {mismatched[:5]}")
+        others = f" (and {len(mismatched) - 1} more)" if len(mismatched) > 1 else ""
+        raise CheckpointError(
+            f"{source}: frozen tensor {mismatched[0]}{others} regenerated from the seed does not match its saved "
+            f"SHA-256: another torch version draws other numbers, or the file was altered"
+        )
     params = dict(model.named_parameters())
-    trainable = state["trainable"]
     if trainable.keys() != {n for n, p in params.items() if p.requires_grad}:
-        raise CheckpointError(f"{path}: its trainable parameters do not match this model")
+        raise CheckpointError(f"{source}: its trainable parameters do not match this model")
     with torch.no_grad():
         for name, value in trainable.items():
+            if params[name].shape != value.shape:
+                raise CheckpointError(f"{source}: {name} has shape {tuple(value.shape)}, the model's is "
+                                      f"{tuple(params[name].shape)}")  # fmt: skip
             params[name].copy_(value)
-    return {k: v for k, v in state.items() if k not in ("seed", "trainable", "frozen_sha256")}

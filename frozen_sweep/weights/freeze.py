@@ -15,6 +15,8 @@ Inits (docs/concepts.md):
 """
 
 import hashlib
+import math
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
@@ -55,10 +57,10 @@ def parameter_owners(model: nn.Module) -> dict[str, nn.Module]:
 
 
 @torch.no_grad()
-def init_parameter(param: Tensor, owner: nn.Module, init: Init, generator: torch.Generator) -> None:
-    """Fill one parameter in place; `owner` tells what kind of weight it is."""
+def init_parameter(param: Tensor, owner: nn.Module, attr: str, init: Init, generator: torch.Generator) -> None:
+    """Fill one parameter in place; `owner` (the module holding it as `attr`) tells what kind of weight it is."""
     if param.dim() == 1:  # biases and norm parameters
-        is_norm_gain = isinstance(owner, nn.LayerNorm) and param is owner.weight
+        is_norm_gain = isinstance(owner, nn.LayerNorm) and attr == "weight"
         param.fill_(1.0 if is_norm_gain else 0.0)
     elif init == Init.identity:
         param.zero_()
@@ -79,47 +81,83 @@ def init_parameter(param: Tensor, owner: nn.Module, init: Init, generator: torch
         nn.init.xavier_uniform_(param, generator=generator)
 
 
+def _fan_in(owner: nn.Module) -> int:
+    """Inputs per output unit of a reservoir's GRU, linear or convolution (from its settings, not its weight: a weight
+    regenerated on the fly is not there)."""
+    if isinstance(owner, nn.RNNBase):
+        return owner.hidden_size
+    if isinstance(owner, nn.Linear):
+        return owner.in_features
+    return owner.in_channels // owner.groups * math.prod(owner.kernel_size)
+
+
 @torch.no_grad()
-def init_reservoir_parameter(param: Tensor, owner: nn.Module, init: Init, generator: torch.Generator) -> None:
+def init_reservoir_parameter(param: Tensor, owner: nn.Module, attr: str, init: Init, generator) -> None:
     """Weight matrices with `init`; biases and norms as PyTorch initialises them (norms (1, 0), biases
     U(±1/sqrt(fan_in)), fan_in = a GRU's hidden size)."""
     if param.dim() > 1:
-        init_parameter(param, owner, init, generator)
+        init_parameter(param, owner, attr, init, generator)
     elif isinstance(owner, nn.LayerNorm):
-        param.fill_(1.0 if param is owner.weight else 0.0)
+        param.fill_(1.0 if attr == "weight" else 0.0)
     else:
-        fan_in = owner.hidden_size if isinstance(owner, nn.RNNBase) else owner.weight[0].numel()
+        fan_in = _fan_in(owner)
         nn.init.uniform_(param, -(fan_in**-0.5), fan_in**-0.5, generator=generator)
 
 
-def _reservoir_inits(model: nn.Module) -> dict[str, Init]:
-    """Parameter name → its reservoir's init, for the parameters of reservoir layers."""
-    return {
+@dataclass(frozen=True)
+class Draw:
+    """How one parameter is drawn from (seed, name): the module that holds it (as `attr`), its init, whether it is a
+    reservoir's (its own inits, always frozen) and whether it is frozen."""
+
+    owner: nn.Module
+    attr: str
+    init: Init
+    reservoir: bool
+    frozen: bool
+
+
+def draw_plan(model: nn.Module, freeze_cfg) -> dict[str, Draw]:
+    """Parameter name → how it is drawn, for every distinct parameter (a tied weight under its first name)."""
+    components = component_of_parameters(model)
+    reservoir_inits = {
         f"{module_name}.{name}": module.init
         for module_name, module in model.named_modules()
         if isinstance(module, Reservoir)
         for name, _ in module.named_parameters()
     }
+    plan = {}
+    for module_name, module in model.named_modules():
+        for attr, _ in module.named_parameters(recurse=False):
+            name = f"{module_name}.{attr}" if module_name else attr
+            if name not in components or name in plan:  # a tied weight's second holder
+                continue
+            spec = freeze_cfg[components[name]]
+            reservoir = name in reservoir_inits
+            init = reservoir_inits[name] if reservoir else Init(spec.init)
+            plan[name] = Draw(module, attr, init, reservoir, spec.frozen or reservoir)
+    return plan
+
+
+def draw(name: str, how: Draw, seed: int, out: Tensor) -> Tensor:
+    """`out`, a CPU tensor of the parameter's shape, filled with parameter `name` as drawn from `seed`: the same bits
+    on every machine, whenever it is drawn (at build, or just before use: frozen_sweep.weights.on_the_fly)."""
+    generator = torch.Generator().manual_seed(parameter_seed(seed, name))
+    fill = init_reservoir_parameter if how.reservoir else init_parameter
+    fill(out, how.owner, how.attr, how.init, generator)
+    return out
 
 
 def init_and_freeze(model: nn.Module, freeze_cfg, seed: int) -> None:
     """Initialise all parameters from (seed, name) with their component's init; freeze the frozen components.
     Reservoir layers are always frozen, with their own init."""
-    components = component_of_parameters(model)
-    owners = parameter_owners(model)
-    reservoir_inits = _reservoir_inits(model)
-    for name, param in model.named_parameters():
-        spec = freeze_cfg[components[name]]
-        device = param.device
-        generator = torch.Generator().manual_seed(parameter_seed(seed, name))
-        cpu = param.detach().cpu() if device.type != "cpu" else param
-        if name in reservoir_inits:  # always drawn on CPU: the same bits everywhere
-            init_reservoir_parameter(cpu, owners[name], reservoir_inits[name], generator)
-        else:
-            init_parameter(cpu, owners[name], spec.init, generator)
-        if cpu is not param:
-            param.data.copy_(cpu)
-        param.requires_grad_(not spec.frozen and name not in reservoir_inits)
+    params = dict(model.named_parameters())
+    for name, how in draw_plan(model, freeze_cfg).items():
+        param = params[name]
+        if param.device.type == "cpu":
+            draw(name, how, seed, param.data)
+        else:  # always drawn on CPU: the same bits everywhere
+            param.data.copy_(draw(name, how, seed, param.detach().cpu()))
+        param.requires_grad_(not how.frozen)
 
 
 def tensor_sha256(t: Tensor) -> str:

@@ -1,0 +1,76 @@
+"""Write a finished run as one seed-only model file, to hand on or ship:
+
+    python -m frozen_sweep.export RUN OUT.safetensors
+
+The file (safetensors: loading it runs no code) holds the trainable tensors, the seed, the config, the vocabulary and
+each frozen tensor's SHA-256, and nothing else: its size is about the trainable share of the full model's, plus the
+vocabulary. Every command that takes a run (translate, score, ...) takes the file in its place, on any machine; the
+frozen tensors are drawn again from the seed there, and a file whose tensors do not regenerate to their hashes
+(another torch version, an altered file) is refused, naming the tensor. RUN may be a run directory or a model file.
+
+    python -m frozen_sweep.export RUN OUT_DIR --format hf
+
+writes a translation run as a Hugging Face MarianMT directory instead (MarianMTModel.from_pretrained(OUT_DIR),
+MarianTokenizer.from_pretrained(OUT_DIR); needs `transformers`: pip install 'frozen_sweep[hf]'), all its weights
+included; greedy search gives the run's greedy translations. Runs MarianMT cannot express are refused, saying why.
+"""
+
+import argparse
+import importlib.util
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from frozen_sweep.weights import command_line
+from frozen_sweep.weights.command_line import UsageError
+from frozen_sweep.weights.finished_run import load_run
+from frozen_sweep.weights.freeze import frozen_fingerprint
+from frozen_sweep.weights.model_file import write_model_file
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run", metavar="RUN", help="a finished run's directory, or a model file")
+    p.add_argument("out", metavar="OUT", help="the model file to write (replaced atomically if it exists); with "
+                   "--format hf, a new directory")  # fmt: skip
+    p.add_argument("--format", choices=["safetensors", "hf"], default="safetensors")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    if args.format == "hf":
+        return export_marian(args.run, out)
+    if out.is_dir():
+        raise UsageError(f"{out} is a directory; OUT is the model file to write, e.g. {out / 'model.safetensors'}")
+    if not out.parent.is_dir():
+        raise UsageError(f"{out.parent} does not exist: create it first")
+    run = load_run(args.run)
+    model = run.model
+    write_model_file(out, model, run.config.seed, OmegaConf.to_yaml(run.config), run.vocab, frozen_fingerprint(model))
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in model.parameters())
+    print(f"{out}: {out.stat().st_size:,} bytes; {trainable:,} of {total:,} parameters stored "
+          f"({trainable / total:.1%}), the rest drawn from seed {run.config.seed}", file=sys.stderr)  # fmt: skip
+
+
+def export_marian(run_path: str, out: Path) -> None:
+    """The run as a MarianMT directory, written beside OUT and renamed into place once complete."""
+    from frozen_sweep.weights.marian import not_expressible, write_marian
+
+    if importlib.util.find_spec("transformers") is None:
+        raise UsageError("--format hf needs Hugging Face transformers: pip install 'frozen_sweep[hf]'")
+    if out.exists():
+        raise UsageError(f"{out} exists; --format hf writes a new directory")
+    run = load_run(run_path)
+    reasons = not_expressible(run.config)
+    if reasons:
+        raise UsageError(f"{run.path}: MarianMT cannot hold this model: {'; '.join(reasons)}")
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.") as tmp:
+        write_marian(Path(tmp) / "model", run.config, run.model.eval(), run.vocab)
+        os.replace(Path(tmp) / "model", out)
+    print(f"{out}: MarianMT (transformers), greedy search gives the run's greedy translations", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    command_line.run_command(main)
