@@ -11,15 +11,23 @@ class TaskKind(Enum):
     translation = "translation"
     lm = "lm"  # causal language modelling: a decoder-only model predicts the next token
     mlm = "mlm"  # masked language modelling (BERT/RoBERTa): an encoder-only model predicts masked tokens
+    classify = "classify"  # a label per text or text pair: an encoder-only model with a head on its first token
 
     @property
     def monolingual(self) -> bool:
         return self != TaskKind.translation
 
 
+class BibleLabels(Enum):
+    """What a classification task on the embedded corpus predicts (frozen_sweep.data.bible_labels)."""
+
+    division = "division"  # a verse → the part of the canon it comes from (law, history, wisdom, ...)
+    same_division = "same_division"  # a pair of verses → "same" or "different" part of the canon
+
+
 class CorpusKind(Enum):
     bible = "bible"  # the embedded corpus, read from SWORD zText modules
-    text_files = "text_files"  # the user's own files: {path}/{train,valid,test}.{lang}
+    text_files = "text_files"  # the user's own files: {path}/{train,valid,test}.{lang} ({split}.tsv to classify)
 
 
 @dataclass
@@ -45,4 +53,9 @@ class TaskConfig:
     mask_prob: float = 0.15
     mask_replace_prob: float = 0.8
     random_replace_prob: float = 0.1
+    # kind=classify (frozen_sweep.data.tsv): {train,valid,test}.tsv start with a header line (skipped)
+    header: bool = False
+    bible_labels: BibleLabels = BibleLabels.division  # kind=classify on the embedded corpus: what is predicted
+    # a SentencePiece model to encode with instead of training one (a fine-tuning job sets its base run's)
+    vocab: Optional[str] = None
     cache_dir: str = "${oc.env:FROZEN_SWEEP_CACHE,'~/.cache/frozen_sweep'}"

@@ -22,8 +22,9 @@ def langs_of(task_cfg) -> list[str]:
     return [task_cfg.tgt_lang] if TaskKind(task_cfg.kind).monolingual else [task_cfg.src_lang, task_cfg.tgt_lang]
 
 
-def _decode(path: Path, raw: list[bytes], lines_before: int) -> list[str]:
-    """The lines of a chunk as text, without line endings or surrounding whitespace (and a leading BOM)."""
+def decode_lines(path: Path, raw: list[bytes], lines_before: int, strip: bool = True) -> list[str]:
+    """The lines of a chunk as text (the file's first line without a leading BOM), without surrounding whitespace, or
+    with `strip=False` without their line endings only; `lines_before`: the file's lines before the chunk."""
     try:
         lines = list(map(bytes.decode, raw))  # strict UTF-8
     except UnicodeDecodeError:
@@ -36,7 +37,7 @@ def _decode(path: Path, raw: list[bytes], lines_before: int) -> list[str]:
                 ) from None
     if lines_before == 0 and lines:
         lines[0] = lines[0].lstrip("\ufeff")
-    return list(map(str.strip, lines))
+    return list(map(str.strip, lines)) if strip else [line.rstrip("\r\n") for line in lines]
 
 
 class SplitReader:
@@ -59,7 +60,7 @@ class SplitReader:
             seen_text = [False] * len(files)
             while True:
                 raw = [list(islice(f, CHUNK_LINES)) for f in files]
-                columns = [_decode(path, r, self.lines) for path, r in zip(self.paths, raw)]
+                columns = [decode_lines(path, r, self.lines) for path, r in zip(self.paths, raw)]
                 seen_text = [seen or any(column) for seen, column in zip(seen_text, columns)]
                 if len({len(r) for r in raw}) > 1:
                     self._unaligned(files, raw, seen_text)

@@ -48,7 +48,8 @@ class RunResult:
     best_metric: Optional[float] = None
     test_metric: Optional[float] = None
     test_chrf: Optional[float] = None
-    test_accuracy: Optional[float] = None  # masked LM: arg-max accuracy on the test set's masked positions
+    test_accuracy: Optional[float] = None  # masked LM: arg-max accuracy on the test set's masked positions; classifier
+    test_f1: Optional[float] = None  # classifier: macro-F1 on the test set
     best_epoch: Optional[float] = None
     epochs_to_convergence: Optional[float] = None
     stopped_reason: Optional[str] = None  # early_stop | max_epochs | max_steps | max_time
@@ -58,6 +59,7 @@ class RunResult:
     train_tokens_per_s: Optional[float] = None  # target tokens per second of training steps
     reservoir: dict = field(default_factory=dict)  # study=reservoir: type, stack, pattern, layer counts, backskip
     relearn: dict = field(default_factory=dict)  # study=relearn: base run, reset layer, pre/post/final, recovery
+    finetune: dict = field(default_factory=dict)  # study=finetune: the base run, frozen mode, what stayed frozen
     aucc: Optional[float] = None  # area under the validation-metric curve over wall-clock time / T̂ (efficiency.py)
     aucc_cutoff_s: Optional[float] = None  # T̂
     sacrebleu_signature: Optional[str] = None

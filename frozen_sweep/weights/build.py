@@ -9,8 +9,9 @@ from frozen_sweep.model import Transformer
 from frozen_sweep.weights import freeze
 
 
-def build_model(cfg, vocab_size: int) -> Transformer:
-    """The model of `cfg` (model, reservoir, freeze, seed) for a vocabulary of `vocab_size` pieces."""
-    model = Transformer(cfg.model, vocab_size, PAD, cfg.reservoir)
+def build_model(cfg, vocab_size: int, num_classes: int | None = None) -> Transformer:
+    """The model of `cfg` (model, reservoir, freeze, seed) for a vocabulary of `vocab_size` pieces; with
+    `num_classes`, a classifier."""
+    model = Transformer(cfg.model, vocab_size, PAD, cfg.reservoir, num_classes)
     freeze.init_and_freeze(model, cfg.freeze, cfg.seed)
     return model

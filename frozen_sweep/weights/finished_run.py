@@ -8,10 +8,11 @@ value comes back as the type the job had.
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from omegaconf import DictConfig, OmegaConf
 
-from frozen_sweep.config import Config
-from frozen_sweep.model import Transformer
+from frozen_sweep.config import SCRATCH, Config, FrozenMode, StudyName
+from frozen_sweep.model import Transformer, component_of_parameters
 from frozen_sweep.run.base_run import load_base_run
 from frozen_sweep.run.directory import BEST_CHECKPOINT, CONFIG_FILE
 from frozen_sweep.weights.build import build_model
@@ -34,9 +35,37 @@ class FinishedRun:
 
 def load_run(path, checkpoint: str = BEST_CHECKPOINT) -> FinishedRun:
     """The completed run in `path` with the weights of `checkpoint` (default: its best validation's);
-    BaseRunError saying why when `path` is not a completed run."""
+    BaseRunError saying why when `path` is not a completed run. A fine-tuned run's frozen parameters come from its
+    base run, loaded (and verified) first."""
     run = load_base_run(path)
     config = typed_config(run.path / CONFIG_FILE)
-    model = build_model(config, run.record["data"]["vocab_size"])
+    data = run.record["data"]
+    num_classes = len(data["labels"]) if "labels" in data else None
+    base = config.finetune.base_checkpoint
+    if StudyName(config.study) == StudyName.finetune and base != SCRATCH:
+        model = fine_tuned_model(config, load_run(base), num_classes)
+    else:
+        model = build_model(config, data["vocab_size"], num_classes)
     extra = load_checkpoint(run.path / checkpoint, model)
     return FinishedRun(run.path, config, run.record, model, extra)
+
+
+def fine_tuned_model(cfg, base: FinishedRun, num_classes: int) -> Transformer:
+    """A study=finetune job's classifier: the model of `cfg` (the base's encoder shape and reservoirs, the job's seed)
+    with every parameter but the head's and the re-drawn components' (finetune.redraw, drawn from the job's seed)
+    copied from the base run's model. Frozen: the job's freeze pattern's components, and with finetune.frozen=keep
+    whatever the base kept frozen (its frozen components, its reservoir layers) — so a checkpoint stays seed-only: its
+    frozen parameters are the base's (regenerated from the base's seed and checkpoint) or the job seed's."""
+    model = build_model(cfg, base.record["data"]["vocab_size"], num_classes)
+    base_params = dict(base.model.named_parameters())
+    keep, redraw = FrozenMode(cfg.finetune.frozen) == FrozenMode.keep, set(cfg.finetune.redraw)
+    components = component_of_parameters(model)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            component = components[name]
+            if component == "head" or component in redraw:  # the job's own draw, frozen as its freeze pattern says
+                continue
+            source = base_params[name]  # the same encoder: job_config adopted the base's model and reservoirs
+            param.copy_(source)
+            param.requires_grad_(not (cfg.freeze[component].frozen or (keep and not source.requires_grad)))
+    return model
