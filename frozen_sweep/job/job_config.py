@@ -50,17 +50,17 @@ PATH_NAMES = frozenset({SCRATCH})  # values of PATH_KEYS that are no paths
 
 
 def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
-    """The config the job runs: a copy of `cfg` with budgets resolved and the relearn base adopted; ConfigError
-    (naming the key, or the file) for an unknown key, a bad value or missing data."""
+    """The config the job runs: a copy of `cfg` with budgets resolved and a relearn or fine-tuning base adopted;
+    ConfigError (naming the key, or the file) for an unknown key, a bad value or missing data."""
     check_known_keys(cfg)
     cfg = resolve_budgets(cfg, overrides)
+    if StudyName(cfg.study) == StudyName.finetune and cfg.finetune.base_checkpoint not in (None, SCRATCH):
+        cfg = adopt_finetune_base(cfg, overrides)  # first: the model it checks against the task is the base's
     validate(cfg)
     check_installed(cfg.trainer.loggers)
     if cfg.relearn.name != "none":
         check_reset_layer(cfg.relearn)
         cfg = adopt_base(cfg, overrides)
-    if StudyName(cfg.study) == StudyName.finetune and cfg.finetune.base_checkpoint != SCRATCH:
-        cfg = adopt_finetune_base(cfg, overrides)
     return cfg
 
 
