@@ -77,6 +77,7 @@ def validate(cfg) -> None:
     if tr.max_tokens < t.max_len:
         raise ConfigError(f"trainer.max_tokens={tr.max_tokens} must be >= task.max_len={t.max_len}")
 
+    validate_finetune(cfg)  # first: without its base, a fine-tuning job's model is not the one it will have
     validate_task_kind(cfg)
     if tr.stop_metric == StopMetric.bleu and tr.valid_bleu_sentences == 0:
         raise ConfigError("trainer.stop_metric=bleu needs validation BLEU: trainer.valid_bleu_sentences must not be 0")
@@ -92,7 +93,6 @@ def validate(cfg) -> None:
                 raise ConfigError(f"task.modules has no SWORD module for language '{lang}'; has: {sorted(t.modules)}")
     validate_study(cfg)
     validate_relearn(cfg.relearn)
-    validate_finetune(cfg)
 
 
 # task.kind → (model.encoder_layers > 0, model.decoder_layers > 0) it needs, and a model preset of that shape
