@@ -7,7 +7,6 @@ from typing import Any, Callable
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import (
-    COMPONENTS,
     SCRATCH,
     ConfigError,
     CorpusKind,
@@ -155,12 +154,12 @@ def validate_study(cfg) -> None:
 
 
 def validate_finetune(cfg) -> None:
-    """study=finetune goes with finetune.base_checkpoint (a run, or scratch) and a classification task; its other
-    keys name components. The base run itself is read in frozen_sweep.job.job_config."""
+    """study=finetune goes with finetune.base_checkpoint (a run, or scratch) and a classification task; the base run
+    itself is read in frozen_sweep.job.job_config."""
     f, study = cfg.finetune, StudyName(cfg.study)
     if study != StudyName.finetune:
-        if f.base_checkpoint is not None or f.redraw:
-            raise ConfigError(f"finetune.base_checkpoint/redraw are set but study={study.value}: add study=finetune")
+        if f.base_checkpoint is not None:
+            raise ConfigError(f"finetune.base_checkpoint is set but study={study.value}: add study=finetune")
         return
     if not f.base_checkpoint:
         raise ConfigError(
@@ -171,15 +170,6 @@ def validate_finetune(cfg) -> None:
         raise ConfigError(
             f"study=finetune fine-tunes on a classification task; task={cfg.task.name} is task.kind="
             f"{TaskKind(cfg.task.kind).value}: use e.g. task=cls_bible_en"
-        )
-    unknown = [c for c in f.redraw if c not in COMPONENTS]
-    if unknown:
-        raise ConfigError(
-            f"finetune.redraw={list(f.redraw)}: {unknown[0]} is no component; allowed: {', '.join(COMPONENTS)}"
-        )
-    if f.redraw and f.base_checkpoint == SCRATCH:
-        raise ConfigError(
-            f"finetune.redraw={list(f.redraw)} with finetune.base_checkpoint={SCRATCH}: there is no base to re-draw"
         )
 
 

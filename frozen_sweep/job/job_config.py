@@ -22,7 +22,9 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from frozen_sweep.config import NEUTRAL_KEYS, SCRATCH, ConfigError, ResetParts, StudyName, TaskKind
+from frozen_sweep.config import (
+    NEUTRAL_KEYS, SCRATCH, ConfigError, FreezeFrom, FrozenMode, ResetParts, StudyName, TaskKind,
+)  # fmt: skip
 from frozen_sweep.config.checks import validate
 from frozen_sweep.config.stack_layout import parse_reset_layer
 from frozen_sweep.metrics.sinks import check_installed
@@ -33,7 +35,7 @@ from frozen_sweep.run.directory import BEST_CHECKPOINT, flatten
 DATA_LOCATION_KEYS = frozenset({"task.path", "task.sword_dir", "task.vocab", "finetune.base_checkpoint"})
 # keys added after records were written: left out of the fingerprint at these defaults, so that older jobs keep theirs
 LATER_DEFAULTS = {"freeze.head.frozen": False, "freeze.head.init": "random", "task.header": False,
-                  "task.bible_labels": "division", "finetune.frozen": "keep", "finetune.redraw": [],
+                  "task.bible_labels": "division", "finetune.frozen": "keep", "finetune.freeze_from": "base",
                   "finetune.max_unk_rate": 0.01}  # fmt: skip
 # `study` only labels the record's table; it stays in directory names (study=freeze and study=reservoir runs never
 # share one), and records from before the key existed keep their fingerprint
@@ -56,6 +58,8 @@ def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     cfg = resolve_budgets(cfg, overrides)
     if StudyName(cfg.study) == StudyName.finetune and cfg.finetune.base_checkpoint not in (None, SCRATCH):
         cfg = adopt_finetune_base(cfg, overrides)  # first: the model it checks against the task is the base's
+    elif cfg.finetune.base_checkpoint == SCRATCH:  # nothing pre-trained: frozen and freeze_from change nothing, so a
+        cfg.finetune.frozen, cfg.finetune.freeze_from = FrozenMode.keep, FreezeFrom.base  # sweep's copies are one job
     validate(cfg)
     check_installed(cfg.trainer.loggers)
     if cfg.relearn.name != "none":

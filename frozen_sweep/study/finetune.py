@@ -2,7 +2,8 @@
 encoder, with a classification head, trained on a classification task.
 
 - The job adopts the base's model and reservoirs and encodes its task with the base's vocabulary (job_config, before
-  any job starts); its own seed draws the head (and the components of finetune.redraw), its dropout and batches.
+  any job starts); its own seed draws the head, its dropout and batches, and with finetune.freeze_from=seed the
+  components its freeze pattern freezes (the "pre-trained, embeddings re-drawn at random and frozen" row).
 - make_model: load_run(base) regenerates the base's frozen parameters from the base's seed and verifies them against
   its checkpoint; weights/finished_run.fine_tuned_model copies them. finetune.frozen=keep leaves frozen what the base
   had frozen (components, reservoir layers); train trains them; the job's freeze pattern may freeze more.
@@ -13,7 +14,7 @@ import logging
 from functools import cached_property
 from typing import Optional
 
-from frozen_sweep.config import SCRATCH, FrozenMode
+from frozen_sweep.config import SCRATCH, FreezeFrom, FrozenMode
 from frozen_sweep.data import TaskData
 from frozen_sweep.model import Transformer
 from frozen_sweep.run.record import RunResult
@@ -47,7 +48,8 @@ class FinetuneStudy(FreezeStudy):
         f, base = self.cfg.finetune, self.base
         if self.cfg.reservoir.name != "none":  # adopted from a reservoir base run
             result.reservoir = describe_reservoirs(self.cfg, model)
-        result.finetune = {"base_run": SCRATCH, "frozen": FrozenMode(f.frozen).value, "redraw": list(f.redraw)}
+        result.finetune = {"base_run": SCRATCH, "frozen": FrozenMode(f.frozen).value,
+                           "freeze_from": FreezeFrom(f.freeze_from).value}  # fmt: skip
         if base is None:
             return
         kept = sum(p.numel() for p in model.parameters() if not p.requires_grad)

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from frozen_sweep.config import SCRATCH, Config, FrozenMode, StudyName
+from frozen_sweep.config import SCRATCH, Config, FreezeFrom, FrozenMode, StudyName
 from frozen_sweep.model import Transformer, component_of_parameters
 from frozen_sweep.run.base_run import load_base_run
 from frozen_sweep.run.directory import BEST_CHECKPOINT, CONFIG_FILE
@@ -52,18 +52,18 @@ def load_run(path, checkpoint: str = BEST_CHECKPOINT) -> FinishedRun:
 
 def fine_tuned_model(cfg, base: FinishedRun, num_classes: int) -> Transformer:
     """A study=finetune job's classifier: the model of `cfg` (the base's encoder shape and reservoirs, the job's seed)
-    with every parameter but the head's and the re-drawn components' (finetune.redraw, drawn from the job's seed)
-    copied from the base run's model. Frozen: the job's freeze pattern's components, and with finetune.frozen=keep
+    with every parameter but the head's copied from the base run's model, and with finetune.freeze_from=seed but
+    the ones the job's freeze pattern freezes (drawn from the job's seed, with the pattern's init). Frozen: the job's freeze pattern's components, and with finetune.frozen=keep
     whatever the base kept frozen (its frozen components, its reservoir layers) — so a checkpoint stays seed-only: its
     frozen parameters are the base's (regenerated from the base's seed and checkpoint) or the job seed's."""
     model = build_model(cfg, base.record["data"]["vocab_size"], num_classes)
     base_params = dict(base.model.named_parameters())
-    keep, redraw = FrozenMode(cfg.finetune.frozen) == FrozenMode.keep, set(cfg.finetune.redraw)
+    keep, from_seed = FrozenMode(cfg.finetune.frozen) == FrozenMode.keep, cfg.finetune.freeze_from == FreezeFrom.seed
     components = component_of_parameters(model)
     with torch.no_grad():
         for name, param in model.named_parameters():
             component = components[name]
-            if component == "head" or component in redraw:  # the job's own draw, frozen as its freeze pattern says
+            if component == "head" or (from_seed and cfg.freeze[component].frozen):  # the job's draw, as built
                 continue
             source = base_params[name]  # the same encoder: job_config adopted the base's model and reservoirs
             param.copy_(source)
