@@ -10,6 +10,8 @@ import pytest
 import torch
 
 from frozen_sweep.job.job_config import fingerprint, job_config
+from frozen_sweep.tables.build import build_tables
+from frozen_sweep.tables.runs import load_runs
 from frozen_sweep.weights.finished_run import load_run
 from tests.conftest import ROOT, compose_config, fake_run_dir
 from tests.helpers.jobs import result, run_cli
@@ -20,14 +22,17 @@ QUICK = ["trainer=quick", "trainer.label_smoothing=0", "trainer.max_epochs=null"
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, cache_dir):
-    """A micro masked LM with frozen random embeddings (the base), and two fine-tunings of it: keep and train."""
+    """A micro masked LM with frozen random embeddings (the base), and three fine-tunings of it: keep, train, and its
+    feed-forward layers re-drawn at random and frozen (freeze=ffn finetune.freeze_from=seed)."""
     root = tmp_path_factory.mktemp("finetune")
     cache = f"task.cache_dir={cache_dir}"
     base = run_cli("task=mlm_bible_en", "model=mlm_micro", "freeze=emb", cache, *QUICK, "trainer.max_steps=100",
                    "trainer.validate_every_steps=50", f"hydra.run.dir={root / 'base'}")  # fmt: skip
     assert base.returncode == 0, base.stdout[-2000:]
-    for mode in ("keep", "train"):
-        tuned = run_cli("study=finetune", f"finetune.base_checkpoint={root / 'base'}", f"finetune.frozen={mode}",
+    arms = {"keep": ["finetune.frozen=keep"], "train": ["finetune.frozen=train"],
+            "redrawn": ["freeze=ffn", "finetune.freeze_from=seed"]}  # fmt: skip
+    for mode, arm in arms.items():
+        tuned = run_cli("study=finetune", f"finetune.base_checkpoint={root / 'base'}", *arm,
                         "task=cls_bible_en", cache, *QUICK, "trainer.max_steps=300", "trainer.validate_every_steps=100",
                         "trainer.stop_metric=accuracy", f"hydra.run.dir={root / mode}")  # fmt: skip
         assert tuned.returncode == 0, tuned.stdout[-2000:]
@@ -51,6 +56,23 @@ def test_frozen_base_parameters_stay_bit_identical_unless_trained(runs):
         assert tuned[frozen[0]].requires_grad is not same
         assert not torch.equal(tuned["encoder.layers.0.ffn.fc1.weight"], base["encoder.layers.0.ffn.fc1.weight"])
     assert result(runs / "keep")["trainable_ratio"] < result(runs / "train")["trainable_ratio"] == 1.0
+    redrawn = dict(load_run(runs / "redrawn").model.named_parameters())
+    fc1 = "encoder.layers.0.ffn.fc1.weight"
+    assert not redrawn[fc1].requires_grad and not torch.equal(redrawn[fc1], base[fc1])  # re-drawn, frozen
+    assert torch.equal(redrawn[frozen[0]], base[frozen[0]])  # the base's frozen embeddings: kept
+
+
+def test_the_fine_tuning_table_puts_the_arms_side_by_side(runs):
+    tables = [t for t in build_tables(load_runs([str(runs)]), claims=True) if t.metric_name == "accuracy"]
+    assert len(tables) == 1
+    rows = tables[0].rows
+    arms = list(zip(rows[("", "Pre-training")], rows[("", "Fine-tuned")]))
+    assert sorted(arms) == [("regular, emb frozen", "all trainable"), ("regular, emb frozen", "base's frozen layers frozen"),
+                            ("regular, emb frozen", "ffn frozen (re-drawn)")]  # fmt: skip
+    test = rows[("Accuracy %", "test")].tolist()
+    assert f"{100 * result(runs / 'keep')['test_metric']:.1f}" in test
+    assert "majority class: history" in tables[0].footnotes[0]
+    assert [c.key for c in tables[0].checks] == ["FT1", "FT2", "RE1", "RE2"]  # no scratch row here: not enough runs
 
 
 def test_a_changed_base_is_another_job(runs, cache_dir):
