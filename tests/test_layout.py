@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "frozen_sweep"
-COMMANDS = {"__init__", "__main__", "prepare", "collect"}
+COMMANDS = {"__init__", "__main__", "prepare", "collect", "classify"}
 
 
 def allowed_imports() -> dict[str, set[str]]:
