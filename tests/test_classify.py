@@ -1,9 +1,11 @@
 """Classification data and model: TSV files prepared with label ids (pairs joined as RoBERTa joins them), bad lines
-named before anything is kept, the embedded tasks' classes and split, the head as its own component, macro-F1."""
+named before anything is kept, the embedded tasks' classes and split, the head as its own component, macro-F1, the
+fine-tuning findings' noise rule."""
 
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from omegaconf import OmegaConf
@@ -15,6 +17,7 @@ from frozen_sweep.data.bible_labels import divisions, extract_labelled_bible
 from frozen_sweep.data.preparation import prepare
 from frozen_sweep.data.vocab import BOS, EOS, PAD
 from frozen_sweep.evaluate.scores import macro_f1
+from frozen_sweep.tables.claims import FAILS, HOLDS, NOT_ENOUGH, finetune_checks
 from frozen_sweep.weights import freeze
 from frozen_sweep.weights.build import build_model
 from tests.conftest import compose_config, toy_pairs
@@ -103,3 +106,21 @@ def test_macro_f1_is_the_unweighted_mean_over_classes():
     # class 0: tp 1, fp 1, fn 1 → 0.5; class 1: tp 2, fp 1 → 0.8; class 2: fn 1 → 0; class 3 absent
     assert macro_f1(predicted, gold, 4) == pytest.approx((0.5 + 0.8 + 0.0) / 3)
     assert np.isclose(macro_f1(gold, gold, 4), 1.0)
+
+
+def test_fine_tuning_findings_weigh_differences_against_the_seeds_noise():
+    def row(pre, tuned, test, std, n):
+        return {"pre_training": pre, "fine_tuned": tuned, "test": test, "test_std": std, "n": n}
+
+    summary = pd.DataFrame([
+        row("none", "all trainable", 40.0, 2.0, 3), row("none", "emb frozen", 30.0, 2.0, 3),
+        row("regular", "all trainable", 43.0, 2.0, 3),  # +3 over scratch: less than 2·SE (3.3)
+        row("regular", "emb frozen (re-drawn)", 36.0, 1.0, 3),  # +6 over frozen random embeddings: beyond 2·SE
+    ])  # fmt: skip
+    checks = {c.key: c for c in finetune_checks(summary, min_runs=2)}
+    assert checks["FT1"].verdict == FAILS and "2·SE 3.3" in checks["FT1"].compared
+    assert checks["RE1"].verdict == FAILS and checks["RE2"].verdict == HOLDS
+    assert checks["FT2"].verdict == NOT_ENOUGH  # no reservoir base
+    summary.loc[2, "test"] = 45.0
+    assert {c.key: c.verdict for c in finetune_checks(summary, min_runs=2)}["FT1"] == HOLDS
+    assert {c.key: c.verdict for c in finetune_checks(summary, min_runs=4)}["RE2"] == NOT_ENOUGH
