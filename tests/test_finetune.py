@@ -67,8 +67,9 @@ def test_the_fine_tuning_table_puts_the_arms_side_by_side(runs):
     assert len(tables) == 1
     rows = tables[0].rows
     arms = list(zip(rows[("", "Pre-training")], rows[("", "Fine-tuned")]))
-    assert sorted(arms) == [("regular, emb frozen", "all trainable"), ("regular, emb frozen", "base's frozen layers frozen"),
-                            ("regular, emb frozen", "ffn frozen (re-drawn)")]  # fmt: skip
+    base = "regular, emb frozen"
+    expected = [(base, "all trainable"), (base, "base's frozen layers frozen"), (base, "ffn frozen (re-drawn)")]
+    assert sorted(arms) == expected
     test = rows[("Accuracy %", "test")].tolist()
     assert f"{100 * result(runs / 'keep')['test_metric']:.1f}" in test
     assert "majority class: history" in tables[0].footnotes[0]
@@ -120,8 +121,9 @@ def test_the_classify_command_labels_lines_and_names_bad_ones(runs, tmp_path):
     labels = [line.split("\t") for line in out.read_text().splitlines()]
     assert len(labels) == 2 and all(label in result(runs / "keep")["data"]["labels"] for label, _ in labels)
     assert all(0 < float(p) <= 1 for _, p in labels)
-    for stdin, message in ((b"Jesus wept.\nbad \xff\n", b"<stdin> line 2 is not valid UTF-8"),
-                           (b"one\ttwo\n", b"<stdin> line 1 has 2 TAB-separated columns; expected one text")):  # fmt: skip
+    bad = {b"Jesus wept.\nbad \xff\n": b"<stdin> line 2 is not valid UTF-8",
+           b"one\ttwo\n": b"<stdin> line 1 has 2 TAB-separated columns; expected one text"}  # fmt: skip
+    for stdin, message in bad.items():
         failed = classify(str(runs / "keep"), stdin=stdin)
         assert failed.returncode == 1 and message in failed.stderr and not failed.stdout
     not_classifier = classify(str(runs / "base"), stdin=b"x\n")

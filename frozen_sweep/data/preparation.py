@@ -211,8 +211,9 @@ def build_labelled(task_cfg, out: Path, manifest: dict) -> None:
                 labels.update(chunk_labels)
             elif not labels.issuperset(chunk_labels):
                 number, label = next((i, x) for i, x in enumerate(chunk_labels) if x not in labels)
+                line = reader.lines + number + 1 + task_cfg.header
                 raise ValueError(
-                    f"{reader.path} line {reader.lines + number + 1 + task_cfg.header}: label {label!r} does not occur in "
+                    f"{reader.path} line {line}: label {label!r} does not occur in "
                     f"train.tsv (its labels: {', '.join(sorted(labels))})"
                 )
     vocab = task_vocab(task_cfg, [text for column in sample.columns for text in column])

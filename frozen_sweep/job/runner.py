@@ -304,6 +304,6 @@ def _test(cfg, run_dir: Path, result: RunResult, data: TaskData, study, device: 
     result.sacrebleu_signature = test.get("signature")
     result.decoding = test.get("decoding", {})
     majority = (data.stats.get("majority") or {}).get("test")  # a classifier's floor, printed beside its result
-    log.info("test %s = %.2f%s", result.metric_name, result.test_metric,
-             "" if majority is None else f" (majority class {majority:.2f}; macro-F1 {result.test_f1:.2f})")  # fmt: skip
+    floor = "" if majority is None else f" (majority class {majority:.2f}; macro-F1 {result.test_f1:.2f})"
+    log.info("test %s = %.2f%s", result.metric_name, result.test_metric, floor)
     write_result(run_dir, result)

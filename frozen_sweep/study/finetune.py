@@ -65,8 +65,10 @@ class FinetuneStudy(FreezeStudy):
             "base_trainable_ratio": parameter_counts(base.model)["trainable_ratio"],
             "frozen_params": kept,
         }
-        log.info("fine-tuning %s (seed %d, test %s %.2f): %d parameters frozen (finetune.frozen=%s)", base.path,
-                 base.config.seed, base.record["metric_name"], base.record["test_metric"], kept, FrozenMode(f.frozen).value)  # fmt: skip
+        log.info(
+            "fine-tuning %s (seed %d, test %s %.2f): %d parameters frozen (finetune.frozen=%s)", base.path,
+            base.config.seed, base.record["metric_name"], base.record["test_metric"], kept, FrozenMode(f.frozen).value,
+        )  # fmt: skip
 
 
 STUDY = FinetuneStudy

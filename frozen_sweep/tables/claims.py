@@ -141,7 +141,8 @@ def beats(a: pd.Series, b: pd.Series, margin: bool) -> tuple[bool, str]:
     se = (a.test_std**2 / a.n + b.test_std**2 / b.n) ** 0.5 if min(a.n, b.n) > 1 else 0.0
     holds = a.test - b.test > 2 * se if margin else a.test - b.test >= -2 * se
     noise = f"2·SE {2 * se:.1f}" if se else "n = 1: no noise estimate"
-    return holds, f"{a.pre_training} / {a.fine_tuned} {a.test:.1f}% vs {b.pre_training} / {b.fine_tuned} {b.test:.1f}% ({noise})"
+    arms = f"{a.pre_training} / {a.fine_tuned} {a.test:.1f}% vs {b.pre_training} / {b.fine_tuned} {b.test:.1f}%"
+    return holds, f"{arms} ({noise})"
 
 
 def finetune_checks(summary: pd.DataFrame, min_runs: int) -> list[Check]:
@@ -151,14 +152,16 @@ def finetune_checks(summary: pd.DataFrame, min_runs: int) -> list[Check]:
     pretrained = [r for (pre, tuned), r in rows.items() if pre != "none" and tuned == "all trainable"]
     claims = [
         ("FT1", "pre-training beats no pre-training", "every pre-trained base fine-tuned all trainable > the "
-         "classifier trained from random initialisation, by 2·SE", [(r, rows.get(SCRATCH_ROW), True) for r in pretrained]),
+         "classifier trained from random initialisation, by 2·SE",
+         [(r, rows.get(SCRATCH_ROW), True) for r in pretrained]),
         ("FT2", "reservoir layers can stay frozen in fine-tuning (the reservoir paper)", "a reservoir base with its "
          "frozen layers kept frozen ≥ the same base all trainable − 2·SE",
          [(r, rows.get((pre, "all trainable")), False) for (pre, tuned), r in rows.items()
           if "reservoirs" in pre and tuned == "base's frozen layers frozen"]),
         ("RE1", "random embeddings first: pre-training is worth more than a randomly initialised model", "the "
          "regular base fine-tuned > both rows without pre-training (embeddings trainable, frozen at random), by 2·SE",
-         [(rows.get(("regular", "all trainable")), rows.get(other), True) for other in (SCRATCH_ROW, SCRATCH_FROZEN_EMB)]),
+         [(rows.get(("regular", "all trainable")), rows.get(other), True)
+          for other in (SCRATCH_ROW, SCRATCH_FROZEN_EMB)]),
         ("RE2", "what survives of pre-training when its embeddings are re-drawn at random and frozen", "the regular "
          "base with its embeddings re-drawn and frozen > no pre-training with embeddings frozen at random, by 2·SE",
          [(rows.get(("regular", "emb frozen (re-drawn)")), rows.get(SCRATCH_FROZEN_EMB), True)]),

@@ -18,6 +18,8 @@ from frozen_sweep.tables.render import Table, fraction, number
 from frozen_sweep.tables.runs import pattern_label, setting_of
 
 SCRATCH = "scratch"  # finetune.base_checkpoint's value for no pre-training (frozen_sweep.config.finetune)
+IGNORED = frozenset({"finetune", "study"})  # keys a fine-tuning table's rows differ in, not its setting
+TIME_NOTE = "Time to best: training wall-clock to the best validation (the load of the machine counts)."
 
 
 def pre_training(record: dict) -> str:
@@ -97,15 +99,15 @@ def finetune_tables(runs: pd.DataFrame) -> list[Table]:
         return []
     done = done.assign(
         pre_training=done.record.map(pre_training), fine_tuned=done.record.map(fine_tuned),
-        setting=done.record.map(lambda r: setting_of([str(o) for o in r["overrides"]], frozenset({"finetune", "study"}))),
+        setting=done.record.map(lambda r: setting_of([str(o) for o in r["overrides"]], IGNORED)),
     )  # fmt: skip
     order = {"none": 0}
     done = done.assign(order=done.pre_training.map(lambda p: order.get(p, 1))).sort_values(["order", "pre_training"])
     tables = []
     for (task, setting), table_runs in done.groupby(["task", "setting"], sort=False):
         title = " · ".join(filter(None, [task, "fine-tuning", " ".join(setting)]))
-        notes = [class_balance(table_runs.record.iloc[0]), "Seeds: " + ", ".join(map(str, sorted(set(table_runs.seed))))
-                 + "; Time to best: training wall-clock to the best validation (the load of the machine counts)."]  # fmt: skip
+        seeds = ", ".join(map(str, sorted(set(table_runs.seed))))
+        notes = [class_balance(table_runs.record.iloc[0]), f"Seeds: {seeds}. {TIME_NOTE}"]
         tables.append(Table(title, "accuracy", display(summarise(table_runs)), table_runs, notes, plot_accuracy))
     return tables
 

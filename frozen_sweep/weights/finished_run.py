@@ -53,9 +53,10 @@ def load_run(path, checkpoint: str = BEST_CHECKPOINT) -> FinishedRun:
 def fine_tuned_model(cfg, base: FinishedRun, num_classes: int) -> Transformer:
     """A study=finetune job's classifier: the model of `cfg` (the base's encoder shape and reservoirs, the job's seed)
     with every parameter but the head's copied from the base run's model, and with finetune.freeze_from=seed but
-    the ones the job's freeze pattern freezes (drawn from the job's seed, with the pattern's init). Frozen: the job's freeze pattern's components, and with finetune.frozen=keep
-    whatever the base kept frozen (its frozen components, its reservoir layers) — so a checkpoint stays seed-only: its
-    frozen parameters are the base's (regenerated from the base's seed and checkpoint) or the job seed's."""
+    the ones the job's freeze pattern freezes (drawn from the job's seed, with the pattern's init). Frozen: the job's
+    freeze pattern's components, and with finetune.frozen=keep whatever the base kept frozen (its frozen components,
+    its reservoir layers) — so a checkpoint stays seed-only: its frozen parameters are the base's (regenerated from the
+    base's seed and checkpoint) or the job seed's."""
     model = build_model(cfg, base.record["data"]["vocab_size"], num_classes)
     base_params = dict(base.model.named_parameters())
     keep, from_seed = FrozenMode(cfg.finetune.frozen) == FrozenMode.keep, cfg.finetune.freeze_from == FreezeFrom.seed
