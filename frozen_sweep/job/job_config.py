@@ -96,6 +96,8 @@ def adopt_finetune_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:
         )
     adopted = OmegaConf.merge(cfg, {key: base.config[key] for key in FINETUNE_ADOPTED if key in base.config})
     adopted.task.vocab = vocab
+    if base.record.get("params_trainable") == base.record.get("params_total"):  # nothing frozen to keep or train: a
+        adopted.finetune.frozen = FrozenMode.keep  # sweep's keep and train copies are one job (counted once)
     return adopted
 
 
