@@ -46,6 +46,9 @@ def main(argv=None) -> None:
     if not out.parent.is_dir():
         raise UsageError(f"{out.parent} does not exist: create it first")
     run = load_run(args.run)
+    if run.labels:  # its label names, and a fine-tuned run's frozen weights from its base, have no place in the file
+        raise UsageError(f"{args.run} is a classification run: model files hold translation and language models; "
+                         "classify with the run directory (python -m frozen_sweep.classify RUN)")  # fmt: skip
     model = run.model
     write_model_file(out, model, run.config.seed, OmegaConf.to_yaml(run.config), run.vocab, frozen_fingerprint(model))
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -25,6 +25,8 @@ def test_every_option_composes(group):
                 extra = [f"task={kind}_bible_en"]
             if group == "task" and option.startswith(f"{kind}_"):
                 extra = [f"model={kind}_micro"]
+        if group == "task" and option.startswith("cls_"):  # classification: an encoder with a head
+            extra = ["model=mlm_micro"]
         if group == "task" and option == "text_files":
             extra = ["task.path=/data", "task.src_lang=tr", "task.tgt_lang=en"]
         cfg = compose_config(f"{group}={option}", *extra)
@@ -42,7 +44,7 @@ def test_default_config_is_the_embedded_demo():
     [
         ("freeze.att.init=diagonal", ValidationError, ["random", "identity", "orthogonal"]),
         ("model.norm=middle", ValidationError, ["post", "pre"]),
-        ("trainer.stop_metric=accuracy", ValidationError, ["loss", "bleu"]),
+        ("trainer.stop_metric=perplexity", ValidationError, ["loss", "bleu", "accuracy"]),
         ("model.layerz=3", ConfigKeyError, ["layerz"]),
         ("freeze=everything", ConfigCompositionException, ["freeze", "att_ffn", "emb"]),
         ("model.heads=two", ValidationError, ["heads", "two"]),

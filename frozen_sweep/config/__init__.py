@@ -2,18 +2,19 @@
 the root (schema.py), gathered here so that every stage imports its names from `frozen_sweep.config`. The checks
 (checks.py), the reservoir layout (stack_layout.py) and --help's group list (help_text.py) are imported by name."""
 
+from frozen_sweep.config.finetune import SCRATCH, FinetuneConfig, FreezeFrom, FrozenMode
 from frozen_sweep.config.freeze import COMPONENTS, ComponentSpec, FreezeConfig, Init
 from frozen_sweep.config.loggers import LoggerName, MlflowConfig, WandbConfig
 from frozen_sweep.config.model import Activation, ModelConfig, NormPosition, TieEmbeddings
 from frozen_sweep.config.relearn import RelearnConfig, ResetParts
 from frozen_sweep.config.reservoir import Placement, ReservoirConfig, ReservoirType, StackName
 from frozen_sweep.config.schema import NEUTRAL_KEYS, Config, ConfigError, StudyName, register_configs
-from frozen_sweep.config.task import CorpusKind, TaskConfig, TaskKind
+from frozen_sweep.config.task import BibleLabels, CorpusKind, TaskConfig, TaskKind
 from frozen_sweep.config.trainer import Device, EvalConfig, StopMetric, TrainerConfig
 
 __all__ = [
-    "COMPONENTS", "NEUTRAL_KEYS", "Activation", "ComponentSpec", "Config", "ConfigError", "CorpusKind", "Device",
-    "EvalConfig", "FreezeConfig", "Init", "LoggerName", "MlflowConfig", "ModelConfig", "NormPosition", "Placement",
+    "COMPONENTS", "NEUTRAL_KEYS", "SCRATCH", "Activation", "BibleLabels", "ComponentSpec", "Config", "ConfigError", "CorpusKind", "Device",
+    "EvalConfig", "FinetuneConfig", "FreezeConfig", "FreezeFrom", "FrozenMode", "Init", "LoggerName", "MlflowConfig", "ModelConfig", "NormPosition", "Placement",
     "RelearnConfig", "ReservoirConfig", "ReservoirType", "ResetParts", "StackName", "StopMetric", "StudyName",
     "TaskConfig", "TaskKind", "TieEmbeddings", "TrainerConfig", "WandbConfig", "register_configs",
 ]  # fmt: skip

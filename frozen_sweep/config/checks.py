@@ -7,6 +7,7 @@ from typing import Any, Callable
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import (
+    SCRATCH,
     ConfigError,
     CorpusKind,
     Placement,
@@ -58,6 +59,7 @@ RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("trainer.betas", lambda v: len(v) == 2 and all(map(_fraction, v)), "must be two numbers in [0, 1)"),
     ("trainer.aucc_cutoff_s", _positive_or_null, "must be > 0 (or null)"),
     ("reservoir.conv_kernel", lambda v: v >= 1 and v % 2 == 1, "must be odd and >= 1"),
+    ("finetune.max_unk_rate", lambda v: 0.0 <= v <= 1.0, "must be in [0, 1], e.g. 0.01"),
     ("relearn.thresholds", lambda v: all(0 < x < 1 for x in v), "must be fractions in (0, 1), e.g. [0.01, 0.05]"),
 )  # fmt: skip
 
@@ -76,6 +78,7 @@ def validate(cfg) -> None:
     if tr.max_tokens < t.max_len:
         raise ConfigError(f"trainer.max_tokens={tr.max_tokens} must be >= task.max_len={t.max_len}")
 
+    validate_finetune(cfg)  # first: without its base, a fine-tuning job's model is not the one it will have
     validate_task_kind(cfg)
     if tr.stop_metric == StopMetric.bleu and tr.valid_bleu_sentences == 0:
         raise ConfigError("trainer.stop_metric=bleu needs validation BLEU: trainer.valid_bleu_sentences must not be 0")
@@ -98,6 +101,7 @@ MODEL_SHAPES = {
     TaskKind.translation: ((True, True), "model=demo"),
     TaskKind.lm: ((False, True), "model=lm_demo or model=lm_paper"),
     TaskKind.mlm: ((True, False), "model=mlm_demo or model=mlm_base"),
+    TaskKind.classify: ((True, False), "model=mlm_demo or model=mlm_base"),
 }
 
 
@@ -129,6 +133,10 @@ def validate_task_kind(cfg) -> None:
         raise ConfigError(
             f"trainer.stop_metric=bleu needs a translation task; allowed for task.kind={kind.value}: loss"
         )
+    if tr.stop_metric == StopMetric.accuracy and kind != TaskKind.classify:
+        raise ConfigError(
+            f"trainer.stop_metric=accuracy needs task.kind=classify; allowed for task.kind={kind.value}: loss"
+        )
     if kind == TaskKind.mlm and t.mask_replace_prob + t.random_replace_prob > 1:
         raise ConfigError(
             f"task.mask_replace_prob={t.mask_replace_prob} + task.random_replace_prob={t.random_replace_prob} "
@@ -146,6 +154,26 @@ def validate_study(cfg) -> None:
         )
     if reservoir != "none" and study == StudyName.freeze:
         raise ConfigError(f"study=freeze with reservoir={reservoir}: a model with reservoir layers is study=reservoir")
+
+
+def validate_finetune(cfg) -> None:
+    """study=finetune goes with finetune.base_checkpoint (a run, or scratch) and a classification task; the base run
+    itself is read in frozen_sweep.job.job_config."""
+    f, study = cfg.finetune, StudyName(cfg.study)
+    if study != StudyName.finetune:
+        if f.base_checkpoint is not None:
+            raise ConfigError(f"finetune.base_checkpoint is set but study={study.value}: add study=finetune")
+        return
+    if not f.base_checkpoint:
+        raise ConfigError(
+            f"study=finetune needs finetune.base_checkpoint=<a completed masked-LM run's directory>, or "
+            f"finetune.base_checkpoint={SCRATCH} for the baseline without pre-training"
+        )
+    if TaskKind(cfg.task.kind) != TaskKind.classify:
+        raise ConfigError(
+            f"study=finetune fine-tunes on a classification task; task={cfg.task.name} is task.kind="
+            f"{TaskKind(cfg.task.kind).value}: use e.g. task=cls_bible_en"
+        )
 
 
 def validate_reservoir(cfg) -> None:

@@ -10,7 +10,8 @@ class Init(Enum):
     orthogonal = "orthogonal"  # orthogonal weights (reservoir transformers)
 
 
-COMPONENTS = ("emb", "att", "ffn", "other")  # the paper's components: a FreezeConfig field each (docs/concepts.md)
+# the paper's components, and a classifier's head: a FreezeConfig field each (docs/concepts.md)
+COMPONENTS = ("emb", "att", "ffn", "other", "head")
 
 
 @dataclass
@@ -26,3 +27,4 @@ class FreezeConfig:
     att: ComponentSpec = field(default_factory=ComponentSpec)
     ffn: ComponentSpec = field(default_factory=ComponentSpec)
     other: ComponentSpec = field(default_factory=ComponentSpec)
+    head: ComponentSpec = field(default_factory=ComponentSpec)  # a classifier's head (task.kind=classify)

@@ -12,6 +12,7 @@ from enum import Enum
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
+from frozen_sweep.config.finetune import FinetuneConfig
 from frozen_sweep.config.freeze import FreezeConfig
 from frozen_sweep.config.loggers import MlflowConfig, WandbConfig
 from frozen_sweep.config.model import ModelConfig
@@ -31,6 +32,7 @@ class StudyName(Enum):
     freeze = "freeze"
     reservoir = "reservoir"
     relearn = "relearn"
+    finetune = "finetune"
 
 
 @dataclass
@@ -43,6 +45,7 @@ class Config:
     reservoir: ReservoirConfig = MISSING
     relearn: RelearnConfig = MISSING
     eval: EvalConfig = field(default_factory=EvalConfig)
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)  # study=finetune
     name: str = "default"  # the sweep's folder under outputs/
     seed: int = 1
     force: bool = False  # rerun a job even if its directory holds a completed result

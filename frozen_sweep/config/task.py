@@ -11,15 +11,23 @@ class TaskKind(Enum):
     translation = "translation"
     lm = "lm"  # causal language modelling: a decoder-only model predicts the next token
     mlm = "mlm"  # masked language modelling (BERT/RoBERTa): an encoder-only model predicts masked tokens
+    classify = "classify"  # a label per text or text pair: an encoder-only model with a head on its first token
 
     @property
     def monolingual(self) -> bool:
         return self != TaskKind.translation
 
 
+class BibleLabels(Enum):
+    """What a classification task on the embedded corpus predicts (frozen_sweep.data.bible_labels)."""
+
+    division = "division"  # a verse → the part of the canon it comes from (law, history, wisdom, ...)
+    same_division = "same_division"  # a pair of verses → "same" or "different" part of the canon
+
+
 class CorpusKind(Enum):
     bible = "bible"  # the embedded corpus, read from SWORD zText modules
-    text_files = "text_files"  # the user's own files: {path}/{train,valid,test}.{lang}
+    text_files = "text_files"  # the user's own files: {path}/{train,valid,test}.{lang} ({split}.tsv to classify)
 
 
 # A field's `read_when` metadata: the values of sibling keys under which the job reads it. Set otherwise (to anything
@@ -29,6 +37,10 @@ TEXT_FILES_ONLY = {"read_when": {"corpus": "text_files"},
                               "for a language model)"}  # fmt: skip
 BIBLE_ONLY = {"read_when": {"corpus": "bible"}, "instead": "drop it: task=text_files reads only task.path"}
 MLM_ONLY = {"read_when": {"kind": "mlm"}, "instead": "task=mlm_bible_en, or task.kind=mlm"}
+CLASSIFY_TSV_ONLY = {"read_when": {"kind": "classify", "corpus": "text_files"},
+                     "instead": "task=text_files task.kind=classify task.path=DIR ({train,valid,test}.tsv)"}
+CLASSIFY_BIBLE_ONLY = {"read_when": {"kind": "classify", "corpus": "bible"},
+                       "instead": "task=cls_bible_en or task=cls_pairs_bible_en"}
 
 
 @dataclass
@@ -57,4 +69,10 @@ class TaskConfig:
     mask_prob: float = field(default=0.15, metadata=MLM_ONLY)
     mask_replace_prob: float = field(default=0.8, metadata=MLM_ONLY)
     random_replace_prob: float = field(default=0.1, metadata=MLM_ONLY)
+    # kind=classify (frozen_sweep.data.tsv): {train,valid,test}.tsv start with a header line (skipped)
+    header: bool = field(default=False, metadata=CLASSIFY_TSV_ONLY)
+    # kind=classify on the embedded corpus: what is predicted
+    bible_labels: BibleLabels = field(default=BibleLabels.division, metadata=CLASSIFY_BIBLE_ONLY)
+    # a SentencePiece model to encode with instead of training one (a fine-tuning job sets its base run's)
+    vocab: Optional[str] = None
     cache_dir: str = "${oc.env:FROZEN_SWEEP_CACHE,'~/.cache/frozen_sweep'}"

@@ -12,6 +12,7 @@ from frozen_sweep.config.loggers import LoggerName, MlflowConfig, WandbConfig
 class StopMetric(Enum):
     loss = "loss"  # validation loss: smooth and cheap
     bleu = "bleu"  # validation BLEU: needs decoding (translation only)
+    accuracy = "accuracy"  # validation accuracy (classification only): fairseq's best checkpoint for this task
 
 
 class Device(Enum):

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 
 from frozen_sweep.data.batching import Batch, Group, batch_indices, pad_fraction
 from frozen_sweep.data.preparation import prepare
+from frozen_sweep.data.labelled import LabelledSplit, label_stats
 from frozen_sweep.data.prepared import VOCAB_FILE, open_prepared
 from frozen_sweep.data.split import Split, make_batches, plan
 from frozen_sweep.data.vocab import Vocab
 
-__all__ = ["Batch", "Group", "Split", "TaskData", "Vocab", "batch_indices", "load_task", "make_batches", "pad_fraction",
-           "plan"]  # fmt: skip
+__all__ = ["Batch", "Group", "LabelledSplit", "Split", "TaskData", "Vocab", "batch_indices", "load_task",
+           "make_batches", "pad_fraction", "plan"]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,11 @@ class TaskData:
     valid: Split
     test: Split
     stats: dict  # sizes, dropped counts, data dirs, vocabulary...: goes into the run's result record
+
+    @property
+    def num_classes(self) -> int | None:
+        """A classification task's number of labels; None for the other kinds."""
+        return len(self.stats["labels"]) if "labels" in self.stats else None
 
 
 def load_task(task_cfg) -> TaskData:
@@ -54,6 +60,8 @@ def load_task(task_cfg) -> TaskData:
         "sizes": {name: len(split) for name, split in splits.items()},
         "load_s": round(time.perf_counter() - start, 2),
     }
+    if "labels" in manifest:  # task.kind=classify: labels, class balance, majority-class accuracy
+        stats.update(label_stats(manifest))
     if "corpus" in manifest:  # the Bible: what extraction read, dropped and split
         stats["corpus"] = manifest["corpus"]
     if len(vocab) < task_cfg.vocab_size:

@@ -91,7 +91,7 @@ def cache_key(sources: dict[str, Path], max_length_ratio: float) -> str:
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _pairs(sources: dict[str, Path], max_length_ratio: float) -> tuple[list[tuple], dict]:
+def verse_rows(sources: dict[str, Path], max_length_ratio: float) -> tuple[list[tuple], dict]:
     """(ref, text per language...) rows that pass the filters, and what was dropped."""
     modules = {lang: read_shipped(s) if s.is_file() else read_module(s) for lang, s in sources.items()}
     if len(modules) == 1:
@@ -133,7 +133,7 @@ def extract_bible(task_cfg) -> Path:
     if final.is_dir():
         return final
 
-    rows, stats = _pairs(sources, task_cfg.max_length_ratio)
+    rows, stats = verse_rows(sources, task_cfg.max_length_ratio)
     splits, removed = _split(rows)
     langs = list(sources)
     stats = {

@@ -15,7 +15,7 @@ import os
 import time
 from pathlib import Path
 
-from frozen_sweep.config import ConfigError, CorpusKind, TaskKind
+from frozen_sweep.config import BibleLabels, ConfigError, CorpusKind, TaskKind
 from frozen_sweep.data.text_files import langs_of
 
 FORMAT_VERSION = 1  # of the prepared dataset (data/prepared.py): part of its key
@@ -71,7 +71,7 @@ def _save(entry: Path, record: dict) -> None:
 
 def data_files(task_cfg) -> dict[str, Path]:
     """The files the task reads, by a name that does not depend on where they are; ConfigError for a missing one."""
-    langs = langs_of(task_cfg)
+    langs = ["tsv"] if TaskKind(task_cfg.kind) == TaskKind.classify else langs_of(task_cfg)  # tsv: file suffix
     if CorpusKind(task_cfg.corpus) == CorpusKind.text_files:
         directory = Path(task_cfg.path).expanduser()
         files = {f"{split}.{lang}": directory / f"{split}.{lang}" for split in SPLITS for lang in langs}
@@ -102,6 +102,12 @@ def data_identity(task_cfg) -> dict[str, str]:
         from frozen_sweep.data.bible import SPLIT_VERSION
 
         identity["bible_split_version"] = str(SPLIT_VERSION)
+        if TaskKind(task_cfg.kind) == TaskKind.classify:
+            from frozen_sweep.data.bible_labels import LABELS_VERSION
+
+            identity["bible_labels_version"] = str(LABELS_VERSION)
+    if task_cfg.get("vocab"):  # a given vocabulary (a fine-tuning job's base's): its content
+        identity["vocab"] = file_sha256(Path(task_cfg.vocab).expanduser(), task_cfg.cache_dir)
     return identity
 
 
@@ -119,6 +125,10 @@ def token_settings(task_cfg) -> dict:
     }
     if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
         settings["max_length_ratio"] = task_cfg.max_length_ratio
+    if TaskKind(task_cfg.kind) == TaskKind.classify:  # kinds before it keep their keys
+        settings |= {"header": task_cfg.header, "vocab_given": bool(task_cfg.vocab)}
+        if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
+            settings["bible_labels"] = BibleLabels(task_cfg.bible_labels).value
     return settings
 
 

@@ -23,13 +23,15 @@ from typing import Iterator
 
 import numpy as np
 
-from frozen_sweep.config import CorpusKind
+from frozen_sweep.config import CorpusKind, TaskKind
 from frozen_sweep.data.bible import extract_bible
+from frozen_sweep.data.bible_labels import extract_labelled_bible
 from frozen_sweep.data.identity import SPLITS, prepared_key
 from frozen_sweep.data.prepared import (
     HELD_OUT,
     VOCAB_FILE,
     SideWriter,
+    labels_file,
     problem,
     token_dtype,
     write_manifest,
@@ -37,7 +39,8 @@ from frozen_sweep.data.prepared import (
 )  # fmt: skip
 from frozen_sweep.data.progress import progress
 from frozen_sweep.data.text_files import SplitReader, langs_of
-from frozen_sweep.data.vocab import train_vocab
+from frozen_sweep.data.tsv import TsvReader
+from frozen_sweep.data.vocab import EOS, UNK, Vocab, train_vocab
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +48,11 @@ SAMPLE_SEED = 20_2311  # the vocabulary sample's: fixed, so that jobs of every s
 
 
 def source_dir(task_cfg) -> Path:
-    """The directory holding {train,valid,test}.{lang} for this task (the Bible is extracted there first)."""
+    """The directory holding {train,valid,test}.{lang} (to classify: .tsv) for this task (the Bible is extracted
+    there first)."""
     if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
-        return extract_bible(task_cfg)
+        labelled = TaskKind(task_cfg.kind) == TaskKind.classify
+        return extract_labelled_bible(task_cfg) if labelled else extract_bible(task_cfg)
     return Path(task_cfg.path).expanduser()
 
 
@@ -133,6 +138,8 @@ def prepare(task_cfg) -> Path:
 
 def build(task_cfg, out: Path, manifest: dict) -> None:
     """Every file of a prepared dataset, into `out`; the manifest last."""
+    if TaskKind(task_cfg.kind) == TaskKind.classify:
+        return build_labelled(task_cfg, out, manifest)
     started = time.perf_counter()
     directory, langs = source_dir(task_cfg), langs_of(task_cfg)
     readers = {split: SplitReader(directory, split, langs) for split in SPLITS}
@@ -193,3 +200,72 @@ def build(task_cfg, out: Path, manifest: dict) -> None:
     sizes = "/".join(str(c["examples"]) for c in counts.values())
     log.info("prepared %s: train/valid/test %s, vocab %d, in %.1f s (%s)", manifest["key"], sizes, len(vocab),
              encoded - started, manifest["seconds"])  # fmt: skip
+
+
+def task_vocab(task_cfg, texts: list[str]) -> Vocab:
+    """task.vocab when it is set (a fine-tuning job's base vocabulary), else one trained on `texts`."""
+    if task_cfg.vocab:
+        return Vocab.load(Path(task_cfg.vocab).expanduser())
+    return train_vocab(texts, task_cfg.vocab_size)
+
+
+def build_labelled(task_cfg, out: Path, manifest: dict) -> None:
+    """A classification task's prepared dataset (data/prepared.py): one token side `text` (a pair: text_a, eos eos,
+    text_b, as RoBERTa separates them), `{split}.labels.npy` with the label ids (train's labels in code-point order),
+    label counts and <unk> counts per split. Every file is read and checked first: a label that train lacks stops it,
+    naming the file and line."""
+    started = time.perf_counter()
+    directory = source_dir(task_cfg)
+    readers = {split: TsvReader(directory, split, task_cfg.header) for split in SPLITS}
+    sample, labels = Reservoir(task_cfg.vocab_sample_lines, SAMPLE_SEED), set()
+    for split, reader in readers.items():
+        reader.columns = readers["train"].columns  # set by train's first example
+        for text_a, text_b, chunk_labels in reader.chunks():
+            if split == "train":
+                sample.add([text_a] if text_b is None else [text_a, text_b])
+                labels.update(chunk_labels)
+            elif not labels.issuperset(chunk_labels):
+                number, label = next((i, x) for i, x in enumerate(chunk_labels) if x not in labels)
+                line = reader.lines + number + 1 + task_cfg.header
+                raise ValueError(
+                    f"{reader.path} line {line}: label {label!r} does not occur in "
+                    f"train.tsv (its labels: {', '.join(sorted(labels))})"
+                )
+    vocab = task_vocab(task_cfg, [text for column in sample.columns for text in column])
+    del sample
+    (out / VOCAB_FILE).write_bytes(vocab.model)
+    names = sorted(labels)
+    label_id = {label: i for i, label in enumerate(names)}
+    dtype, threads, counts = token_dtype(len(vocab)), encode_threads(), {}
+    for split, reader in readers.items():
+        writer, texts, ids = SideWriter(out, split, "text", reader.lines, dtype), [], []
+        unk = 0
+        for text_a, text_b, chunk_labels in reader.chunks():
+            encoded = vocab.encode_batch(text_a, threads)
+            if text_b is not None:
+                encoded = [a + [EOS, EOS] + b for a, b in zip(encoded, vocab.encode_batch(text_b, threads))]
+            unk += sum(row.count(UNK) for row in encoded)
+            writer.add(encoded)
+            ids += [label_id[label] for label in chunk_labels]
+            if split in HELD_OUT:
+                texts += text_a if text_b is None else [f"{a}\t{b}" for a, b in zip(text_a, text_b)]
+        tokens = writer.close()
+        np.save(out / labels_file(split), np.array(ids, dtype=np.int32))
+        if split in HELD_OUT:
+            write_texts(out, split, "text", texts)
+        per_label = np.bincount(np.array(ids, dtype=np.int64), minlength=len(names)).tolist()
+        counts[split] = {"examples": reader.lines, "lines": reader.lines, "skipped_empty": 0,
+                         "tokens": {"text": tokens}, "unk": unk, "labels": dict(zip(names, per_label))}  # fmt: skip
+    manifest.update(
+        langs=["text"], kind=manifest["settings"]["kind"], dtype=dtype.name, labels=names,
+        pairs=readers["train"].columns == 3, vocab_size=len(vocab), vocab_size_asked=task_cfg.vocab_size,
+        vocab_sample_lines=task_cfg.vocab_sample_lines, vocab_sampled=None if task_cfg.vocab else
+        min(counts["train"]["examples"], task_cfg.vocab_sample_lines or counts["train"]["examples"]),
+        splits=counts, source_dir=str(directory), seconds={"all": round(time.perf_counter() - started, 2)},
+        encode_threads=threads,
+    )  # fmt: skip
+    if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
+        manifest["corpus"] = json.loads((directory / "stats.json").read_text(encoding="utf-8"))
+    write_manifest(out, manifest)
+    log.info("prepared %s: %d labels, train/valid/test %s", manifest["key"], len(names),
+             "/".join(str(c["examples"]) for c in counts.values()))  # fmt: skip

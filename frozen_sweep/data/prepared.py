@@ -7,6 +7,8 @@
     {split}.{lang}.off.npy   (N + 1,) int64: sentence i is ids[off[i]:off[i + 1]]
     {split}.{lang}.len.npy   (N,) int32 subword counts (what batching sorts by)
     {valid,test}.{lang}.txt  the held-out sentences as read (BLEU's references, decoding's logs)
+    {split}.labels.npy       task.kind=classify: (N,) int32 label ids, the names in the manifest's `labels`; its one
+                             side is `text` (pairs: text_a, eos eos, text_b: data/preparation.py)
 
 12 bytes per sentence and side beyond the tokens themselves, as fairseq's .idx. The key (data/identity.py) hashes the
 sources' content and every setting that changes the ids. A directory is complete when its manifest names every file
@@ -21,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from frozen_sweep.data.identity import FORMAT_VERSION
+from frozen_sweep.data.labelled import LabelledSplit
 from frozen_sweep.data.split import Side, Split
 from frozen_sweep.data.vocab import Vocab
 
@@ -31,6 +34,10 @@ HELD_OUT = ("valid", "test")
 
 def token_dtype(vocab_size: int) -> np.dtype:
     return np.dtype(np.uint16 if vocab_size <= 2**16 else np.uint32)
+
+
+def labels_file(split: str) -> str:
+    return f"{split}.labels.npy"
 
 
 def side_files(split: str, lang: str) -> tuple[str, str, str]:
@@ -138,5 +145,8 @@ def open_prepared(directory: Path) -> Prepared:
                 texts.append((directory / text_file(split, lang)).read_text(encoding="utf-8").split("\n")[:-1])
         src, tgt = sides if len(sides) == 2 else (None, sides[0])
         src_text, tgt_text = (texts if len(texts) == 2 else (None, texts[0])) if texts else (None, None)
-        splits[split] = Split(src, tgt, src_text, tgt_text)
+        if "labels" in manifest:  # task.kind=classify
+            splits[split] = LabelledSplit(tgt, np.load(directory / labels_file(split), mmap_mode="r"), tgt_text)
+        else:
+            splits[split] = Split(src, tgt, src_text, tgt_text)
     return Prepared(directory, manifest, Vocab.load(directory / VOCAB_FILE), splits)

@@ -22,8 +22,9 @@ def langs_of(task_cfg) -> list[str]:
     return [task_cfg.tgt_lang] if TaskKind(task_cfg.kind).monolingual else [task_cfg.src_lang, task_cfg.tgt_lang]
 
 
-def decode_lines(path, raw: list[bytes], lines_before: int = 0) -> list[str]:
-    """The lines of a chunk as text, without line endings or surrounding whitespace (and a leading BOM)."""
+def decode_lines(path, raw: list[bytes], lines_before: int = 0, strip: bool = True) -> list[str]:
+    """The lines of a chunk as text (the file's first line without a leading BOM), without surrounding whitespace, or
+    with `strip=False` without their line endings only; `lines_before`: the file's lines before the chunk."""
     try:
         lines = list(map(bytes.decode, raw))  # strict UTF-8
     except UnicodeDecodeError:
@@ -36,7 +37,7 @@ def decode_lines(path, raw: list[bytes], lines_before: int = 0) -> list[str]:
                 ) from None
     if lines_before == 0 and lines:
         lines[0] = lines[0].lstrip("\ufeff")
-    return list(map(str.strip, lines))
+    return list(map(str.strip, lines)) if strip else [line.rstrip("\r\n") for line in lines]
 
 
 class SplitReader:

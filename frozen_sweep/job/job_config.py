@@ -23,38 +23,84 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from frozen_sweep.config import NEUTRAL_KEYS, ConfigError, ResetParts
+from frozen_sweep.config import (
+    NEUTRAL_KEYS, SCRATCH, ConfigError, FreezeFrom, FrozenMode, ResetParts, StudyName, TaskKind,
+)  # fmt: skip
 from frozen_sweep.config.checks import validate
 from frozen_sweep.config.stack_layout import parse_reset_layer
 from frozen_sweep.metrics.sinks import check_installed
 from frozen_sweep.run.base_run import BaseRunError, load_base_run
-from frozen_sweep.run.directory import flatten
+from frozen_sweep.run.directory import BEST_CHECKPOINT, flatten
 
-DATA_LOCATION_KEYS = frozenset({"task.path", "task.sword_dir"})  # where the data is: its content is fingerprinted
+# where the data (and a fine-tuning job's base run and vocabulary) are: their content is fingerprinted
+DATA_LOCATION_KEYS = frozenset({"task.path", "task.sword_dir", "task.vocab", "finetune.base_checkpoint"})
+# keys added after records were written: left out of the fingerprint at these defaults, so that older jobs keep theirs
+LATER_DEFAULTS = {"freeze.head.frozen": False, "freeze.head.init": "random", "task.header": False,
+                  "task.bible_labels": "division", "finetune.frozen": "keep", "finetune.freeze_from": "base",
+                  "finetune.max_unk_rate": 0.01}  # fmt: skip
 # `study` only labels the record's table; it stays in directory names (study=freeze and study=reservoir runs never
 # share one), and records from before the key existed keep their fingerprint
 LABEL_KEYS = frozenset({"study"})
 ADOPTED = ("task", "model", "freeze", "reservoir")  # a relearn job takes these from its base run
+FINETUNE_ADOPTED = ("model", "reservoir")  # a fine-tuning job takes these from its base run, and its vocabulary
 BUDGETS = ("max_epochs", "max_steps", "max_time_s")  # trainer keys; a run stops at the first one reached
 # bumped when the same config and data give other results: 2 = batches planned by numpy's PCG64 (data/batching.py)
 # 3 = a job's threads fixed for its life (frozen_sweep.system.cpu), not following the load
 FINGERPRINT_RECIPE = 3
 WORLD_KEYS = ("trainer.devices", "trainer.update_freq")  # fingerprinted as their product, BATCHES_PER_UPDATE
 BATCHES_PER_UPDATE = "trainer.batches_per_update"
-PATH_KEYS = ("task.path", "task.sword_dir", "task.cache_dir", "relearn.base_checkpoint")  # relative to the command
+PATH_KEYS = ("task.path", "task.sword_dir", "task.cache_dir", "relearn.base_checkpoint", "finetune.base_checkpoint")
+PATH_NAMES = frozenset({SCRATCH})  # values of PATH_KEYS that are no paths
 
 
 def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
-    """The config the job runs: a copy of `cfg` with budgets resolved and the relearn base adopted; ConfigError
-    (naming the key, or the file) for an unknown key, a bad value or missing data."""
+    """The config the job runs: a copy of `cfg` with budgets resolved and a relearn or fine-tuning base adopted;
+    ConfigError (naming the key, or the file) for an unknown key, a bad value or missing data."""
     check_known_keys(cfg)
     cfg = resolve_budgets(cfg, overrides)
+    if StudyName(cfg.study) == StudyName.finetune and cfg.finetune.base_checkpoint not in (None, SCRATCH):
+        cfg = adopt_finetune_base(cfg, overrides)  # first: the model it checks against the task is the base's
+    elif cfg.finetune.base_checkpoint == SCRATCH:  # nothing pre-trained: frozen and freeze_from change nothing, so a
+        cfg.finetune.frozen, cfg.finetune.freeze_from = FrozenMode.keep, FreezeFrom.base  # sweep's copies are one job
     validate(cfg)
     check_installed(cfg.trainer.loggers)
     if cfg.relearn.name != "none":
         check_reset_layer(cfg.relearn)
         cfg = adopt_base(cfg, overrides)
     return cfg
+
+
+def adopt_finetune_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+    """The fine-tuning job's config with its base run's model and reservoirs, and task.vocab its base's vocabulary;
+    ConfigError unless the base is a completed masked-LM run whose vocabulary file is still there."""
+    f = cfg.finetune
+    own = [o for o in overrides if override_key(o).split(".")[0] in FINETUNE_ADOPTED]
+    if own:
+        raise ConfigError(
+            f"{' '.join(own)}: a fine-tuning job takes model and reservoir from its base run "
+            f"(finetune.base_checkpoint={f.base_checkpoint}); drop these overrides"
+        )
+    try:
+        base = load_base_run(f.base_checkpoint)
+    except BaseRunError as e:
+        raise ConfigError(f"finetune.base_checkpoint={f.base_checkpoint}: {e}") from e
+    kind = base.config.task.kind
+    if kind != TaskKind.mlm.value:
+        raise ConfigError(
+            f"finetune.base_checkpoint={f.base_checkpoint}: a task.kind={kind} run (task={base.config.task.name}); "
+            "fine-tuning starts from a masked LM's encoder (task.kind=mlm, e.g. task=mlm_bible_en)"
+        )
+    vocab = (base.record.get("data") or {}).get("vocab_path")
+    if not vocab or not Path(vocab).is_file():
+        raise ConfigError(
+            f"finetune.base_checkpoint={f.base_checkpoint}: its vocabulary ({vocab}) is gone from the cache; prepare "
+            f"its task again (python -m frozen_sweep.prepare task={base.config.task.name} ...) to restore it"
+        )
+    adopted = OmegaConf.merge(cfg, {key: base.config[key] for key in FINETUNE_ADOPTED if key in base.config})
+    adopted.task.vocab = vocab
+    if base.record.get("params_trainable") == base.record.get("params_total"):  # nothing frozen to keep or train: a
+        adopted.finetune.frozen = FrozenMode.keep  # sweep's keep and train copies are one job (counted once)
+    return adopted
 
 
 def check_reset_layer(r) -> None:
@@ -86,7 +132,7 @@ def absolute_paths(cfg: DictConfig, base: Path) -> None:
     the job runs (hydra.job.chdir=true runs it in its own directory)."""
     for key in PATH_KEYS:
         value = OmegaConf.select(cfg, key)
-        if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+        if isinstance(value, str) and value not in PATH_NAMES and value and not Path(value).expanduser().is_absolute():
             with read_write(cfg), open_dict(cfg):
                 OmegaConf.update(cfg, key, os.path.normpath(Path(base, value)))
 
@@ -150,7 +196,10 @@ def fingerprint(cfg: DictConfig) -> dict:
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     container.pop("hydra", None)
     neutral = NEUTRAL_KEYS | DATA_LOCATION_KEYS | LABEL_KEYS
-    config = {key: value for key, value in flatten(container).items() if key not in neutral}
+    config = {
+        key: value for key, value in flatten(container).items()
+        if key not in neutral and not (key in LATER_DEFAULTS and value == LATER_DEFAULTS[key])
+    }  # fmt: skip
     batches = math.prod(config.pop(key, 1) for key in WORLD_KEYS)
     if batches > 1:  # absent at 1, so that the fingerprints of jobs from before these keys stay the same
         config[BATCHES_PER_UPDATE] = batches
@@ -158,5 +207,18 @@ def fingerprint(cfg: DictConfig) -> dict:
 
     key, data, _ = prepared_key(cfg.task)  # the key also covers the code's tokenisation (format, SentencePiece)
     recipe = {"config": config, "data": data, "prepared": key, "recipe": FINGERPRINT_RECIPE}
+    base = cfg.finetune.base_checkpoint
+    if base is not None:  # what the job starts from: a changed base run is another job
+        recipe["base"] = SCRATCH if base == SCRATCH else base_identity(base, cfg.task.cache_dir)
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
     return {"sha256": digest, "config": config, "data": data, "prepared": key, "recipe": FINGERPRINT_RECIPE}
+
+
+def base_identity(path: str, cache_dir: str) -> dict:
+    """A fine-tuning job's base run as the fingerprint sees it: its record's fingerprint and its best checkpoint's
+    content hash."""
+    from frozen_sweep.data.identity import file_sha256
+
+    base = load_base_run(path)
+    checkpoint = file_sha256(base.path / BEST_CHECKPOINT, cache_dir)
+    return {"fingerprint": (base.record.get("fingerprint") or {}).get("sha256"), "checkpoint": checkpoint}

@@ -17,10 +17,10 @@ from omegaconf import OmegaConf, open_dict
 
 import frozen_sweep
 from frozen_sweep.config import ConfigError, Device, TaskKind
-from frozen_sweep.data import TaskData, load_task
+from frozen_sweep.data import TaskData, load_task, make_batches
 from frozen_sweep.data.masking import held_out_batches
 from frozen_sweep.evaluate.decode import translate
-from frozen_sweep.evaluate.scores import bleu_chrf, perplexity, token_scores
+from frozen_sweep.evaluate.scores import bleu_chrf, label_scores, perplexity, token_scores
 from frozen_sweep.job.how_it_runs import how_it_runs, job_threads
 from frozen_sweep.job.job_config import BUDGETS, fingerprint, job_config
 from frozen_sweep.metrics import efficiency
@@ -51,7 +51,8 @@ from frozen_sweep.weights.checkpoint import load_checkpoint
 
 log = logging.getLogger(__name__)
 
-METRIC_NAMES = {TaskKind.translation: "bleu", TaskKind.lm: "ppl", TaskKind.mlm: "mlm_ppl"}  # the record's metric_name
+METRIC_NAMES = {TaskKind.translation: "bleu", TaskKind.lm: "ppl", TaskKind.mlm: "mlm_ppl",
+                TaskKind.classify: "accuracy"}  # the record's metric_name  # fmt: skip
 
 
 def versions() -> dict:
@@ -85,6 +86,10 @@ def pick_device(cfg) -> torch.device:
 
 def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path) -> dict:
     """Test metrics with the weights of the best validation; hypotheses and references are saved beside the result."""
+    if data.num_classes:  # a classifier: accuracy (a fraction) and macro-F1
+        batches = make_batches(data.test, cfg.trainer.max_tokens, False)
+        scores = label_scores(model, batches, device, data.num_classes)
+        return {"metric": scores["accuracy"], "accuracy": scores["accuracy"], "f1": scores["f1"]}
     if cfg.task.kind.monolingual:  # perplexity; a masked LM's on its masked positions, with their accuracy
         batches = held_out_batches(data.test, "test", cfg.task, len(data.vocab), cfg.trainer.max_tokens)
         nll, accuracy = token_scores(model, batches, device)
@@ -281,7 +286,8 @@ def _train(cfg, run_dir: Path, result: RunResult, world: World, device: torch.de
     result.wall_time_s = round(state.train_time_s, 3)
     result.train_tokens_per_s = state.train_tokens / max(state.step_time_s, 1e-9)
     result.aucc_cutoff_s = cfg.trainer.aucc_cutoff_s or result.wall_time_s
-    untrained = len(data.vocab) if cfg.task.kind.monolingual else 0.0  # perplexity of a uniform guess; 0 BLEU
+    # perplexity of a uniform guess; 0 BLEU, 0 accuracy
+    untrained = len(data.vocab) if cfg.task.kind.monolingual and not data.num_classes else 0.0
     if all(h["valid_metric"] is not None for h in state.history):  # null when validation BLEU is off
         result.aucc = efficiency.aucc(state.history, result.aucc_cutoff_s, initial=untrained)
     study.after_training(result)
@@ -296,7 +302,10 @@ def _test(cfg, run_dir: Path, result: RunResult, data: TaskData, study, device: 
     result.test_metric = test["metric"]
     result.test_chrf = test.get("chrf")
     result.test_accuracy = test.get("accuracy")
+    result.test_f1 = test.get("f1")
     result.sacrebleu_signature = test.get("signature")
     result.decoding = test.get("decoding", {})
-    log.info("test %s = %.2f", result.metric_name, result.test_metric)
+    majority = (data.stats.get("majority") or {}).get("test")  # a classifier's floor, printed beside its result
+    floor = "" if majority is None else f" (majority class {majority:.2f}; macro-F1 {result.test_f1:.2f})"
+    log.info("test %s = %.2f%s", result.metric_name, result.test_metric, floor)
     write_result(run_dir, result)

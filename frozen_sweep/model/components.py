@@ -1,11 +1,14 @@
-"""Sort a model's parameters into the paper's components: emb, att, ffn, other (docs/concepts.md)."""
+"""Sort a model's parameters into the paper's components: emb, att, ffn, other, and a classifier's head
+(docs/concepts.md)."""
 
 from torch import nn
 
+from frozen_sweep.model.head import ClassificationHead
 from frozen_sweep.model.layers import Attention, FeedForward
 from frozen_sweep.model.transformer import Embeddings, OutputProjection
 
-_MODULE_COMPONENT = ((Embeddings, "emb"), (OutputProjection, "emb"), (Attention, "att"), (FeedForward, "ffn"))
+_MODULE_COMPONENT = ((Embeddings, "emb"), (OutputProjection, "emb"), (Attention, "att"), (FeedForward, "ffn"),
+                     (ClassificationHead, "head"))  # fmt: skip
 
 
 def component_of_parameters(model: nn.Module) -> dict[str, str]:

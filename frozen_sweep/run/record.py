@@ -14,12 +14,15 @@ Definitions the collector relies on:
 - `epochs_to_convergence`: `best_epoch` when early stopping ended the run (patience exhausted); null when a budget
   (max_epochs, max_steps, max_time_s) ended it first: the run had not converged.
 - `best_metric`: valid_metric at the best validation; `test_metric`: BLEU (beam search, sacrebleu) or perplexity on
-  the test set.
+  the test set; a classifier's (metric_name "accuracy"): accuracy as a fraction in [0, 1], with `test_f1` its
+  macro-F1 and `data.majority` the majority class's accuracy beside it.
 - `fingerprint`: sha256 of what determines the result (the resolved config less the keys that do not change it,
   plus the data files' content hashes), with those inputs: a directory's result is reused or resumed only by a job
   with the same fingerprint, and the collector flags two completed runs with the same one as duplicates.
 - `relearn` (study=relearn): the base run, the reset layer and parts, validations before the reset, right after it
   and at the end, examples to recover at each threshold, `recovered` (definitions in frozen_sweep/study/relearn.py).
+- `finetune` (study=finetune): the base run and what it was (seed, freeze pattern, reservoirs, scores), `frozen`,
+  `freeze_from` and how many parameters stayed frozen (frozen_sweep/study/finetune.py).
 """
 
 from dataclasses import asdict, dataclass, field
@@ -35,7 +38,7 @@ class RunResult:
     status: str = "running"
     error: Optional[str] = None
     updated_at: Optional[str] = None  # UTC time of the last write: a "running" record that stays old is likely dead
-    study: str = "freeze"  # freeze | reservoir | relearn: which of the collector's tables the run belongs in
+    study: str = "freeze"  # freeze | reservoir | relearn | finetune: which of the collector's tables the run belongs in
     task: Optional[str] = None
     model: Optional[str] = None
     freeze: dict = field(default_factory=dict)  # component → "trainable" | "frozen:<init>"
@@ -45,12 +48,13 @@ class RunResult:
     params_trainable: Optional[int] = None
     params_by_component: dict = field(default_factory=dict)
     trainable_ratio: Optional[float] = None
-    metric_name: Optional[str] = None  # "bleu" | "ppl" | "mlm_ppl" (perplexity on the masked positions)
+    metric_name: Optional[str] = None  # "bleu" | "ppl" | "mlm_ppl" (perplexity on the masked positions) | "accuracy"
     stop_metric: Optional[str] = None  # "loss" | "bleu"
     best_metric: Optional[float] = None
     test_metric: Optional[float] = None
     test_chrf: Optional[float] = None
-    test_accuracy: Optional[float] = None  # masked LM: arg-max accuracy on the test set's masked positions
+    test_accuracy: Optional[float] = None  # masked LM: arg-max accuracy on the test set's masked positions; classifier
+    test_f1: Optional[float] = None  # classifier: macro-F1 on the test set
     best_epoch: Optional[float] = None
     epochs_to_convergence: Optional[float] = None
     stopped_reason: Optional[str] = None  # early_stop | max_epochs | max_steps | max_time
@@ -60,6 +64,7 @@ class RunResult:
     train_tokens_per_s: Optional[float] = None  # target tokens per second of training steps
     reservoir: dict = field(default_factory=dict)  # study=reservoir: type, stack, pattern, layer counts, backskip
     relearn: dict = field(default_factory=dict)  # study=relearn: base run, reset layer, pre/post/final, recovery
+    finetune: dict = field(default_factory=dict)  # study=finetune: the base run, frozen mode, what stayed frozen
     aucc: Optional[float] = None  # area under the validation-metric curve over wall-clock time / T̂ (efficiency.py)
     aucc_cutoff_s: Optional[float] = None  # T̂
     sacrebleu_signature: Optional[str] = None

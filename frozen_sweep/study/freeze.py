@@ -13,7 +13,7 @@ class FreezeStudy:
         self.cfg = cfg
 
     def make_model(self, data: TaskData) -> Transformer:
-        return build_model(self.cfg, len(data.vocab))
+        return build_model(self.cfg, len(data.vocab), data.num_classes)
 
     def describe(self, model: Transformer, result: RunResult) -> None:
         pass

@@ -6,6 +6,7 @@ from typing import Optional
 import pandas as pd
 
 from frozen_sweep.tables.claims import check_tables
+from frozen_sweep.tables.finetune_tables import finetune_tables
 from frozen_sweep.tables.freeze_tables import freeze_tables
 from frozen_sweep.tables.paper import Reference
 from frozen_sweep.tables.relearn_tables import relearn_tables
@@ -20,7 +21,7 @@ def build_tables(
     """The tables of every study found among the runs (freeze patterns first), with significance against row (0)
     where runs saved their test translations, and with `claims` the papers' findings checked under each table."""
     runs = with_p_values(runs)
-    tables = freeze_tables(runs, reference) + reservoir_tables(runs) + relearn_tables(runs)
+    tables = freeze_tables(runs, reference) + reservoir_tables(runs) + relearn_tables(runs) + finetune_tables(runs)
     if claims:
         check_tables(tables, reference, min_runs)
     return tables

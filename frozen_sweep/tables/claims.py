@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from frozen_sweep.tables import freeze_tables, reservoir_tables
+from frozen_sweep.tables import finetune_tables, freeze_tables, reservoir_tables
 from frozen_sweep.tables.claim_noise import SeedChecks, seed_checks
 from frozen_sweep.tables.paper import CLAIMS, RESERVOIR_CLAIMS, Claim, Reference, ReservoirClaim
 from frozen_sweep.tables.plots import higher_is_better
@@ -172,6 +172,58 @@ def check_tables(tables: list[Table], reference: Reference = None, min_runs: int
         study = table.runs.study.iloc[0]
         if study == "freeze":
             table.checks = freeze_checks(table, reference, min_runs)
+        elif study == "finetune" or table.metric_name == "accuracy":
+            table.checks = finetune_checks(finetune_tables.summarise(table.runs), min_runs)
         elif study == "reservoir":
             higher = higher_is_better(table.metric_name)
             table.checks = [reservoir_check(claim, table.runs, higher, min_runs) for claim in RESERVOIR_CLAIMS]
+
+
+
+# Fine-tuning findings: (key, statement, the two arms compared as (pre-training, fine-tuned) matchers, rule)
+SCRATCH_ROW, SCRATCH_FROZEN_EMB = ("none", "all trainable"), ("none", "emb frozen")
+
+
+def beats(a: pd.Series, b: pd.Series, margin: bool) -> tuple[bool, str]:
+    """Test accuracy of row a against row b: with `margin`, a must exceed b by 2 standard errors of the difference
+    (from the seeds; with one seed a row has no noise estimate and the plain comparison decides); without, a must not
+    fall below b by more than that."""
+    se = (a.test_std**2 / a.n + b.test_std**2 / b.n) ** 0.5 if min(a.n, b.n) > 1 else 0.0
+    holds = a.test - b.test > 2 * se if margin else a.test - b.test >= -2 * se
+    noise = f"2·SE {2 * se:.1f}" if se else "n = 1: no noise estimate"
+    arms = f"{a.pre_training} / {a.fine_tuned} {a.test:.1f}% vs {b.pre_training} / {b.fine_tuned} {b.test:.1f}%"
+    return holds, f"{arms} ({noise})"
+
+
+def finetune_checks(summary: pd.DataFrame, min_runs: int) -> list[Check]:
+    """FT1 pre-training beats no pre-training; FT2 reservoirs kept frozen lose nothing beyond noise; RE1/RE2 the
+    random-embeddings test. Each needs its rows (with ≥ min_runs runs), else "not enough runs"."""
+    rows = {(r.pre_training, r.fine_tuned): r for r in summary.itertuples() if r.n >= min_runs}
+    pretrained = [r for (pre, tuned), r in rows.items() if pre != "none" and tuned == "all trainable"]
+    claims = [
+        ("FT1", "pre-training beats no pre-training", "every pre-trained base fine-tuned all trainable > the "
+         "classifier trained from random initialisation, by 2·SE",
+         [(r, rows.get(SCRATCH_ROW), True) for r in pretrained]),
+        ("FT2", "reservoir layers can stay frozen in fine-tuning (the reservoir paper)", "a reservoir base with its "
+         "frozen layers kept frozen ≥ the same base all trainable − 2·SE",
+         [(r, rows.get((pre, "all trainable")), False) for (pre, tuned), r in rows.items()
+          if "reservoirs" in pre and tuned == "base's frozen layers frozen"]),
+        ("RE1", "random embeddings first: pre-training is worth more than a randomly initialised model", "the "
+         "regular base fine-tuned > both rows without pre-training (embeddings trainable, frozen at random), by 2·SE",
+         [(rows.get(("regular", "all trainable")), rows.get(other), True)
+          for other in (SCRATCH_ROW, SCRATCH_FROZEN_EMB)]),
+        ("RE2", "what survives of pre-training when its embeddings are re-drawn at random and frozen", "the regular "
+         "base with its embeddings re-drawn and frozen > no pre-training with embeddings frozen at random, by 2·SE",
+         [(rows.get(("regular", "emb frozen (re-drawn)")), rows.get(SCRATCH_FROZEN_EMB), True)]),
+    ]  # fmt: skip
+    checks = []
+    for key, statement, rule, pairs in claims:
+        if not pairs or any(a is None or b is None for a, b, _ in pairs):
+            why = f"a row it compares is missing or has fewer than {min_runs} completed run(s)" if pairs else (
+                "no such row in this table")  # fmt: skip
+            checks.append(Check(key, statement, rule, NOT_ENOUGH, why))
+            continue
+        results = [beats(pd.Series(a._asdict()), pd.Series(b._asdict()), margin) for a, b, margin in pairs]
+        verdict = HOLDS if all(holds for holds, _ in results) else FAILS
+        checks.append(Check(key, statement, rule, verdict, "; ".join(text for _, text in results)))
+    return checks

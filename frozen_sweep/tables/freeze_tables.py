@@ -119,7 +119,9 @@ def display(summary: pd.DataFrame, metric: str, reference: Optional[Reference]) 
 def freeze_tables(runs: pd.DataFrame, reference: Optional[Reference] = None) -> list[Table]:
     """One table per task × model × setting, from the completed freeze-study runs only."""
     tables = []
-    for (task, model), metric_name, setting, table_runs in per_setting(completed(runs, "freeze"), ["task", "model"]):
+    done = completed(runs, "freeze")
+    done = done[done.metric_name != "accuracy"]  # classifiers: the fine-tuning tables
+    for (task, model), metric_name, setting, table_runs in per_setting(done, ["task", "model"]):
         metric = METRIC_LABELS.get(metric_name, metric_name)
         summary = summarise(table_runs)
         footnotes = [LOWER_BOUND_NOTE] if summary.lower_bound.any() else []

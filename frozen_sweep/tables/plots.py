@@ -10,7 +10,7 @@ import pandas as pd
 from frozen_sweep.metrics.sinks import read_metrics
 from frozen_sweep.run.directory import METRICS_FILE
 
-METRIC_LABELS = {"bleu": "BLEU", "ppl": "PPL", "mlm_ppl": "MLM PPL"}
+METRIC_LABELS = {"bleu": "BLEU", "ppl": "PPL", "mlm_ppl": "MLM PPL", "accuracy": "Accuracy"}
 PERPLEXITIES = frozenset({"ppl", "mlm_ppl"})  # metrics where lower is better
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 from frozen_sweep.tables.provenance import provenance
 from frozen_sweep.tables.runs import CSV_COLUMNS
 
-LEFT_ALIGNED = {"Row", "Stack", "Layer", "Parts", "Type", "Pattern"}
+LEFT_ALIGNED = {"Row", "Stack", "Layer", "Parts", "Type", "Pattern", "Pre-training", "Fine-tuned"}
 CENTRED = {"EMB", "ATT", "FFN"}
 
 

@@ -44,9 +44,9 @@ class TrainingLoss:
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast), self.attention_backend():
             logits = self.forward(src, tgt_in)  # (B, T, V)
         return F.cross_entropy(
-            logits.float().flatten(0, 1),
+            logits.float().reshape(-1, logits.shape[-1]),  # (B·T, V), or a classifier's (B, C)
             tgt_out.flatten(),
-            ignore_index=PAD,
+            ignore_index=PAD if logits.dim() == 3 else -100,  # a class id is never padding
             label_smoothing=self.label_smoothing,
             reduction="sum",
         )

@@ -31,7 +31,9 @@ class Diverged(RuntimeError):
 
 
 def score(entry: dict, tr) -> float:
-    """Higher is better: validation BLEU, or minus the validation loss (trainer.stop_metric)."""
+    """Higher is better: validation BLEU or accuracy, or minus the validation loss (trainer.stop_metric)."""
+    if tr.stop_metric == StopMetric.accuracy:
+        return entry["valid_accuracy"]
     return entry["valid_bleu"] if tr.stop_metric == StopMetric.bleu else -entry["valid_loss"]
 
 
@@ -50,11 +52,12 @@ def best_loss(s: TrainState) -> float:
     return min((e["valid_loss"] for e in s.history if math.isfinite(e["valid_loss"])), default=math.inf)
 
 
-def diverging(s: TrainState, entry: dict, best: bool, tr, vocab_size: int) -> bool:
+def diverging(s: TrainState, entry: dict, best: bool, tr, vocab_size: int, relative: bool = True) -> bool:
     """A non-finite validation loss, or the diverge_validations-th validation in a row far above the best loss
-    (and no improvement) or far above the loss of a uniform guess."""
+    (and no improvement; only when `relative`) or far above the loss of a uniform guess over `vocab_size` outcomes.
+    A classifier's is not `relative`: its validation loss grows as it overfits while its accuracy holds."""
     loss = entry["valid_loss"]
-    far_above = (not best and loss > tr.diverge_ratio * best_loss(s)) or (
+    far_above = (relative and not best and loss > tr.diverge_ratio * best_loss(s)) or (
         loss > tr.diverge_uniform_ratio * math.log(vocab_size)
     )
     s.diverging_validations = s.diverging_validations + 1 if far_above else 0

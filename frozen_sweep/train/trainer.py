@@ -82,6 +82,8 @@ class Trainer:
     def _target_tokens(self, group: Group) -> int:
         """A batch's target tokens (eos included: its collated n_tokens), from the lengths alone: every rank counts
         those of the whole update without collating the other ranks' batches."""
+        if self.cfg.task.kind == TaskKind.classify:  # one target per example: its label
+            return len(group.indices)
         return int(self.data.train.tgt_lens[group.indices].sum()) + len(group.indices)
 
     # ---- resume -----------------------------------------------------------------------------------------------------
@@ -263,12 +265,13 @@ class Trainer:
             **self.validation_scores(),
         }
         best = add_validation(s, entry, tr)
-        if diverging(s, entry, best, tr, len(self.data.vocab)):
+        classes = self.data.num_classes  # a classifier's uniform guess is over its classes
+        if diverging(s, entry, best, tr, classes or len(self.data.vocab), relative=classes is None):
             if self.on_validation:
                 self.on_validation(s)  # the record shows the curve that diverged
             self._diverged(
                 f"the validation loss is {entry['valid_loss']:.4g} at step {s.step}, far above its best "
-                f"({best_loss(s):.4g}) or a uniform guess's ({math.log(len(self.data.vocab)):.4g})"
+                f"({best_loss(s):.4g}) or a uniform guess's ({math.log(classes or len(self.data.vocab)):.4g})"
             )
         if s.bad_validations >= tr.patience:
             s.stopped_reason = "early_stop"

@@ -8,20 +8,26 @@ from frozen_sweep.config import StopMetric, TaskKind
 from frozen_sweep.data import TaskData
 from frozen_sweep.data.masking import held_out_batches
 from frozen_sweep.evaluate.decode import translate
-from frozen_sweep.evaluate.scores import bleu_chrf, perplexity, token_scores
+from frozen_sweep.evaluate.scores import bleu_chrf, label_scores, perplexity, token_scores
 
 
 class Validation:
     def __init__(self, cfg, data: TaskData, device):
         self.cfg, self.tr, self.data, self.device = cfg, cfg.trainer, data, device
         self.monolingual, self.is_mlm = cfg.task.kind.monolingual, cfg.task.kind == TaskKind.mlm
+        self.classes = data.num_classes  # a classifier's: scored by accuracy and macro-F1
         tr = self.tr
         valid = held_out_batches(data.valid, "valid", cfg.task, len(data.vocab), tr.max_tokens, tr.length_multiple)
         self.batches = [batch.to(device) for batch in valid]  # copied to the device once, for every validation
 
     def scores(self, model: nn.Module) -> dict:
         """valid_loss, valid_ppl, valid_bleu (None for LM or when disabled), valid_metric of `model`; a masked LM's
-        valid_accuracy."""
+        valid_accuracy; a classifier's valid_accuracy (its valid_metric) and valid_f1 (macro-F1)."""
+        if self.classes:
+            scores = label_scores(model, self.batches, self.device, self.classes)
+            return {"valid_loss": scores["loss"], "valid_ppl": perplexity(scores["loss"]), "valid_bleu": None,
+                    "valid_metric": scores["accuracy"], "valid_accuracy": scores["accuracy"],
+                    "valid_f1": scores["f1"]}  # fmt: skip
         valid_loss, valid_accuracy = token_scores(model, self.batches, self.device)
         valid_bleu = None
         if not self.monolingual and (self.tr.stop_metric == StopMetric.bleu or self.tr.valid_bleu_sentences != 0):

@@ -13,13 +13,15 @@ from frozen_sweep.weights.on_the_fly import OnTheFly, build_on_the_fly
 FROZEN_MODES = ("resident", "on-the-fly")  # where a model's frozen weights live (frozen_sweep.weights.on_the_fly)
 
 
-def build_model(cfg, vocab_size: int) -> Transformer:
-    """The model of `cfg` (model, reservoir, freeze, seed) for a vocabulary of `vocab_size` pieces."""
-    model = Transformer(cfg.model, vocab_size, PAD, cfg.reservoir)
+def build_model(cfg, vocab_size: int, num_classes: int | None = None) -> Transformer:
+    """The model of `cfg` (model, reservoir, freeze, seed) for a vocabulary of `vocab_size` pieces; with
+    `num_classes`, a classifier."""
+    model = Transformer(cfg.model, vocab_size, PAD, cfg.reservoir, num_classes)
     freeze.init_and_freeze(model, cfg.freeze, cfg.seed)
     return model
 
 
-def build_model_on_the_fly(cfg, vocab_size: int) -> tuple[Transformer, OnTheFly]:
+def build_model_on_the_fly(cfg, vocab_size: int, num_classes: int | None = None) -> tuple[Transformer, OnTheFly]:
     """`build_model`'s model with its frozen weights drawn on the fly, and the hooks that draw them."""
-    return build_on_the_fly(lambda: Transformer(cfg.model, vocab_size, PAD, cfg.reservoir), cfg.freeze, cfg.seed)
+    model = lambda: Transformer(cfg.model, vocab_size, PAD, cfg.reservoir, num_classes)  # noqa: E731
+    return build_on_the_fly(model, cfg.freeze, cfg.seed)

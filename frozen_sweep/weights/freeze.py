@@ -188,7 +188,8 @@ def parameter_counts(model: nn.Module) -> dict:
 
 
 def describe(freeze_cfg) -> dict[str, str]:
-    """Component → "trainable" | "frozen:<init>" (with ":<init>" on trainable ones only when not random)."""
+    """Component → "trainable" | "frozen:<init>" (with ":<init>" on trainable ones only when not random); a
+    classifier's head only when it is not plain trainable, so that the records of the other kinds keep their shape."""
     out = {}
     for c in COMPONENTS:
         spec = freeze_cfg[c]
@@ -197,6 +198,8 @@ def describe(freeze_cfg) -> dict[str, str]:
             out[c] = f"frozen:{init}"
         else:
             out[c] = "trainable" if init == "random" else f"trainable:{init}"
+    if out["head"] == "trainable":
+        del out["head"]
     return out
 
 

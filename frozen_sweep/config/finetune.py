@@ -1,0 +1,28 @@
+"""The finetune settings' schema: fine-tune a finished masked-LM run's encoder on a classification task
+(frozen_sweep/study/finetune.py)."""
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Optional
+
+SCRATCH = "scratch"  # finetune.base_checkpoint=scratch: no pre-training, the baseline of a fine-tuning table
+
+
+class FreezeFrom(Enum):
+    base = "base"  # the job's freeze pattern freezes the pre-trained values (e.g. the base's embeddings)
+    seed = "seed"  # it re-draws them from the job's seed first, with its init: frozen at random, as without a base
+
+
+class FrozenMode(Enum):
+    keep = "keep"  # the base's frozen components and reservoir layers stay frozen
+    train = "train"  # they train too, from their frozen values
+
+
+@dataclass
+class FinetuneConfig:
+    # study=finetune: a completed masked-LM run's directory (result.json, config.yaml, checkpoint_best.pt), or scratch
+    base_checkpoint: Optional[str] = None
+    frozen: FrozenMode = FrozenMode.keep
+    # where the components the job's freeze pattern freezes take their values: the base's or a fresh random draw
+    freeze_from: FreezeFrom = FreezeFrom.base
+    max_unk_rate: float = 0.01  # the base's vocabulary must cover the task: at most this fraction of <unk> pieces

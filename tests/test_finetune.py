@@ -1,0 +1,130 @@
+"""Fine-tuning a finished masked LM on the embedded classification task, end to end through the CLI: it beats the
+majority class, the base's frozen parameters come out bit-identical (finetune.frozen=keep) or trained (train), bad
+bases stop the command before anything is written, and `python -m frozen_sweep.classify` labels lines with it."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from frozen_sweep.job.job_config import fingerprint, job_config
+from frozen_sweep.tables.build import build_tables
+from frozen_sweep.tables.runs import load_runs
+from frozen_sweep.weights.finished_run import load_run
+from tests.conftest import ROOT, compose_config, fake_run_dir
+from tests.helpers.jobs import result, run_cli
+
+pytestmark = pytest.mark.slow
+QUICK = ["trainer=quick", "trainer.label_smoothing=0", "trainer.max_epochs=null"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, cache_dir):
+    """A micro masked LM with frozen random embeddings (the base), and three fine-tunings of it: keep, train, and its
+    feed-forward layers re-drawn at random and frozen (freeze=ffn finetune.freeze_from=seed)."""
+    root = tmp_path_factory.mktemp("finetune")
+    cache = f"task.cache_dir={cache_dir}"
+    base = run_cli("task=mlm_bible_en", "model=mlm_micro", "freeze=emb", cache, *QUICK, "trainer.max_steps=100",
+                   "trainer.validate_every_steps=50", f"hydra.run.dir={root / 'base'}")  # fmt: skip
+    assert base.returncode == 0, base.stdout[-2000:]
+    arms = {"keep": ["finetune.frozen=keep"], "train": ["finetune.frozen=train"],
+            "redrawn": ["freeze=ffn", "finetune.freeze_from=seed"]}  # fmt: skip
+    for mode, arm in arms.items():
+        tuned = run_cli("study=finetune", f"finetune.base_checkpoint={root / 'base'}", *arm,
+                        "task=cls_bible_en", cache, *QUICK, "trainer.max_steps=300", "trainer.validate_every_steps=100",
+                        "trainer.stop_metric=accuracy", f"hydra.run.dir={root / mode}")  # fmt: skip
+        assert tuned.returncode == 0, tuned.stdout[-2000:]
+    return root
+
+
+def test_a_fine_tuned_encoder_beats_the_majority_class(runs):
+    record = result(runs / "keep")
+    assert record["metric_name"] == "accuracy" and record["study"] == "finetune"
+    assert record["test_metric"] > record["data"]["majority"]["test"] + 0.03
+    assert 0 < record["test_f1"] <= 1 and record["finetune"]["base_run"] == str(runs / "base")
+
+
+def test_frozen_base_parameters_stay_bit_identical_unless_trained(runs):
+    base = dict(load_run(runs / "base").model.named_parameters())  # regenerated from the base's seed, verified
+    frozen = [name for name, p in base.items() if not p.requires_grad]
+    assert frozen == ["src_embed.tokens.weight"]  # freeze=emb
+    for mode, same in (("keep", True), ("train", False)):
+        tuned = dict(load_run(runs / mode).model.named_parameters())  # rebuilt from the base, checkpoint verified
+        assert torch.equal(tuned[frozen[0]], base[frozen[0]]) is same
+        assert tuned[frozen[0]].requires_grad is not same
+        assert not torch.equal(tuned["encoder.layers.0.ffn.fc1.weight"], base["encoder.layers.0.ffn.fc1.weight"])
+    assert result(runs / "keep")["trainable_ratio"] < result(runs / "train")["trainable_ratio"] == 1.0
+    redrawn = dict(load_run(runs / "redrawn").model.named_parameters())
+    fc1 = "encoder.layers.0.ffn.fc1.weight"
+    assert not redrawn[fc1].requires_grad and not torch.equal(redrawn[fc1], base[fc1])  # re-drawn, frozen
+    assert torch.equal(redrawn[frozen[0]], base[frozen[0]])  # the base's frozen embeddings: kept
+
+
+def test_the_fine_tuning_table_puts_the_arms_side_by_side(runs):
+    tables = [t for t in build_tables(load_runs([str(runs)]), claims=True) if t.metric_name == "accuracy"]
+    assert len(tables) == 1
+    rows = tables[0].rows
+    arms = list(zip(rows[("", "Pre-training")], rows[("", "Fine-tuned")]))
+    base = "regular, emb frozen"
+    expected = [(base, "all trainable"), (base, "base's frozen layers frozen"), (base, "ffn frozen (re-drawn)")]
+    assert sorted(arms) == expected
+    test = rows[("Accuracy %", "test")].tolist()
+    assert f"{100 * result(runs / 'keep')['test_metric']:.1f}" in test
+    assert "majority class: history" in tables[0].footnotes[0]
+    assert [c.key for c in tables[0].checks] == ["FT1", "FT2", "RE1", "RE2"]  # no scratch row here: not enough runs
+
+
+def test_a_changed_base_is_another_job(runs, cache_dir):
+    cfg = compose_config("study=finetune", f"finetune.base_checkpoint={runs / 'base'}", "task=cls_bible_en",
+                         f"task.cache_dir={cache_dir}")  # fmt: skip
+    before = fingerprint(job_config(cfg, []))
+    checkpoint = runs / "base" / "checkpoint_best.pt"
+    state = torch.load(checkpoint, weights_only=False)
+    state["trainable"]["encoder.layers.0.ffn.fc1.bias"] += 1.0
+    torch.save(state, checkpoint.with_suffix(".tmp"))
+    checkpoint.with_suffix(".tmp").replace(checkpoint)  # a new file: its hash is taken again
+    assert fingerprint(job_config(cfg, []))["sha256"] != before["sha256"]
+
+
+@pytest.mark.parametrize(
+    "base, extra, message",
+    [
+        ("translation", [], r"finetune.base_checkpoint=.*: a task.kind=translation run \(task=bible_es_en\); "
+                            r"fine-tuning starts from a masked LM's encoder"),
+        ("missing", [], r"finetune.base_checkpoint=.*missing: no such directory"),
+        ("mlm", ["model=mlm_demo"], r"model=mlm_demo: a fine-tuning job takes model and reservoir from its base run"),
+        (None, [], r"study=finetune needs finetune.base_checkpoint=<a completed masked-LM run's directory>"),
+    ],
+)
+def test_a_bad_base_stops_the_command_before_anything_is_written(tmp_path, runs, base, extra, message):
+    bases = {"translation": fake_run_dir(tmp_path / "translation"), "missing": tmp_path / "missing",
+             "mlm": runs / "base"}  # fmt: skip
+    given = [] if base is None else [f"finetune.base_checkpoint={bases[base]}"]
+    proc = run_cli("study=finetune", *given, "task=cls_bible_en", *extra, f"hydra.run.dir={tmp_path / 'job'}")
+    assert proc.returncode != 0 and "Traceback" not in proc.stdout
+    assert re.search(message, proc.stdout), proc.stdout[-1500:]
+    assert not (tmp_path / "job").exists()
+
+
+def classify(*args: str, stdin: bytes) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "frozen_sweep.classify", *args], cwd=ROOT, input=stdin,
+                          capture_output=True, timeout=120)  # fmt: skip
+
+
+def test_the_classify_command_labels_lines_and_names_bad_ones(runs, tmp_path):
+    lines = "In the beginning God created the heaven and the earth.\nJesus wept.\n"
+    out = tmp_path / "labels.tsv"
+    done = classify(str(runs / "keep"), "--output", str(out), stdin=lines.encode())
+    assert done.returncode == 0, done.stderr
+    labels = [line.split("\t") for line in out.read_text().splitlines()]
+    assert len(labels) == 2 and all(label in result(runs / "keep")["data"]["labels"] for label, _ in labels)
+    assert all(0 < float(p) <= 1 for _, p in labels)
+    bad = {b"Jesus wept.\nbad \xff\n": b"<stdin> line 2 is not valid UTF-8",
+           b"one\ttwo\n": b"<stdin> line 1 has 2 TAB-separated columns; expected one text"}  # fmt: skip
+    for stdin, message in bad.items():
+        failed = classify(str(runs / "keep"), stdin=stdin)
+        assert failed.returncode == 1 and message in failed.stderr and not failed.stdout
+    not_classifier = classify(str(runs / "base"), stdin=b"x\n")
+    assert b"is a task.kind=mlm run (task=mlm_bible_en), not a classification run" in not_classifier.stderr
