@@ -66,3 +66,20 @@ def test_a_finished_job_is_not_run_again_under_another_directory_name(tmp_path, 
     assert len(list((tmp_path / "outputs" / "runs").iterdir())) == 1
     dry = run_sweep(sweep, *micro_overrides, LOCAL, "freeze=none", "seed=1", "dry_run=true")
     assert "(1 skip)" in dry.stdout and f"the same run (config, data and seed) as {finished}, which holds" in dry.stdout
+
+
+@pytest.mark.slow
+def test_hydras_job_settings_hold_for_frozen_sweep_jobs(tmp_path, micro_overrides, toy_corpus):
+    """hydra.job.name, hydra.sweep.subdir and hydra.job.chdir on local_gpus, with a task.path relative to the
+    directory the command ran in (what to_absolute_path and get_original_cwd give a job)."""
+    (tmp_path / "corpus").symlink_to(toy_corpus)
+    overrides = [o for o in micro_overrides if not o.startswith("task.path=")] + ["task.path=corpus"]
+    command = sweep_command(tmp_path / "sweep", *overrides, LOCAL, "hydra.job.name=myjob", "hydra.job.chdir=true",
+                            "hydra.sweep.subdir=s${seed}", "seed=1,2")  # fmt: skip
+    proc = subprocess.run(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout
+    for seed in (1, 2):
+        run = tmp_path / "sweep" / f"s{seed}"
+        assert (run / "myjob.log").exists() and read_json(run / "result.json")["status"] == "completed"
+        assert f"\n  path: {tmp_path / 'corpus'}\n" in (run / "config.yaml").read_text()  # task.path, made absolute
