@@ -53,11 +53,6 @@ def worker(spec: dict) -> dict:
         frozen = [p.nbytes for p in model.parameters() if not p.requires_grad]
         out |= {"full": out["at_rest"], "largest_frozen": max(frozen, default=0),
                 "trainable": out["at_rest"] - sum(frozen), "ratio": parameter_counts(model)["trainable_ratio"]}
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "model.safetensors"
-            write_model_file(path, model, cfg.seed, OmegaConf.to_yaml(cfg), SimpleNamespace(model=b"\0"),
-                             frozen_fingerprint(model))  # fmt: skip
-            out["file"] = path.stat().st_size
     search = OmegaConf.merge(cfg.eval, {"max_len_a": 0, "max_len_b": spec["max_len_b"]})
     stub = common.StubVocab(vocab)
     for beam in (1, 4):
@@ -73,7 +68,13 @@ def worker(spec: dict) -> dict:
             elapsed, draw_s = sorted(timings)[len(timings) // 2]  # the median round (by time) and its drawing
             out[f"{beam}/{batch}"] = {"sent_s": batch / elapsed, "draw_s": draw_s, "s": elapsed}
     out["held"] = out["at_rest"] + (hooks.peak_held_bytes if hooks else 0)
-    out["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    out["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # before the export: it holds the file
+    if resident:  # the file's bytes are built in memory
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "model.safetensors"
+            write_model_file(path, model, cfg.seed, OmegaConf.to_yaml(cfg), SimpleNamespace(model=b"\0"),
+                             frozen_fingerprint(model))  # fmt: skip
+            out["file"] = path.stat().st_size
     return out
 
 
