@@ -44,7 +44,7 @@ class OnTheFly:
         self.draws += 1
         return value
 
-    def fingerprint(self, model: nn.Module = None) -> dict[str, str]:
+    def fingerprint(self, model: nn.Module = None) -> dict[str, str]:  # model: load_checkpoint passes it; unused
         """SHA-256 of every frozen parameter, each drawn, hashed and freed in turn (checkpoint.restore's check)."""
         return {name: tensor_sha256(self.drawn(name)) for name in self.plan}
 
