@@ -14,6 +14,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import RunMode
 
 from frozen_sweep.job.job_config import job_config
+from frozen_sweep.run.directory import write_result
+from frozen_sweep.run.record import RunResult
 from tests.conftest import CONF, ROOT, fake_run_dir
 
 ENTRY = re.compile(r"^(?:\.venv/bin/)?python -m frozen_sweep(?=\s|$)")
@@ -68,6 +70,12 @@ def test_a_readme_command_composes_and_passes_every_check(command, tmp_path, mon
     # a relearn job's base run must exist: the README's (a default run; a big-model run at /runs/tren_big) stand-ins
     monkeypatch.chdir(tmp_path)
     fake_run_dir(tmp_path / "outputs" / "runs" / "default")
+    vocab = tmp_path / "spm.model"
+    vocab.touch()
+    for reservoir in ("none", "transformer", "ffn"):  # the fine-tuning experiments' masked-LM bases, with a vocabulary
+        base = fake_run_dir(tmp_path / "outputs" / "finetune_bases" / f"reservoir={reservoir}", "task=mlm_bible_en",
+                            "model=mlm_demo")  # fmt: skip
+        write_result(base, RunResult(status="completed", data={"vocab_path": str(vocab)}))
     overrides = [
         f"relearn.base_checkpoint={fake_run_dir(tmp_path / 'tren_big', 'model=big')}"
         if o == "relearn.base_checkpoint=/runs/tren_big" else o
