@@ -36,7 +36,8 @@ def main() -> None:
 
     def search(beam: int, cache: bool):
         def run():
-            outputs[beam, cache] = translate(model, sources, stub, torch.device("cpu"), cfg.eval, beam, cache=cache)
+            cpu = torch.device("cpu")
+            outputs[beam, cache] = translate(model, sources, stub, cpu, cfg.eval, beam=beam, cache=cache)
 
         return run
 

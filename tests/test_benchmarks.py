@@ -96,6 +96,6 @@ def test_uncached_search_is_the_same_search():  # what benchmarks/decode.py comp
     model = common.build(cfg, 50)
     sources = common.synthetic_sentences(12, 2, 10, 50, seed=0)
     for beam in (1, 3):
-        cached, uncached = (translate(model, sources, common.StubVocab(50), torch.device("cpu"), cfg.eval, beam,
+        cached, uncached = (translate(model, sources, common.StubVocab(50), torch.device("cpu"), cfg.eval, beam=beam,
                                       cache=c) for c in (True, False))  # fmt: skip
         assert cached == uncached

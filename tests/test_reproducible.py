@@ -2,7 +2,6 @@
 life (frozen_sweep.system.cpu), so a job run alone and again beside a process that keeps a core busy agree on every
 validation, the test metric and every test translation."""
 
-import os
 import subprocess
 import sys
 

@@ -2,7 +2,6 @@
 launcher runs: a frozen_sweep launcher composes and checks each job itself before any starts (_plan.py), so
 Hydra's check would compose every job a second time. With another launcher it checks as Hydra does."""
 
-from dataclasses import dataclass
 from typing import Sequence
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
