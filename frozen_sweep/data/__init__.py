@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass
 
 from frozen_sweep.data.batching import Batch, Group, batch_indices, pad_fraction
-from frozen_sweep.data.preparation import prepare
 from frozen_sweep.data.labelled import LabelledSplit, label_stats
+from frozen_sweep.data.preparation import prepare
 from frozen_sweep.data.prepared import VOCAB_FILE, open_prepared
 from frozen_sweep.data.split import Split, make_batches, plan
 from frozen_sweep.data.vocab import Vocab

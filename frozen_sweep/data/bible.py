@@ -18,9 +18,6 @@ removed), valid 1,271, test 1,086. LM on engKJV2006eb (no empty verses): train 2
 import hashlib
 import json
 import logging
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from frozen_sweep.data.align import align
@@ -28,6 +25,7 @@ from frozen_sweep.data.kjv_canon import BOOKS
 from frozen_sweep.data.shipped import read_shipped, shipped_path
 from frozen_sweep.data.sword import VerseRef, read_module
 from frozen_sweep.data.text_files import langs_of
+from frozen_sweep.system.files import write_dir_atomic
 
 log = logging.getLogger(__name__)
 
@@ -146,16 +144,7 @@ def extract_bible(task_cfg) -> Path:
         "sizes": {name: len(rows) for name, rows in splits.items()},
     }
     root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
-    try:
-        _write(tmp, splits, langs, stats)
-        tmp.chmod(0o755)  # mkdtemp makes it private; the cache may be shared
-        os.rename(tmp, final)
-    except OSError:
-        if not final.is_dir():  # a real failure, not a lost race
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    write_dir_atomic(final, lambda tmp: _write(tmp, splits, langs, stats))
     labels = {"dropped_empty": "empty", "dropped_out_of_step": "out of step", "dropped_misaligned": "misaligned"}
     labels["dropped_misaligned"] += f" (length ratio > {task_cfg.max_length_ratio:g})"
     dropped = ", ".join(f"{stats[key]} {label}" for key, label in labels.items() if key in stats)

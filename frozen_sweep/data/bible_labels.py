@@ -20,9 +20,6 @@ valid or test verse of these tasks.
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +27,7 @@ import numpy as np
 from frozen_sweep.config import BibleLabels
 from frozen_sweep.data.bible import SPLITS, cache_key, module_sources, split_of, verse_rows
 from frozen_sweep.data.kjv_canon import BOOKS
+from frozen_sweep.system.files import write_dir_atomic
 
 LABELS_VERSION = 1  # bump when the classes, the pairs or their draw change: part of the data identity
 FIRST_BOOK = {"Gen": "law", "Josh": "history", "Job": "wisdom", "Isa": "prophets", "Matt": "gospels",
@@ -85,18 +83,13 @@ def extract_labelled_bible(task_cfg) -> Path:
     if kind == BibleLabels.same_division:
         splits = {name: same_division_pairs(rows, name) for name, rows in splits.items()}
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=final.parent))
-    try:
+
+    def write(tmp: Path) -> None:
         for name, rows in splits.items():
             (tmp / f"{name}.tsv").write_text("".join("\t".join(row) + "\n" for row in rows), encoding="utf-8")
         stats = {"labels": kind.value, "labels_version": LABELS_VERSION,
                  "sizes": {name: len(rows) for name, rows in splits.items()}}  # fmt: skip
         (tmp / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
-        tmp.chmod(0o755)
-        os.rename(tmp, final)
-    except OSError:
-        if not final.is_dir():  # a real failure, not a lost race
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    write_dir_atomic(final, write)
     return final

@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Iterator
@@ -41,6 +40,7 @@ from frozen_sweep.data.progress import progress
 from frozen_sweep.data.text_files import SplitReader, langs_of
 from frozen_sweep.data.tsv import TsvReader
 from frozen_sweep.data.vocab import EOS, UNK, Vocab, train_vocab
+from frozen_sweep.system.files import write_dir_atomic
 
 log = logging.getLogger(__name__)
 
@@ -126,13 +126,8 @@ def prepare(task_cfg) -> Path:
             shutil.rmtree(final)
         for stale in root.glob(f".{key}.tmp*"):  # a killed preparation's leftovers: the lock says none runs now
             shutil.rmtree(stale, ignore_errors=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{key}.tmp", dir=root))
-        try:
-            build(task_cfg, tmp, {"key": key, "sources": identity, "settings": settings})
-            tmp.chmod(0o755)  # mkdtemp makes it private; the cache may be shared
-            os.rename(tmp, final)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        manifest = {"key": key, "sources": identity, "settings": settings}
+        write_dir_atomic(final, lambda tmp: build(task_cfg, tmp, manifest), prefix=f".{key}.tmp")
     return final
 
 
