@@ -121,10 +121,12 @@ def test_the_classify_command_labels_lines_and_names_bad_ones(runs, tmp_path):
     labels = [line.split("\t") for line in out.read_text().splitlines()]
     assert len(labels) == 2 and all(label in result(runs / "keep")["data"]["labels"] for label, _ in labels)
     assert all(0 < float(p) <= 1 for _, p in labels)
-    bad = {b"Jesus wept.\nbad \xff\n": b"<stdin> line 2 is not valid UTF-8",
-           b"one\ttwo\n": b"<stdin> line 1 has 2 TAB-separated columns; expected one text"}  # fmt: skip
+    bad = {b"Jesus wept.\nbad \xff\n": b"standard input line 2 is not valid UTF-8",
+           b"one\ttwo\n": b"standard input line 1 has 2 TAB-separated columns; expected one text"}  # fmt: skip
     for stdin, message in bad.items():
         failed = classify(str(runs / "keep"), stdin=stdin)
-        assert failed.returncode == 1 and message in failed.stderr and not failed.stdout
+        assert failed.returncode == 2 and message in failed.stderr and not failed.stdout
     not_classifier = classify(str(runs / "base"), stdin=b"x\n")
-    assert b"is a task.kind=mlm run (task=mlm_bible_en), not a classification run" in not_classifier.stderr
+    assert b"is a task.kind=mlm run; classify takes task.kind=classify runs: use python -m frozen_sweep.score" in (
+        not_classifier.stderr
+    )

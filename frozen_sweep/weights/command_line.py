@@ -18,7 +18,8 @@ from frozen_sweep.weights.checkpoint import CheckpointError
 from frozen_sweep.weights.finished_run import FinishedRun, load_run
 from frozen_sweep.weights.model_file import ModelFileError
 
-COMMAND_OF_KIND = {TaskKind.translation: "translate", TaskKind.lm: "score", TaskKind.mlm: "score"}
+COMMAND_OF_KIND = {TaskKind.translation: "translate", TaskKind.lm: "score", TaskKind.mlm: "score",
+                   TaskKind.classify: "classify"}
 
 
 class UsageError(Exception):
