@@ -29,7 +29,7 @@ def _report(func: Callable[[], Any], hydras_report: Callable = hydra_utils.run_a
         if isinstance(error.__cause__, OmegaConfBaseException):  # the reason, as Hydra writes it
             sys.stderr.write(f"{error.__cause__}\n")
         sys.exit(1)
-    except Exception as error:  # a crash: Hydra's report
+    except Exception:  # a crash: Hydra's report
 
         def again() -> None:
             raise error

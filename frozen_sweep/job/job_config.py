@@ -24,7 +24,14 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from frozen_sweep.config import (
-    NEUTRAL_KEYS, SCRATCH, ConfigError, FreezeFrom, FrozenMode, ResetParts, StudyName, TaskKind,
+    NEUTRAL_KEYS,
+    SCRATCH,
+    ConfigError,
+    FreezeFrom,
+    FrozenMode,
+    ResetParts,
+    StudyName,
+    TaskKind,
 )  # fmt: skip
 from frozen_sweep.config.checks import validate
 from frozen_sweep.config.stack_layout import parse_reset_layer

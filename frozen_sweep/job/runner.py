@@ -17,22 +17,17 @@ from omegaconf import OmegaConf, open_dict
 
 import frozen_sweep
 from frozen_sweep.config import ConfigError, Device, TaskKind
-from frozen_sweep.data import TaskData, load_task, make_batches
-from frozen_sweep.data.masking import held_out_batches
-from frozen_sweep.evaluate.decode import translate
-from frozen_sweep.evaluate.scores import bleu_chrf, label_scores, perplexity, token_scores
+from frozen_sweep.data import TaskData, load_task
 from frozen_sweep.job.how_it_runs import how_it_runs, job_threads
 from frozen_sweep.job.job_config import BUDGETS, fingerprint, job_config
+from frozen_sweep.job.test_set import evaluate_test
 from frozen_sweep.metrics import efficiency
-from frozen_sweep.model import Transformer
 from frozen_sweep.parallel import distributed
 from frozen_sweep.parallel.world import SINGLE, World, check_world, launched_world
 from frozen_sweep.run.directory import (
     BEST_CHECKPOINT,
     CONFIG_FILE,
     LAST_CHECKPOINT,
-    TEST_HYPOTHESES,
-    TEST_REFERENCES,
     is_completed,
     previous_record,
     read_record,
@@ -82,33 +77,6 @@ def pick_device(cfg) -> torch.device:
             f"allowed: 1 … {torch.cuda.device_count()}, or trainer.device=cpu"
         )
     return torch.device("cuda")
-
-
-def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path) -> dict:
-    """Test metrics with the weights of the best validation; hypotheses and references are saved beside the result."""
-    if data.num_classes:  # a classifier: accuracy (a fraction) and macro-F1
-        batches = make_batches(data.test, cfg.trainer.max_tokens, False)
-        scores = label_scores(model, batches, device, data.num_classes)
-        return {"metric": scores["accuracy"], "accuracy": scores["accuracy"], "f1": scores["f1"]}
-    if cfg.task.kind.monolingual:  # perplexity; a masked LM's on its masked positions, with their accuracy
-        batches = held_out_batches(data.test, "test", cfg.task, len(data.vocab), cfg.trainer.max_tokens)
-        nll, accuracy = token_scores(model, batches, device)
-        return {"metric": perplexity(nll), "accuracy": accuracy if cfg.task.kind == TaskKind.mlm else None}
-    capped: list[int] = []
-    hyps = translate(model, data.test.sources(), data.vocab, device, cfg.eval, capped=capped)
-    for name, lines in ((TEST_HYPOTHESES, hyps), (TEST_REFERENCES, data.test.tgt_text)):  # for significance tests
-        write_text_atomic(run_dir / name, "".join(line + "\n" for line in lines))
-    scores = bleu_chrf(hyps, data.test.tgt_text)
-    e = cfg.eval
-    decoding = {"beam": e.beam, "len_penalty": e.len_penalty, "max_len_a": e.max_len_a, "max_len_b": e.max_len_b,
-                "sentences": len(hyps), "at_length_cap": len(capped)}  # fmt: skip
-    if len(capped) > 0.1 * len(hyps):
-        log.warning(
-            "%d of %d test hypotheses ran to the length cap (eval.max_len_a=%g × source + eval.max_len_b=%d) without "
-            "ending: the model rarely predicts end-of-sentence (undertrained?)", len(capped), len(hyps), e.max_len_a,
-            e.max_len_b,
-        )  # fmt: skip
-    return {"metric": scores["bleu"], "chrf": scores["chrf"], "signature": scores["signature"], "decoding": decoding}
 
 
 def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:

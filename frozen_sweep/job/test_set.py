@@ -1,0 +1,44 @@
+"""A job's test: its best validation's weights on the test set: accuracy and macro-F1 for a classifier, perplexity
+for a language model (a masked LM's on its masked positions), beam search and sacrebleu for translation, whose
+hypotheses and references are saved beside the result for significance tests."""
+
+import logging
+from pathlib import Path
+
+from frozen_sweep.config import TaskKind
+from frozen_sweep.data import TaskData, make_batches
+from frozen_sweep.data.masking import held_out_batches
+from frozen_sweep.evaluate.decode import translate
+from frozen_sweep.evaluate.scores import bleu_chrf, label_scores, perplexity, token_scores
+from frozen_sweep.model import Transformer
+from frozen_sweep.run.directory import TEST_HYPOTHESES, TEST_REFERENCES
+from frozen_sweep.system.files import write_text_atomic
+
+log = logging.getLogger(__name__)
+
+
+def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path) -> dict:
+    """Test metrics with the weights of the best validation; hypotheses and references are saved beside the result."""
+    if data.num_classes:  # a classifier: accuracy (a fraction) and macro-F1
+        batches = make_batches(data.test, cfg.trainer.max_tokens, False)
+        scores = label_scores(model, batches, device, data.num_classes)
+        return {"metric": scores["accuracy"], "accuracy": scores["accuracy"], "f1": scores["f1"]}
+    if cfg.task.kind.monolingual:  # perplexity; a masked LM's on its masked positions, with their accuracy
+        batches = held_out_batches(data.test, "test", cfg.task, len(data.vocab), cfg.trainer.max_tokens)
+        nll, accuracy = token_scores(model, batches, device)
+        return {"metric": perplexity(nll), "accuracy": accuracy if cfg.task.kind == TaskKind.mlm else None}
+    capped: list[int] = []
+    hyps = translate(model, data.test.sources(), data.vocab, device, cfg.eval, capped=capped)
+    for name, lines in ((TEST_HYPOTHESES, hyps), (TEST_REFERENCES, data.test.tgt_text)):  # for significance tests
+        write_text_atomic(run_dir / name, "".join(line + "\n" for line in lines))
+    scores = bleu_chrf(hyps, data.test.tgt_text)
+    e = cfg.eval
+    decoding = {"beam": e.beam, "len_penalty": e.len_penalty, "max_len_a": e.max_len_a, "max_len_b": e.max_len_b,
+                "sentences": len(hyps), "at_length_cap": len(capped)}  # fmt: skip
+    if len(capped) > 0.1 * len(hyps):
+        log.warning(
+            "%d of %d test hypotheses ran to the length cap (eval.max_len_a=%g × source + eval.max_len_b=%d) without "
+            "ending: the model rarely predicts end-of-sentence (undertrained?)", len(capped), len(hyps), e.max_len_a,
+            e.max_len_b,
+        )  # fmt: skip
+    return {"metric": scores["bleu"], "chrf": scores["chrf"], "signature": scores["signature"], "decoding": decoding}
