@@ -27,7 +27,7 @@ from omegaconf import OmegaConf
 from frozen_sweep.weights import command_line
 from frozen_sweep.weights.command_line import UsageError
 from frozen_sweep.weights.finished_run import load_run
-from frozen_sweep.weights.freeze import frozen_fingerprint
+from frozen_sweep.weights.freeze import frozen_fingerprint, parameter_counts
 from frozen_sweep.weights.model_file import write_model_file
 
 
@@ -51,10 +51,10 @@ def main(argv=None) -> None:
                          "classify with the run directory (python -m frozen_sweep.classify RUN)")  # fmt: skip
     model = run.model
     write_model_file(out, model, run.config.seed, OmegaConf.to_yaml(run.config), run.vocab, frozen_fingerprint(model))
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    total = sum(p.numel() for p in model.parameters())
-    print(f"{out}: {out.stat().st_size:,} bytes; {trainable:,} of {total:,} parameters stored "
-          f"({trainable / total:.1%}), the rest drawn from seed {run.config.seed}", file=sys.stderr)  # fmt: skip
+    counts = parameter_counts(model)
+    print(f"{out}: {out.stat().st_size:,} bytes; {counts['params_trainable']:,} of {counts['params_total']:,} "
+          f"parameters stored ({counts['trainable_ratio']:.1%}), the rest drawn from seed {run.config.seed}",
+          file=sys.stderr)  # fmt: skip
 
 
 def export_marian(run_path: str, out: Path) -> None:
