@@ -24,6 +24,8 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from frozen_sweep.config import (
+    BASE_KEYS,
+    BASE_PREFIX,
     NEUTRAL_KEYS,
     SCRATCH,
     ConfigError,
@@ -64,6 +66,7 @@ def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     """The config the job runs: a copy of `cfg` with budgets resolved and a relearn or fine-tuning base adopted;
     ConfigError (naming the key, or the file) for an unknown key, a bad value or missing data."""
     check_known_keys(cfg)
+    check_no_base_reference(cfg)
     cfg = resolve_budgets(cfg, overrides)
     if StudyName(cfg.study) == StudyName.finetune and cfg.finetune.base_checkpoint not in (None, SCRATCH):
         cfg = adopt_finetune_base(cfg, overrides)  # first: the model it checks against the task is the base's
@@ -75,6 +78,17 @@ def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
         check_reset_layer(cfg.relearn)
         cfg = adopt_base(cfg, overrides)
     return cfg
+
+
+def check_no_base_reference(cfg: DictConfig) -> None:
+    """`bases.NAME` is resolved by a sweep's launcher, which trains the base first; a single job cannot."""
+    for key in BASE_KEYS:
+        value = OmegaConf.select(cfg, key)
+        if isinstance(value, str) and value.startswith(BASE_PREFIX):
+            raise ConfigError(
+                f"{key}={value}: a base that a sweep trains first (its overrides in the config's {value}); run the "
+                f"command with -m, or give the base run's directory"
+            )
 
 
 def adopt_finetune_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:
@@ -139,7 +153,9 @@ def absolute_paths(cfg: DictConfig, base: Path) -> None:
     the job runs (hydra.job.chdir=true runs it in its own directory)."""
     for key in PATH_KEYS:
         value = OmegaConf.select(cfg, key)
-        if isinstance(value, str) and value not in PATH_NAMES and value and not Path(value).expanduser().is_absolute():
+        if not isinstance(value, str) or not value or value in PATH_NAMES or value.startswith(BASE_PREFIX):
+            continue
+        if not Path(value).expanduser().is_absolute():
             with read_write(cfg), open_dict(cfg):
                 OmegaConf.update(cfg, key, os.path.normpath(Path(base, value)))
 
@@ -202,6 +218,7 @@ def fingerprint(cfg: DictConfig) -> dict:
     what determines the job's result."""
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     container.pop("hydra", None)
+    container.pop("bases", None)  # how the launcher finds a base: the base itself enters below, by its identity
     neutral = NEUTRAL_KEYS | DATA_LOCATION_KEYS | LABEL_KEYS
     config = {
         key: value for key, value in flatten(container).items()
