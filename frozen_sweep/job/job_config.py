@@ -75,7 +75,7 @@ def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     validate(cfg)
     check_installed(cfg.trainer.loggers)
     if cfg.relearn.name != "none":
-        check_reset_layer(cfg.relearn)
+        cfg.relearn.reset_layer = check_reset_layer(cfg.relearn)
         cfg = adopt_base(cfg, overrides)
     return cfg
 
@@ -124,9 +124,10 @@ def adopt_finetune_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     return adopted
 
 
-def check_reset_layer(r) -> None:
+def check_reset_layer(r) -> str:
     """A relearn job needs a completed base run, and a layer and parts that its model has: read from disk here, so
-    that a bad base fails before any job starts."""
+    that a bad base fails before any job starts. Returns the layer counted from 0 (encoder.-1 of 2 → encoder.1): the
+    same layer named either way is the same job."""
     try:
         base = load_base_run(r.base_checkpoint)
     except BaseRunError as e:
@@ -134,8 +135,8 @@ def check_reset_layer(r) -> None:
     stack, index = parse_reset_layer(r.reset_layer)
     model = base.config.model
     layers = {"encoder": model.encoder_layers, "decoder": model.decoder_layers}[stack]
-    if not index < layers:
-        allowed = f"{stack}.0 … {stack}.{layers - 1}" if layers else f"none: it has no {stack}"
+    if not -layers <= index < layers:
+        allowed = f"{stack}.0 … {stack}.{layers - 1} (or -1 … -{layers})" if layers else f"none: it has no {stack}"
         raise ConfigError(
             f"relearn.reset_layer={r.reset_layer}: the base model ({model.name}, {model.encoder_layers} encoder + "
             f"{model.decoder_layers} decoder layers) allows {allowed}"
@@ -145,6 +146,7 @@ def check_reset_layer(r) -> None:
             f"relearn.reset_parts=cross_att: only decoder layers of an encoder–decoder model have cross-attention "
             f"(reset_layer={r.reset_layer}); allowed: all, att, ffn, norms"
         )
+    return f"{stack}.{index % layers}"
 
 
 def absolute_paths(cfg: DictConfig, base: Path) -> None:
