@@ -9,10 +9,10 @@ from tests.helpers.jobs import result, run_cli
 from tests.helpers.sweeps import LOCAL, job_dir, run_sweep
 
 
-def tiny_base(cache_dir) -> str:
+def tiny_base() -> str:
     """bases.regular of the fine-tuning experiments, shrunk to a micro encoder and 30 updates."""
     overrides = ["experiment=finetune_bases", "reservoir=none", "model=mlm_micro", "trainer=quick",
-                 "trainer.max_steps=30", "trainer.validate_every_steps=30", f"task.cache_dir={cache_dir}"]  # fmt: skip
+                 "trainer.max_steps=30", "trainer.validate_every_steps=30"]  # fmt: skip
     return "bases.regular=[" + ",".join(f'"{o}"' for o in overrides) + "]"
 
 
@@ -42,7 +42,7 @@ def test_an_unknown_base_or_a_single_job_naming_one_is_refused(tmp_path):
 @pytest.mark.slow
 def test_one_command_trains_the_base_then_fine_tunes_it_and_a_rerun_trains_nothing(tmp_path, cache_dir):
     sweep = tmp_path / "sweep"
-    args = ["experiment=random_embeddings_first", tiny_base(cache_dir), "finetune.base_checkpoint=bases.regular",
+    args = ["experiment=random_embeddings_first", tiny_base(), "finetune.base_checkpoint=bases.regular",
             "freeze=none", "seed=1", "trainer=quick", "trainer.max_steps=30", "trainer.validate_every_steps=30",
             f"task.cache_dir={cache_dir}", LOCAL]  # fmt: skip
     first = run_sweep(sweep, *args)
@@ -50,6 +50,7 @@ def test_one_command_trains_the_base_then_fine_tunes_it_and_a_rerun_trains_nothi
     assert "1 bases to train first: bases.regular" in first.stdout
     base = sweep / "model=mlm_micro,reservoir=none,trainer.max_steps=30,trainer.validate_every_steps=30,trainer=quick"
     assert result(base)["status"] == "completed" and result(base)["metric_name"] == "mlm_ppl"
+    assert result(base)["data"]["vocab_path"].startswith(str(cache_dir))  # the sweep's task.cache_dir, passed on
     tuned = result(job_dir(sweep, "finetune.base_checkpoint=bases.regular"))
     assert tuned["finetune"]["base_run"] == str(base) and tuned["metric_name"] == "accuracy"
     assert first.stdout.index("[1/1] bases.regular: test mlm_ppl") < first.stdout.index("test accuracy")

@@ -13,16 +13,23 @@ from typing import Optional
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from frozen_sweep.config import BASE_KEYS, BASE_PREFIX, ConfigError
+from frozen_sweep.config import BASE_KEYS, BASE_PREFIX, NEUTRAL_KEYS, ConfigError
+from frozen_sweep.job.job_config import override_key
 
 from ._compose import JobComposer
 from ._plan import PlannedJob, SameRuns, plan_job, with_launcher_overrides
 
 
+# the sweep's own overrides that reach its bases too: where and how a job runs (the cache, the device, loggers), not
+# what it computes nor where its result goes
+PASSED_ON = NEUTRAL_KEYS - {"name", "force", "dry_run"}
+
+
 class Bases:
     def __init__(self, hydra_context, sweep_config: DictConfig, launcher_overrides: list[str]):
         self.composer = JobComposer(hydra_context, sweep_config)
-        self.launcher_overrides = launcher_overrides
+        passed = [o for o in sweep_config.hydra.overrides.task if override_key(o) in PASSED_ON]
+        self.launcher_overrides = with_launcher_overrides(passed, launcher_overrides)
         self.planned: dict[tuple[str, ...], PlannedJob] = {}  # a base's overrides → its planned job
         self.runs: dict[Path, SameRuns] = {}  # completed runs by fingerprint, per folder of bases
 
