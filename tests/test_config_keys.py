@@ -11,7 +11,7 @@ from hydra_plugins.frozen_sweep_launchers._plan import PlannedJob
 from hydra_plugins.frozen_sweep_launchers.local_gpus import warn_oversubscribed
 
 from frozen_sweep.config import ConfigError
-from frozen_sweep.config.keys import check_command_line
+from frozen_sweep.config.keys import DEFAULT_LAUNCHER, check_command_line
 from frozen_sweep.job.job_config import job_config
 from tests.conftest import ROOT, compose_config
 
@@ -25,16 +25,38 @@ def test_a_mistyped_key_gets_the_closest_allowed_keys(override, suggestion):
     assert suggestion in check_command_line([override])
 
 
+@pytest.mark.parametrize("overrides, words", [
+    (["hydra.launcher.max_paralel=2"], "did you mean hydra.launcher.max_parallel? allowed under hydra.launcher:"),
+    (["hydra/launcher=slurm", "hydra.launcher.cpus_per_tsk=2"], "did you mean hydra.launcher.cpus_per_task"),
+    (["hydra.launcher.partition=gpu"], "(the settings of hydra/launcher=local_gpus; hydra/launcher=slurm has it)"),
+])  # fmt: skip
+def test_a_mistyped_launcher_key_gets_the_closest_keys_of_the_chosen_launcher(overrides, words):
+    assert words in check_command_line(overrides)
+
+
+def test_launcher_keys_pass_when_known_or_when_the_launcher_may_be_another():
+    assert DEFAULT_LAUNCHER == compose_config(with_hydra=True).hydra.runtime.choices["hydra/launcher"]
+    assert check_command_line(["hydra/launcher=slurm", "hydra.launcher.partition=gpu",
+                               "hydra.launcher.additional_parameters.qos=high", "hydra.launcher.setup=[a]"]) is None
+    # another config directory may choose another launcher: Hydra checks the key when it composes
+    assert check_command_line(["hydra.launcher.partition=gpu"], launcher=None) is None
+    assert check_command_line(["hydra.searchpath=[file:///x]", "hydra.launcher.partition=gpu"]) is None
+
+
 def test_known_keys_group_choices_appends_and_hydra_keys_pass():
     assert check_command_line(["model=tiny", "experiment=demo_table", "seed=2", "task.modules.es=x",
                                "+trainer.new=1", "hydra.job.name=x", "trainer.max_steps=1,2"]) is None  # fmt: skip
 
 
-def test_the_command_says_did_you_mean_instead_of_hydras_append_advice(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "frozen_sweep", "trainer.max_step=10"], cwd=tmp_path,
+@pytest.mark.parametrize("args, key, closest", [
+    (["trainer.max_step=10"], "trainer.max_step", "trainer.max_steps"),
+    (["-m", "hydra.launcher.max_paralel=2"], "hydra.launcher.max_paralel", "hydra.launcher.max_parallel"),
+])  # fmt: skip
+def test_the_command_says_did_you_mean_instead_of_hydras_append_advice(tmp_path, args, key, closest):
+    proc = subprocess.run([sys.executable, "-m", "frozen_sweep", *args], cwd=tmp_path,
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
     assert proc.returncode == 1
-    assert "did you mean trainer.max_steps" in proc.stderr and "+trainer.max_step" not in proc.stderr, proc.stderr
+    assert f"did you mean {closest}" in proc.stderr and f"+{key}" not in proc.stderr, proc.stderr
     assert not (tmp_path / "outputs").exists()
 
 
