@@ -65,8 +65,12 @@ def test_the_command_says_did_you_mean_instead_of_hydras_append_advice(tmp_path,
     (["task.mask_prob=0.2"], "task.mask_prob=0.2: read only when task.kind=mlm"),
     (["task=text_files", "task.path=/x", "task.src_lang=de", "task.tgt_lang=en", "task.max_length_ratio=3"],
      "task.max_length_ratio=3.0: read only when task.corpus=bible"),
+    (["relearn.reset_parts=att"], "relearn.reset_parts=att: read only when relearn.name=layer"),
+    (["relearn.thresholds=[0.1]"], "relearn.thresholds=[0.1]: read only when relearn.name=layer"),
+    (["reservoir=transformer", "reservoir.pattern=LRLR"], "reservoir.pattern=LRLR: read only when "
+     "reservoir.placement=pattern, and this job has reservoir.placement=interleave"),
 ])  # fmt: skip
-def test_a_key_the_chosen_task_would_ignore_is_refused_with_what_to_write(overrides, words):
+def test_a_key_the_chosen_task_or_study_would_ignore_is_refused_with_what_to_write(overrides, words):
     with pytest.raises(ConfigError, match="write instead") as error:
         job_config(compose_config(*overrides), overrides)
     assert words in str(error.value)

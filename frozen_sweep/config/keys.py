@@ -120,7 +120,7 @@ def exit_on_unknown_key(argv: Sequence[str]) -> None:
 
 def check_read(cfg, schema: type = Config, path: str = "") -> None:
     """ConfigError for a key set (away from its schema default) where the job does not read it: its `read_when`
-    metadata (frozen_sweep.config.task) names the sibling values under which it is read."""
+    metadata (frozen_sweep.config.task, relearn, reservoir) names the sibling values under which it is read."""
     hints = typing.get_type_hints(schema)
     for field in dataclasses.fields(schema):
         node = cfg.get(field.name) if cfg is not None else None
@@ -136,7 +136,8 @@ def check_read(cfg, schema: type = Config, path: str = "") -> None:
         if value != default and chosen != read_when:
             now = ", ".join(f"{path}{key}={value}" for key, value in chosen.items())
             wanted = ", ".join(f"{path}{key}={value}" for key, value in read_when.items())
+            shown = getattr(value, "value", value)  # an enum's value, as the command line writes it
             raise ConfigError(
-                f"{path}{field.name}={value}: read only when {wanted}, and this job has {now}, so it would be "
+                f"{path}{field.name}={shown}: read only when {wanted}, and this job has {now}, so it would be "
                 f"ignored; write instead: {field.metadata['instead']}"
             )
