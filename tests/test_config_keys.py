@@ -69,6 +69,8 @@ def test_the_command_says_did_you_mean_instead_of_hydras_append_advice(tmp_path,
     (["relearn.thresholds=[0.1]"], "relearn.thresholds=[0.1]: read only when relearn.name=layer"),
     (["reservoir=transformer", "reservoir.pattern=LRLR"], "reservoir.pattern=LRLR: read only when "
      "reservoir.placement=pattern, and this job has reservoir.placement=interleave"),
+    (["reservoir.count=1"], "reservoir.count=1 with reservoir=none: none is the all-trainable baseline"),
+    (["reservoir.placement=pattern", "reservoir.pattern=RL"], "reservoir.pattern=RL with reservoir=none"),
 ])  # fmt: skip
 def test_a_key_the_chosen_task_or_study_would_ignore_is_refused_with_what_to_write(overrides, words):
     with pytest.raises(ConfigError, match="write instead") as error:
