@@ -11,17 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.sweeps import (
-    attempts,
-    job_dir,
-    job_dirs,
-    read_json,
-    record,
-    run_own_script,
-    run_sweep,
-    start_sweep,
-    wait_for,
-)  # fmt: skip
+from tests.helpers.sweeps import attempts, job_dir, job_dirs, read_json, record, run_own_script, run_sweep
+from tests.helpers.sweeps import start_sweep, wait_for
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
