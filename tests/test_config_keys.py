@@ -48,15 +48,11 @@ def test_known_keys_group_choices_appends_and_hydra_keys_pass():
                                "+trainer.new=1", "hydra.job.name=x", "trainer.max_steps=1,2"]) is None  # fmt: skip
 
 
-@pytest.mark.parametrize("args, key, closest", [
-    (["trainer.max_step=10"], "trainer.max_step", "trainer.max_steps"),
-    (["-m", "hydra.launcher.max_paralel=2"], "hydra.launcher.max_paralel", "hydra.launcher.max_parallel"),
-])  # fmt: skip
-def test_the_command_says_did_you_mean_instead_of_hydras_append_advice(tmp_path, args, key, closest):
-    proc = subprocess.run([sys.executable, "-m", "frozen_sweep", *args], cwd=tmp_path,
+def test_the_command_says_did_you_mean_instead_of_hydras_append_advice(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "frozen_sweep", "trainer.max_step=10"], cwd=tmp_path,
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
     assert proc.returncode == 1
-    assert f"did you mean {closest}" in proc.stderr and f"+{key}" not in proc.stderr, proc.stderr
+    assert "did you mean trainer.max_steps" in proc.stderr and "+trainer.max_step" not in proc.stderr, proc.stderr
     assert not (tmp_path / "outputs").exists()
 
 
