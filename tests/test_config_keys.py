@@ -11,7 +11,7 @@ from hydra_plugins.frozen_sweep_launchers._plan import PlannedJob
 from hydra_plugins.frozen_sweep_launchers.local_gpus import warn_oversubscribed
 
 from frozen_sweep.config import ConfigError
-from frozen_sweep.config.keys import check_command_line
+from frozen_sweep.config.keys import DEFAULT_LAUNCHER, check_command_line
 from frozen_sweep.job.job_config import job_config
 from tests.conftest import ROOT, compose_config
 
@@ -23,6 +23,24 @@ from tests.conftest import ROOT, compose_config
 ])  # fmt: skip
 def test_a_mistyped_key_gets_the_closest_allowed_keys(override, suggestion):
     assert suggestion in check_command_line([override])
+
+
+@pytest.mark.parametrize("overrides, words", [
+    (["hydra.launcher.max_paralel=2"], "did you mean hydra.launcher.max_parallel? allowed under hydra.launcher:"),
+    (["hydra/launcher=slurm", "hydra.launcher.cpus_per_tsk=2"], "did you mean hydra.launcher.cpus_per_task"),
+    (["hydra.launcher.partition=gpu"], "(the settings of hydra/launcher=local_gpus; hydra/launcher=slurm has it)"),
+])  # fmt: skip
+def test_a_mistyped_launcher_key_gets_the_closest_keys_of_the_chosen_launcher(overrides, words):
+    assert words in check_command_line(overrides)
+
+
+def test_launcher_keys_pass_when_known_or_when_the_launcher_may_be_another():
+    assert DEFAULT_LAUNCHER == compose_config(with_hydra=True).hydra.runtime.choices["hydra/launcher"]
+    assert check_command_line(["hydra/launcher=slurm", "hydra.launcher.partition=gpu",
+                               "hydra.launcher.additional_parameters.qos=high", "hydra.launcher.setup=[a]"]) is None
+    # another config directory may choose another launcher: Hydra checks the key when it composes
+    assert check_command_line(["hydra.launcher.partition=gpu"], launcher=None) is None
+    assert check_command_line(["hydra.searchpath=[file:///x]", "hydra.launcher.partition=gpu"]) is None
 
 
 def test_known_keys_group_choices_appends_and_hydra_keys_pass():
@@ -43,8 +61,14 @@ def test_the_command_says_did_you_mean_instead_of_hydras_append_advice(tmp_path)
     (["task.mask_prob=0.2"], "task.mask_prob=0.2: read only when task.kind=mlm"),
     (["task=text_files", "task.path=/x", "task.src_lang=de", "task.tgt_lang=en", "task.max_length_ratio=3"],
      "task.max_length_ratio=3.0: read only when task.corpus=bible"),
+    (["relearn.reset_parts=att"], "relearn.reset_parts=att: read only when relearn.name=layer"),
+    (["relearn.thresholds=[0.1]"], "relearn.thresholds=[0.1]: read only when relearn.name=layer"),
+    (["reservoir=transformer", "reservoir.pattern=LRLR"], "reservoir.pattern=LRLR: read only when "
+     "reservoir.placement=pattern, and this job has reservoir.placement=interleave"),
+    (["reservoir.count=1"], "reservoir.count=1 with reservoir=none: none is the all-trainable baseline"),
+    (["reservoir.placement=pattern", "reservoir.pattern=RL"], "reservoir.pattern=RL with reservoir=none"),
 ])  # fmt: skip
-def test_a_key_the_chosen_task_would_ignore_is_refused_with_what_to_write(overrides, words):
+def test_a_key_the_chosen_task_or_study_would_ignore_is_refused_with_what_to_write(overrides, words):
     with pytest.raises(ConfigError, match="write instead") as error:
         job_config(compose_config(*overrides), overrides)
     assert words in str(error.value)

@@ -5,7 +5,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 from itertools import combinations
 
 import pytest
@@ -14,7 +13,7 @@ from hydra_plugins.frozen_sweep_launchers._plan import PlannedJob, SweepConfigEr
 from hydra_plugins.frozen_sweep_launchers.local_gpus import visible_gpus
 
 from frozen_sweep.run.lock import live_runner
-from tests.conftest import CONF, ROOT
+from tests.conftest import ROOT
 from tests.helpers.sweeps import (
     LOCAL,
     attempts,
@@ -22,6 +21,7 @@ from tests.helpers.sweeps import (
     job_dirs,
     read_json,
     record,
+    run_own_script,
     run_sweep,
     start_sweep,
     wait_for,
@@ -174,26 +174,14 @@ def test_gpus_named_by_uuid_must_be_configured(monkeypatch):
         visible_gpus(None)
 
 
-RESOLVER_LAUNCHER = """
-import sys
-import hydra
-from omegaconf import OmegaConf
-OmegaConf.register_new_resolver("twice", lambda x: 2 * int(x))  # known to the launching process only
-from frozen_sweep.__main__ import main
-hydra.main(version_base="1.3", config_path=sys.argv.pop(1), config_name="config")(main.__wrapped__)()
-"""
-
-
 def test_jobs_get_the_launchers_hydra_state_such_as_its_resolvers(tmp_path, micro_overrides):
     sweep = tmp_path / "sweep"
-    proc = subprocess.run(
-        [sys.executable, "-c", RESOLVER_LAUNCHER, str(CONF), "-m", f"hydra.sweep.dir={sweep}", *micro_overrides, LOCAL,
-         "trainer.max_steps=2", "eval.beam=1", "seed=${twice:3}"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
-    )  # fmt: skip
+    proc = run_own_script(ROOT, sweep, *micro_overrides, LOCAL, "trainer.max_steps=2", "eval.beam=1", "seed=${twice:3}")
     assert proc.returncode == 0, proc.stdout
     (result,) = [read_json(path) for path in sweep.glob("*/result.json")]
     assert result["status"] == "completed" and result["seed"] == 6
+    (seen,) = [read_json(path) for path in sweep.glob("*/hydra_seen.json")]
+    assert seen == {"cwd": str(ROOT), "original_cwd": str(ROOT), "corpus": str(ROOT / "corpus")}
 
 
 def test_a_later_batch_may_not_take_a_directory_that_an_earlier_batch_took_with_other_overrides(tmp_path):

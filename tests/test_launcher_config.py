@@ -50,7 +50,8 @@ def test_a_bad_launcher_key_or_value_fails_when_composed(overrides, message):
 def test_a_launcher_typo_stops_the_command_before_any_job_starts(tmp_path, micro_overrides):
     sweep = tmp_path / "sweep"
     proc = run_sweep(sweep, *micro_overrides, LOCAL, "hydra.launcher.jobs_per_gpux=2")
-    assert proc.returncode != 0 and "Key 'jobs_per_gpux' not in 'LocalGpusConf'" in proc.stdout, proc.stdout
+    assert proc.returncode != 0 and "did you mean hydra.launcher.jobs_per_gpu?" in proc.stdout, proc.stdout
+    assert "+hydra.launcher.jobs_per_gpux" not in proc.stdout  # not Hydra's advice to append it
     assert not sweep.exists()
 
 

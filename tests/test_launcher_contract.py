@@ -4,8 +4,9 @@ Their jobs belong to Hydra's toy app (`foo`, `bar`, `db` configs), while frozen_
 frozen_sweep job before any starts (validated, its directory's record read: docs/architecture.md#launchers). So each
 suite test that launches a job (BatchedSweeperTestSuite's too: its first batch plans the whole sweep) is pinned to stop at the plan with a clear error and nothing started; the two that
 launch nothing (a sweep over Hydra's own config, a bad key) pass as they are. What the suites check on a job that
-runs is checked on frozen_sweep jobs in tests/test_launch_local.py and tests/test_slurm.py. The slurm runs need no
-cluster: the plan stops before anything is submitted.
+runs (get_original_cwd, to_absolute_path, hydra.sweep.subdir, a custom hydra.job.name, a custom resolver) is checked on
+frozen_sweep jobs in tests/test_sweep_promises.py and tests/test_launch_local.py (local_gpus) and tests/test_slurm.py.
+The slurm runs here need no cluster: the plan stops before anything is submitted.
 """
 
 import functools

@@ -227,7 +227,7 @@ def test_a_base_must_be_a_finished_run(base_run, tmp_path):
         job_config(compose_config(*overrides), [])
     with pytest.raises(ConfigError, match="relearn=layer needs relearn.base_checkpoint"):
         job_config(compose_config("relearn=layer"), [])
-    with pytest.raises(ConfigError, match="relearn=none: add relearn=layer"):
+    with pytest.raises(ConfigError, match="read only when relearn.name=layer.* write instead: relearn=layer"):
         job_config(compose_config(f"relearn.base_checkpoint={base_run}"), [])
 
 

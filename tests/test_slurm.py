@@ -1,6 +1,7 @@
 """The slurm launcher against a real single-node cluster (tests/slurm_cluster.py): a sweep of micro jobs in which
 one job is cancelled with scancel, one is requeued with `scontrol requeue` and one is preempted (the USR2 signal
-submitit handles by checkpointing and requeueing), all mid-training; then the same sweep run again."""
+submitit handles by checkpointing and requeueing), all mid-training; then the same sweep run again. And Hydra's job
+settings (working directories, names, resolvers) in SLURM jobs."""
 
 import os
 import re
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.sweeps import attempts, job_dir, job_dirs, read_json, record, run_sweep, start_sweep, wait_for
+from tests.helpers.sweeps import attempts, job_dir, job_dirs, read_json, record, run_own_script, run_sweep
+from tests.helpers.sweeps import start_sweep, wait_for
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -86,6 +88,26 @@ def test_a_slurm_sweep_survives_scancel_resumes_requeued_jobs_and_skips_complete
     assert [len(attempts(sweep, f"freeze={f}")) for f in ("none", "ffn", "att")] == [1, 2, 2]  # not submitted
     assert record(sweep, "freeze=emb")["status"] == "completed"
     assert attempts(sweep, "freeze=emb")[-1]["started"] > started
+
+
+def test_hydras_job_settings_hold_for_frozen_sweep_jobs_on_slurm(slurm_cluster, tmp_path, micro_overrides, toy_corpus):
+    """In a SLURM job of a user's own script (tests/helpers/sweeps.py): get_original_cwd and to_absolute_path give the
+    directory the command ran in, hydra.job.chdir=true runs the job in its own directory, hydra.job.name names its log,
+    hydra.sweep.subdir names its directory, and a resolver registered by the launching script resolves in the job."""
+    (tmp_path / "corpus").symlink_to(toy_corpus)
+    overrides = [o for o in micro_overrides if not o.startswith("task.path=")] + ["task.path=corpus"]
+    proc = run_own_script(tmp_path, tmp_path / "sweep", *overrides, *SLURM, "trainer.max_steps=2", "eval.beam=1",
+                          "hydra.job.name=myjob", "hydra.job.chdir=true", "hydra.sweep.subdir=${freeze.name}_s${seed}",
+                          "seed=${twice:3}", "freeze=none,emb")  # fmt: skip
+    assert proc.returncode == 0, proc.stdout
+    for freeze in ("none", "emb"):
+        run = tmp_path / "sweep" / f"{freeze}_s6"
+        assert (run / "myjob.log").exists() and read_json(run / "result.json")["status"] == "completed"
+        assert read_json(run / "result.json")["seed"] == 6
+        assert read_json(run / "attempts.json")[0]["job_id"]  # it ran as a SLURM job
+        seen = read_json(run / "hydra_seen.json")
+        assert seen == {"cwd": str(run), "original_cwd": str(tmp_path), "corpus": str(tmp_path / "corpus")}
+        assert f"\n  path: {tmp_path / 'corpus'}\n" in (run / "config.yaml").read_text()  # task.path, made absolute
 
 
 def test_a_job_counts_as_gone_only_when_slurm_says_so_twice_and_a_failing_squeue_never_counts(

@@ -185,6 +185,12 @@ def validate_reservoir(cfg) -> None:
         other = StackName.decoder if stack == StackName.encoder else StackName.encoder
         raise ConfigError(f"reservoir.stack={stack.value}: model={m.name} has no {stack.value}; allowed: {other.value}")
     pattern = reservoir_pattern(layers, r)
+    if "R" in pattern and r.name == "none":  # the all-trainable baseline would hold reservoirs of no chosen type
+        setting = f"reservoir.pattern={r.pattern}" if r.placement == Placement.pattern else f"reservoir.count={r.count}"
+        raise ConfigError(
+            f"{setting} with reservoir=none: none is the all-trainable baseline, with no reservoir type; write "
+            f"instead: reservoir=transformer (or ffn, bigru, conv) {setting}, and reservoir=none without it"
+        )
     if "R" in pattern and stack == StackName.decoder and r.type in (ReservoirType.bigru, ReservoirType.conv):
         raise ConfigError(
             f"reservoir.type={r.type.value} reads future positions, so it cannot sit in a decoder; "
@@ -194,9 +200,7 @@ def validate_reservoir(cfg) -> None:
 
 def validate_relearn(r) -> None:
     """A relearn job needs a completed base run, and a layer and parts that its model has."""
-    if r.name == "none":
-        if r.base_checkpoint is not None or r.reset_layer is not None:
-            raise ConfigError("relearn.base_checkpoint/reset_layer are set but relearn=none: add relearn=layer")
+    if r.name == "none":  # an ordinary job: its relearn keys, if set, were refused by check_read
         return
     if not r.base_checkpoint or r.reset_layer is None:
         raise ConfigError(

@@ -1,6 +1,6 @@
-"""The command line's keys checked against the schema before Hydra composes anything: a mistyped key gets the
-closest allowed keys ("did you mean trainer.max_steps?", by difflib), not Hydra's advice to append it with `+`,
-which only leads to a second error. Torch-free."""
+"""The command line's keys checked against the schema (`hydra.launcher.…` against the chosen launcher's settings)
+before Hydra composes anything: a mistyped key gets the closest allowed keys ("did you mean trainer.max_steps?", by
+difflib), not Hydra's advice to append it with `+`, which only leads to a second error. Torch-free."""
 
 import dataclasses
 import difflib
@@ -12,6 +12,8 @@ from omegaconf import OmegaConf
 from frozen_sweep.config import Config, ConfigError
 
 CONFIG_GROUPS = ("experiment", "task", "model", "freeze", "trainer", "reservoir", "relearn", "schema")
+LAUNCHER_KEYS = "hydra.launcher."
+DEFAULT_LAUNCHER = "local_gpus"  # conf/config.yaml's `override hydra/launcher`
 
 
 def _schema_of(annotation) -> Optional[type]:
@@ -22,11 +24,13 @@ def _schema_of(annotation) -> Optional[type]:
     return None
 
 
-def unknown_key(key: str, schema: type = Config) -> Optional[str]:
+def unknown_key(key: str, schema: type = Config, under: int = 0) -> Optional[str]:
     """Why `key` (dotted) is not a key of the schema, with the closest allowed keys; None when it is one, or lies
-    below a node the schema leaves free (a dict)."""
-    parts, path = key.split("."), []
-    for depth, part in enumerate(parts):
+    below a node the schema leaves free (a dict). `under`: how many leading parts name the node the schema types
+    (2 for `hydra.launcher.…`)."""
+    parts = key.split(".")
+    path = parts[:under]
+    for depth, part in enumerate(parts[under:], start=under):
         if schema is None:
             return None
         hints = typing.get_type_hints(schema)
@@ -46,10 +50,34 @@ def unknown_key(key: str, schema: type = Config) -> Optional[str]:
     return None
 
 
-def check_command_line(overrides: Sequence[str]) -> Optional[str]:
+def launcher_schemas() -> dict[str, type]:
+    """The typed settings of each launcher Hydra knows, by name: the `hydra/launcher` configs its plugins register."""
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.plugins import Plugins
+
+    Plugins.instance()  # imports the plugins, which register their configs
+    group = ConfigStore.instance().repo["hydra"]["launcher"]
+    schemas = {name.removesuffix(".yaml"): OmegaConf.get_type(entry.node) for name, entry in group.items()}
+    return {name: schema for name, schema in schemas.items() if dataclasses.is_dataclass(schema)}
+
+
+def unknown_launcher_key(key: str, launcher: Optional[str]) -> Optional[str]:
+    """unknown_key for a `hydra.launcher.…` key of `launcher`'s settings, naming the launchers that have it."""
+    schemas = launcher_schemas()
+    problem = unknown_key(key, schemas[launcher], under=2) if launcher in schemas else None
+    if problem is None:
+        return None
+    having = [f"hydra/launcher={name}" for name, schema in schemas.items() if unknown_key(key, schema, under=2) is None]
+    elsewhere = f"; {' and '.join(having)} {'have' if len(having) > 1 else 'has'} it" if having else ""
+    return f"{problem} (the settings of hydra/launcher={launcher}{elsewhere})"
+
+
+def check_command_line(overrides: Sequence[str], launcher: Optional[str] = DEFAULT_LAUNCHER) -> Optional[str]:
     """The first override whose key the schema does not know, as unknown_key says it; None when all are known.
 
-    Group choices (`model=tiny`), Hydra's own keys and explicit appends (`+key=…`, checked later with the job's
+    `hydra.launcher.*` keys are checked against the settings of the launcher that `hydra/launcher=…` names, else of
+    `launcher` (the configs' default; None: unknown, as under a user's own config directory, and then left to Hydra).
+    Group choices (`model=tiny`), Hydra's other keys and explicit appends (`+key=…`, checked later with the job's
     config) and deletions pass."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -58,8 +86,18 @@ def check_command_line(overrides: Sequence[str]) -> Optional[str]:
     except Exception:  # noqa: BLE001 - a syntax error: Hydra reports it, with its grammar
         return None
     for override in parsed:
+        if override.key_or_group == "hydra.searchpath":  # another config directory may choose another launcher
+            launcher = None
+        if override.key_or_group == "hydra/launcher" and isinstance(override.value(), str):
+            launcher = override.value()
+    for override in parsed:
         key = override.key_or_group
-        if override.is_hydra_override() or override.is_add() or override.is_force_add() or override.is_delete():
+        if override.is_add() or override.is_force_add() or override.is_delete():
+            continue
+        if override.is_hydra_override():
+            problem = unknown_launcher_key(key, launcher) if key.startswith(LAUNCHER_KEYS) else None
+            if problem:
+                return problem
             continue
         if "." not in key and key in CONFIG_GROUPS:
             continue
@@ -74,14 +112,15 @@ def exit_on_unknown_key(argv: Sequence[str]) -> None:
     from hydra._internal.utils import get_args_parser
 
     args, _ = get_args_parser().parse_known_args(list(argv))
-    problem = check_command_line(args.overrides)
+    own_configs = args.config_dir or args.config_path or args.config_name  # they may choose another launcher
+    problem = check_command_line(args.overrides, None if own_configs else DEFAULT_LAUNCHER)
     if problem:
         raise SystemExit(f"{problem}. Nothing was started.")
 
 
 def check_read(cfg, schema: type = Config, path: str = "") -> None:
     """ConfigError for a key set (away from its schema default) where the job does not read it: its `read_when`
-    metadata (frozen_sweep.config.task) names the sibling values under which it is read."""
+    metadata (frozen_sweep.config.task, relearn, reservoir) names the sibling values under which it is read."""
     hints = typing.get_type_hints(schema)
     for field in dataclasses.fields(schema):
         node = cfg.get(field.name) if cfg is not None else None
@@ -97,7 +136,8 @@ def check_read(cfg, schema: type = Config, path: str = "") -> None:
         if value != default and chosen != read_when:
             now = ", ".join(f"{path}{key}={value}" for key, value in chosen.items())
             wanted = ", ".join(f"{path}{key}={value}" for key, value in read_when.items())
+            shown = getattr(value, "value", value)  # an enum's value, as the command line writes it
             raise ConfigError(
-                f"{path}{field.name}={value}: read only when {wanted}, and this job has {now}, so it would be "
+                f"{path}{field.name}={shown}: read only when {wanted}, and this job has {now}, so it would be "
                 f"ignored; write instead: {field.metadata['instead']}"
             )

@@ -15,12 +15,20 @@ class ResetParts(Enum):
     norms = "norms"  # the layer norms
 
 
+# read by a relearn job only (frozen_sweep.config.keys refuses them otherwise, saying what to write)
+LAYER_ONLY = {"read_when": {"name": "layer"},
+              "instead": "relearn=layer relearn.base_checkpoint=DIR relearn.reset_layer=encoder.<i>|decoder.<i>"}
+
+
 @dataclass
 class RelearnConfig:
     name: str = "none"  # none: an ordinary job; layer: reset one layer of a finished run and train it alone
-    base_checkpoint: Optional[str] = None  # the finished run's directory (result.json, config.yaml, checkpoint_best.pt)
-    reset_layer: Optional[str] = None  # "encoder.<i>" or "decoder.<i>", 0-based; negative from the last (-1)
-    reset_parts: ResetParts = ResetParts.all
-    reset_init: Init = Init.random
-    train_neighbours: bool = False  # also train (without resetting) the layers just below and above, same stack
-    thresholds: List[float] = field(default_factory=lambda: [0.01, 0.05])  # "recovered within x" of pre-reset
+    # the finished run's directory (result.json, config.yaml, checkpoint_best.pt)
+    base_checkpoint: Optional[str] = field(default=None, metadata=LAYER_ONLY)
+    reset_layer: Optional[str] = field(default=None, metadata=LAYER_ONLY)  # "encoder.<i>" or "decoder.<i>", 0-based; -1 the last
+    reset_parts: ResetParts = field(default=ResetParts.all, metadata=LAYER_ONLY)
+    reset_init: Init = field(default=Init.random, metadata=LAYER_ONLY)
+    # also train (without resetting) the layers just below and above, same stack
+    train_neighbours: bool = field(default=False, metadata=LAYER_ONLY)
+    # "recovered within x" of pre-reset
+    thresholds: List[float] = field(default_factory=lambda: [0.01, 0.05], metadata=LAYER_ONLY)

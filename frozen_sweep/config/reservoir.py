@@ -1,6 +1,6 @@
 """The reservoir group's schema: frozen random layers among the trainable ones."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Optional
 
@@ -26,6 +26,10 @@ class StackName(Enum):
     decoder = "decoder"  # a language model's only stack
 
 
+# read with placement=pattern only (frozen_sweep.config.keys refuses it otherwise, saying what to write)
+PATTERN_ONLY = {"read_when": {"placement": "pattern"}, "instead": "reservoir.placement=pattern reservoir.pattern=…"}
+
+
 @dataclass
 class ReservoirConfig:
     """Frozen random layers among the trainable ones (Shen et al. 2021). `count` of the stack's layers (the model's
@@ -35,8 +39,10 @@ class ReservoirConfig:
     type: ReservoirType = ReservoirType.transformer
     count: int = 0
     placement: Placement = Placement.interleave
-    pattern: Optional[str] = None  # placement=pattern: L trainable, R reservoir, e.g. LRLRLRL
+    # placement=pattern: L trainable, R reservoir, e.g. LRLRLRL
+    pattern: Optional[str] = field(default=None, metadata=PATTERN_ONLY)
     stack: StackName = StackName.encoder
     init: Init = Init.orthogonal  # weight matrices; biases and norms get PyTorch's defaults
     backskip: bool = False  # skip the reservoirs' backward pass: their Jacobian is taken as the identity
-    conv_kernel: int = 3  # type=conv: odd kernel width
+    # type=conv: odd kernel width; not refused elsewhere: a sweep over reservoir types sets it for every row
+    conv_kernel: int = 3

@@ -10,7 +10,7 @@ from typing import Optional
 
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import CONF, ROOT
 
 LOCAL = "hydra/launcher=local_gpus"
 
@@ -68,3 +68,34 @@ def record(sweep_dir: Path, *overrides: str) -> dict:
 
 def attempts(sweep_dir: Path, *overrides: str) -> list[dict]:
     return read_json(job_dir(sweep_dir, *overrides) / "attempts.json")
+
+
+# A user's own script around frozen_sweep's job: a resolver known to the launching process only, and a job function
+# that asks Hydra where it runs and where the command ran (get_original_cwd, to_absolute_path) before the job runs;
+# what it saw goes to hydra_seen.json in the job's directory.
+OWN_SCRIPT = """
+import json, os, sys
+from pathlib import Path
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.utils import get_original_cwd, to_absolute_path
+from omegaconf import OmegaConf
+OmegaConf.register_new_resolver("twice", lambda x: 2 * int(x))
+from frozen_sweep.__main__ import main
+
+def job(cfg):
+    seen = {"cwd": os.getcwd(), "original_cwd": get_original_cwd(), "corpus": to_absolute_path("corpus")}
+    (Path(HydraConfig.get().runtime.output_dir) / "hydra_seen.json").write_text(json.dumps(seen))
+    return main.__wrapped__(cfg)
+
+hydra.main(version_base="1.3", config_path=sys.argv.pop(1), config_name="config")(job)()
+"""
+
+
+def run_own_script(cwd: Path, sweep_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    """A sweep through OWN_SCRIPT, started in `cwd`."""
+    return subprocess.run(
+        [sys.executable, "-c", OWN_SCRIPT, str(CONF), "-m", f"hydra.sweep.dir={sweep_dir}",
+         *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
