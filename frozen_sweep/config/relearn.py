@@ -25,7 +25,8 @@ class RelearnConfig:
     name: str = "none"  # none: an ordinary job; layer: reset one layer of a finished run and train it alone
     # the finished run's directory (result.json, config.yaml, checkpoint_best.pt)
     base_checkpoint: Optional[str] = field(default=None, metadata=LAYER_ONLY)
-    reset_layer: Optional[str] = field(default=None, metadata=LAYER_ONLY)  # "encoder.<i>" or "decoder.<i>", 0-based; -1 the last
+    # "encoder.<i>" or "decoder.<i>", 0-based; -1 the last
+    reset_layer: Optional[str] = field(default=None, metadata=LAYER_ONLY)
     reset_parts: ResetParts = field(default=ResetParts.all, metadata=LAYER_ONLY)
     reset_init: Init = field(default=Init.random, metadata=LAYER_ONLY)
     # also train (without resetting) the layers just below and above, same stack
