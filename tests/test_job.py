@@ -150,3 +150,22 @@ def test_relative_paths_mean_the_directory_the_command_ran_in_when_the_job_runs_
                    f"hydra.run.dir={tmp_path / 'run'}")  # fmt: skip
     assert proc.returncode == 0, proc.stdout
     assert result(tmp_path / "run")["data"]["data_dir"] == str(Path(micro_overrides[1].split("=")[1]))
+
+
+def test_a_crash_is_reported_as_itself_with_hydras_traceback():
+    """A real crash keeps Hydra's report of that exception (a handled error gets the tool's one-line message)."""
+    from frozen_sweep.job.command import _report
+
+    def crash() -> None:
+        raise ZeroDivisionError("the job's own crash")
+
+    reported = []
+
+    def hydras_report(func):  # what Hydra's run_and_report does first: run it again to get the exception
+        try:
+            func()
+        except Exception as e:
+            reported.append(e)
+
+    _report(crash, hydras_report)
+    assert [type(e) for e in reported] == [ZeroDivisionError] and str(reported[0]) == "the job's own crash"

@@ -21,7 +21,7 @@ from frozen_sweep.config.task import BibleLabels, CorpusKind, TaskConfig, TaskKi
 from frozen_sweep.config.trainer import Device, EvalConfig, StopMetric, TrainerConfig
 
 __all__ = [
-    "COMPONENTS", "NEUTRAL_KEYS", "SCRATCH", "Activation", "BibleLabels", "ComponentSpec", "Config", "ConfigError", "CorpusKind", "Device",
+    "BASE_KEYS", "BASE_PREFIX", "COMPONENTS", "NEUTRAL_KEYS", "SCRATCH", "Activation", "BibleLabels", "ComponentSpec", "Config", "ConfigError", "CorpusKind", "Device",
     "EvalConfig", "FinetuneConfig", "FreezeConfig", "FreezeFrom", "FrozenMode", "Init", "LoggerName", "MlflowConfig", "ModelConfig", "NormPosition", "Placement",
     "RelearnConfig", "ReservoirConfig", "ReservoirType", "ResetParts", "StackName", "StopMetric", "StudyName",
     "TaskConfig", "TaskKind", "TieEmbeddings", "TrainerConfig", "WandbConfig", "register_configs",

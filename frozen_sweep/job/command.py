@@ -4,6 +4,7 @@ the tool's own message, once: a handled error (a bad key, a refused sweep, faile
 what happened and what to do, without a traceback or Hydra's advice to set HYDRA_FULL_ERROR for one; a real crash
 keeps Hydra's traceback and that advice."""
 
+import functools
 import sys
 from typing import Any, Callable
 
@@ -29,12 +30,12 @@ def _report(func: Callable[[], Any], hydras_report: Callable = hydra_utils.run_a
         if isinstance(error.__cause__, OmegaConfBaseException):  # the reason, as Hydra writes it
             sys.stderr.write(f"{error.__cause__}\n")
         sys.exit(1)
-    except Exception:  # a crash: Hydra's report
+    except Exception as crash:  # a crash: Hydra's report, of this very exception
+        return hydras_report(functools.partial(_raise, crash))
 
-        def again() -> None:
-            raise error
 
-        return hydras_report(again)
+def _raise(error: BaseException) -> None:
+    raise error
 
 
 def run(main: Callable[[], Any]) -> None:

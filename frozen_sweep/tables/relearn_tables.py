@@ -146,3 +146,28 @@ def size_table(task: str, metric_name: str, setting: str, runs: pd.DataFrame) ->
 def recovery(rl: dict, like: dict) -> dict:
     """The run's examples-to-recover entry for the metric and threshold of `like`."""
     return next(e for e in rl["examples_to_recover"] if (e["metric"], e["threshold"]) == (like["metric"], like["threshold"]))
+
+
+def plot_recovery(table: Table, path) -> None:
+    """Recovery curves, one line per run: validation loss (and BLEU) against training sentences seen, as % of the
+    base run's examples to its best; the dashed line is the base model's value before the reset."""
+    plt = pyplot()
+    records = [r["relearn"] for r in table.runs.record]
+    panels = [("valid_loss", "validation loss")]
+    if records[0]["pre_reset"].get("valid_bleu") is not None:
+        panels.append(("valid_bleu", "validation BLEU"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
+    for ax, (key, label) in zip(axes[0], panels):
+        for i, (record, rl) in enumerate(zip(table.runs.record, records)):
+            base = rl["base_examples_to_best"]["sentences"]
+            curve = [rl["post_reset"], *record["history"]]
+            x = [100 * p["train_sentences"] / base for p in curve]
+            name = f"{rl['stack']}.{rl['layer']} {parts_label(rl)}"
+            ax.plot(x, [p[key] for p in curve], color=f"C{i % 10}", marker=".", linewidth=1.2, label=name)
+        ax.axhline(records[0]["pre_reset"][key], color="black", linestyle="--", linewidth=1, label="before the reset")
+        ax.set(xlabel="training sentences seen, % of the base run's to its best", ylabel=label)
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(title="reset", fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
+    fig.suptitle(table.title)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
