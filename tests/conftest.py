@@ -67,11 +67,12 @@ def compose_config(*overrides: str, with_hydra: bool = False):
         return compose("config", overrides=list(overrides), return_hydra_config=with_hydra)
 
 
-def fake_run_dir(directory: Path, *overrides: str) -> Path:
-    """A directory that looks like a completed run of `overrides` (config.yaml, result.json, an empty
-    checkpoint_best.pt): enough for the config checks of a relearn job, not to load its model."""
+def fake_run_dir(directory: Path, *overrides: str, config=None) -> Path:
+    """A directory that looks like a completed run of `overrides` (or of a composed `config`: config.yaml,
+    result.json, an empty checkpoint_best.pt): enough for the config checks of a relearn job, not to load its model."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "config.yaml").write_text(OmegaConf.to_yaml(compose_config(*overrides)))
+    config = compose_config(*overrides) if config is None else config
+    (directory / "config.yaml").write_text(OmegaConf.to_yaml({k: v for k, v in config.items() if k != "hydra"}))
     write_result(directory, RunResult(status="completed"))
     (directory / "checkpoint_best.pt").touch()
     return directory

@@ -5,6 +5,7 @@ cannot drift."""
 import re
 import shlex
 import subprocess
+from pathlib import Path
 
 import pytest
 from hydra import initialize_config_dir
@@ -12,12 +13,15 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import RunMode
+from omegaconf import OmegaConf
 
+from frozen_sweep.config import BASE_KEYS, BASE_PREFIX
 from frozen_sweep.job.job_config import job_config
-from frozen_sweep.run.directory import write_result
+from frozen_sweep.run.directory import dirname, write_result
 from frozen_sweep.run.record import RunResult
 from tests.conftest import CONF, ROOT, fake_run_dir
 
+OmegaConf.register_new_resolver("job_dirname", dirname, replace=True)  # as python -m frozen_sweep: directory names
 ENTRY = re.compile(r"^(?:\.venv/bin/)?python -m frozen_sweep(?=\s|$)")
 
 
@@ -55,6 +59,22 @@ def jobs(overrides: list[str], multirun: bool) -> list[tuple[list[str], object]]
     return [(job, loader.load_sweep_config(config, job)) for job in batch]
 
 
+def with_base_run(config, vocab: Path) -> None:
+    """A job naming one of its config's bases (bases.NAME) as the launcher gives it: the base's directory, here a
+    stand-in completed run of the base's config (with a vocabulary, as a fine-tuning job checks)."""
+    for key in BASE_KEYS:
+        value = OmegaConf.select(config, key)
+        if isinstance(value, str) and value.startswith(BASE_PREFIX):
+            overrides = list(config.bases[value.removeprefix(BASE_PREFIX)])
+            base = GlobalHydra.instance().config_loader().load_sweep_config(config, overrides)
+            run_dir = Path(str(base.hydra.sweep.dir), str(base.hydra.sweep.subdir))
+            if not run_dir.exists():
+                fake_run_dir(run_dir, config=base)
+                vocab.touch()
+                write_result(run_dir, RunResult(status="completed", data={"vocab_path": str(vocab)}))
+            OmegaConf.update(config, key, str(run_dir.absolute()))
+
+
 COMMANDS = readme_commands()
 
 
@@ -70,12 +90,6 @@ def test_a_readme_command_composes_and_passes_every_check(command, tmp_path, mon
     # a relearn job's base run must exist: the README's (a default run; a big-model run at /runs/tren_big) stand-ins
     monkeypatch.chdir(tmp_path)
     fake_run_dir(tmp_path / "outputs" / "runs" / "default")
-    vocab = tmp_path / "spm.model"
-    vocab.touch()
-    for reservoir in ("none", "transformer", "ffn"):  # the fine-tuning experiments' masked-LM bases, with a vocabulary
-        base = fake_run_dir(tmp_path / "outputs" / "finetune_bases" / f"reservoir={reservoir}", "task=mlm_bible_en",
-                            "model=mlm_demo")  # fmt: skip
-        write_result(base, RunResult(status="completed", data={"vocab_path": str(vocab)}))
     overrides = [
         f"relearn.base_checkpoint={fake_run_dir(tmp_path / 'tren_big', 'model=big')}"
         if o == "relearn.base_checkpoint=/runs/tren_big" else o
@@ -84,6 +98,7 @@ def test_a_readme_command_composes_and_passes_every_check(command, tmp_path, mon
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         planned = jobs(overrides, multirun)
         for job, config in planned:
+            with_base_run(config, tmp_path / "spm.model")
             job_config(config, job)  # raises ConfigError naming the key
     assert planned
 

@@ -231,6 +231,7 @@ def test_a_base_must_be_a_finished_run(base_run, tmp_path):
         job_config(compose_config(f"relearn.base_checkpoint={base_run}"), [])
 
 
+@pytest.mark.slow
 def test_relearn_size_trains_its_bases_then_resets_their_layers_end_to_end(toy_corpus, cache_dir, tmp_path):
     """experiment=relearn_size at toy sizes, two bases of two widths trained by the same command; layers named from
     both ends (encoder.-1)."""
