@@ -1,6 +1,7 @@
 """Fine-tuning a finished masked LM on the embedded classification task, end to end through the CLI: it beats the
 majority class, the base's frozen parameters come out bit-identical (finetune.frozen=keep) or trained (train), bad
-bases stop the command before anything is written, and `python -m frozen_sweep.classify` labels lines with it."""
+bases stop the command before anything is written, and `python -m frozen_sweep.classify` labels lines with it, from
+the run or from its model file."""
 
 import re
 import subprocess
@@ -9,10 +10,14 @@ import sys
 import pytest
 import torch
 
+from frozen_sweep import classify as classify_command
+from frozen_sweep import export
 from frozen_sweep.job.job_config import fingerprint, job_config
 from frozen_sweep.tables.build import build_tables
 from frozen_sweep.tables.runs import load_runs
+from frozen_sweep.weights.command_line import run_command
 from frozen_sweep.weights.finished_run import load_run
+from frozen_sweep.weights.model_file import read_model_file
 from tests.conftest import ROOT, compose_config, fake_run_dir
 from tests.helpers.jobs import result, run_cli
 
@@ -130,3 +135,35 @@ def test_the_classify_command_labels_lines_and_names_bad_ones(runs, tmp_path):
     assert b"is a task.kind=mlm run; classify takes task.kind=classify runs: use python -m frozen_sweep.score" in (
         not_classifier.stderr
     )
+
+
+def test_a_fine_tuned_runs_model_file_stores_what_came_from_its_base_and_labels_as_the_run_does(runs, tmp_path):
+    """freeze=ffn finetune.freeze_from=seed: the feed-forward layers are this run's draw (hashes in the file), the
+    frozen embeddings are the base's (stored: this run's seed does not draw them); no base run is read to use it."""
+    model_file = tmp_path / "redrawn.safetensors"
+    run_command(export.main, [str(runs / "redrawn"), str(model_file)])
+    saved = read_model_file(model_file)
+    assert list(saved.frozen_stored) == ["src_embed.tokens.weight"]
+    assert "encoder.layers.0.ffn.fc1.weight" in saved.frozen_sha256 and "src_embed.tokens.weight" not in saved.trainable
+    lines = tmp_path / "lines.txt"
+    lines.write_text("In the beginning God created the heaven and the earth.\nJesus wept.\nThe LORD is my shepherd; "
+                     "I shall not want.\nPaul, an apostle of Jesus Christ.\nThe burden of Nineveh.\n")  # fmt: skip
+    labelled = {}
+    run_command(classify_command.main, [str(runs / "redrawn"), "--input", str(lines), "--output", str(tmp_path / "d")])
+    labelled["run"] = (tmp_path / "d").read_text()
+    hidden = runs.parent / "base_elsewhere"
+    (runs / "base").rename(hidden)  # the model file needs no base run
+    try:
+        for frozen in ("resident", "on-the-fly"):
+            out = tmp_path / frozen
+            run_command(classify_command.main, [str(model_file), "--input", str(lines), "--output", str(out),
+                                                "--frozen", frozen])  # fmt: skip
+            labelled[frozen] = out.read_text()
+        drawn = load_run(model_file, frozen="on-the-fly")
+    finally:
+        hidden.rename(runs / "base")
+    assert labelled["run"] == labelled["resident"] == labelled["on-the-fly"] and len(labelled["run"].splitlines()) == 5
+    resident = dict(load_run(runs / "redrawn").model.named_parameters())
+    for name, param in drawn.model.named_parameters():  # held at rest: all but this run's own frozen draws
+        assert (param.numel() == 0) == (name in saved.frozen_sha256)
+        assert param.numel() == 0 or torch.equal(param, resident[name])

@@ -45,6 +45,7 @@ class FinishedRun:
     load_vocab: Callable[[], Vocab] = field(repr=False)
     on_the_fly: Optional[OnTheFly] = None  # with frozen="on-the-fly": the hooks that draw the frozen weights
     labels: Optional[list[str]] = None  # a classifier's label names, by class id
+    pairs: bool = False  # a classifier's: whether it was trained on pairs of texts
 
     @property
     def vocab(self) -> Vocab:
@@ -61,14 +62,7 @@ def load_run(path, checkpoint: str = BEST_CHECKPOINT, frozen: str = "resident") 
         raise ValueError(f"frozen={frozen!r}: allowed: {', '.join(FROZEN_MODES)}")
     path = Path(path).expanduser().absolute()
     if path.is_file():
-        saved = read_model_file(path)
-        config = _typed(OmegaConf.create(saved.config_yaml))
-        if saved.seed != config.seed:
-            raise BaseRunError(f"{path}: its seed {saved.seed} is not its config's seed {config.seed}")
-        model, hooks = _build(config, len(saved.vocab), frozen, None)  # a model file holds no classifier
-        fingerprint = hooks.fingerprint if hooks else frozen_fingerprint
-        restore(path, model, saved.trainable, saved.frozen_sha256, fingerprint(model))
-        return FinishedRun(path, config, None, model, {}, lambda: saved.vocab, hooks)
+        return _load_model_file(path, frozen)
     run = load_base_run(path)
     config = typed_config(run.path / CONFIG_FILE)
     data = run.record["data"]
@@ -77,7 +71,7 @@ def load_run(path, checkpoint: str = BEST_CHECKPOINT, frozen: str = "resident") 
         if frozen != "resident":
             raise BaseRunError(
                 f"{path}: a fine-tuned run's frozen weights come from its base run, not from a seed alone: "
-                "only --frozen resident"
+                "only --frozen resident (or export it: its model file draws on the fly what its seed draws)"
             )
         model, hooks = fine_tuned_model(config, load_run(config.finetune.base_checkpoint), len(labels)), None
     else:
@@ -85,7 +79,25 @@ def load_run(path, checkpoint: str = BEST_CHECKPOINT, frozen: str = "resident") 
     fingerprint = hooks.fingerprint if hooks else frozen_fingerprint
     extra = load_checkpoint(run.path / checkpoint, model, fingerprint=fingerprint)
     vocab = lambda: _prepared_vocab(run.path, run.record)  # noqa: E731
-    return FinishedRun(run.path, config, run.record, model, extra, vocab, hooks, labels)
+    return FinishedRun(run.path, config, run.record, model, extra, vocab, hooks, labels, data.get("pairs", False))
+
+
+def _load_model_file(path: Path, frozen: str) -> FinishedRun:
+    """The run in model file `path`: its stored tensors loaded, the frozen ones its seed draws drawn and verified."""
+    saved = read_model_file(path)
+    config = _typed(OmegaConf.create(saved.config_yaml))
+    if saved.seed != config.seed:
+        raise BaseRunError(f"{path}: its seed {saved.seed} is not its config's seed {config.seed}")
+    labels = saved.classifier["labels"] if saved.classifier else None
+    drawn = set(saved.frozen_sha256)
+    model, hooks = _build(config, len(saved.vocab), frozen, len(labels) if labels else None, drawn)
+    fingerprint = hooks.fingerprint if hooks else frozen_fingerprint
+    restore(path, model, saved.trainable | saved.frozen_stored, saved.frozen_sha256, fingerprint(model))
+    for name, param in model.named_parameters():
+        if name in saved.frozen_stored:
+            param.requires_grad_(False)
+    pairs = bool(saved.classifier and saved.classifier["pairs"])
+    return FinishedRun(path, config, None, model, {}, lambda: saved.vocab, hooks, labels, pairs)
 
 
 def is_fine_tuned(config) -> bool:
@@ -93,10 +105,17 @@ def is_fine_tuned(config) -> bool:
     return StudyName(config.study) == StudyName.finetune and config.finetune.base_checkpoint != SCRATCH
 
 
-def _build(config, vocab_size: int, frozen: str, num_classes: Optional[int]) -> tuple[Transformer, Optional[OnTheFly]]:
+def _build(config, vocab_size: int, frozen: str, num_classes: Optional[int],
+           drawn: Optional[set[str]] = None) -> tuple[Transformer, Optional[OnTheFly]]:  # fmt: skip
+    """The model of `config`, its frozen parameters (or with `drawn`, those) drawn from its seed and the others
+    trainable, to be loaded."""
     if frozen == "on-the-fly":
-        return build_model_on_the_fly(config, vocab_size, num_classes)
-    return build_model(config, vocab_size, num_classes), None
+        return build_model_on_the_fly(config, vocab_size, num_classes, drawn)
+    model = build_model(config, vocab_size, num_classes)
+    if drawn is not None:
+        for name, param in model.named_parameters():
+            param.requires_grad_(name not in drawn)
+    return model, None
 
 
 def _prepared_vocab(run_dir: Path, record: dict) -> Vocab:
@@ -119,14 +138,30 @@ def fine_tuned_model(cfg, base: FinishedRun, num_classes: int) -> Transformer:
     base's seed and checkpoint) or the job seed's."""
     model = build_model(cfg, base.record["data"]["vocab_size"], num_classes)
     base_params = dict(base.model.named_parameters())
-    keep, from_seed = FrozenMode(cfg.finetune.frozen) == FrozenMode.keep, cfg.finetune.freeze_from == FreezeFrom.seed
+    keep = FrozenMode(cfg.finetune.frozen) == FrozenMode.keep
     components = component_of_parameters(model)
     with torch.no_grad():
         for name, param in model.named_parameters():
             component = components[name]
-            if component == "head" or (from_seed and cfg.freeze[component].frozen):  # the job's draw, as built
+            if drawn_by_job(cfg, component):  # the job's draw, as built
                 continue
             source = base_params[name]  # the same encoder: job_config adopted the base's model and reservoirs
             param.copy_(source)
             param.requires_grad_(not (cfg.freeze[component].frozen or (keep and not source.requires_grad)))
     return model
+
+
+def drawn_by_job(cfg, component: str) -> bool:
+    """Whether a fine-tuned model's parameters of `component` are the job's own draw from its seed (the head, and with
+    finetune.freeze_from=seed the components its freeze pattern freezes), not copied from its base run."""
+    return component == "head" or (cfg.finetune.freeze_from == FreezeFrom.seed and cfg.freeze[component].frozen)
+
+
+def seed_drawn(run: FinishedRun) -> set[str]:
+    """The run's frozen parameters that its seed draws again: all of them, but a fine-tuned run's frozen parameters
+    copied from its base run (trained there, or drawn from the base's seed)."""
+    frozen = {name for name, p in run.model.named_parameters() if not p.requires_grad}
+    if not is_fine_tuned(run.config):
+        return frozen
+    components = component_of_parameters(run.model)
+    return {name for name in frozen if drawn_by_job(run.config, components[name])}
