@@ -7,8 +7,8 @@ each frozen tensor's SHA-256 and a classifier's label names, and nothing else: i
 of the full model's, plus the vocabulary. Every command that takes a run (translate, score, classify) takes the file
 in its place, on any machine; the frozen tensors are drawn again from the seed there, and a file whose tensors do not
 regenerate to their hashes (another torch version, an altered file) is refused, naming the tensor. A fine-tuned run's
-frozen tensors that came from its base run (trained there) are stored like trainable ones; only those its own seed
-draws are left to the seed. RUN may be a run directory or a model file.
+frozen tensors that its base run trained are stored like trainable ones; those its base drew and kept frozen are drawn
+again from the base's seed. RUN may be a run directory or a model file.
 
     python -m frozen_sweep.export RUN OUT_DIR --format hf
 
@@ -51,7 +51,8 @@ def main(argv=None) -> None:
     model, drawn = run.model, seed_drawn(run)
     hashes = {name: sha256 for name, sha256 in frozen_fingerprint(model).items() if name in drawn}
     classifier = {"labels": run.labels, "pairs": run.pairs} if run.labels else None
-    write_model_file(out, model, run.config.seed, OmegaConf.to_yaml(run.config), run.vocab, hashes, classifier)
+    write_model_file(out, model, run.config.seed, OmegaConf.to_yaml(run.config), run.vocab, hashes, classifier,
+                     run.base_draws)  # fmt: skip
     total = parameter_counts(model)["params_total"]
     stored = total - sum(p.numel() for name, p in model.named_parameters() if name in drawn)
     print(f"{out}: {out.stat().st_size:,} bytes; {stored:,} of {total:,} parameters stored ({stored / total:.1%}), "

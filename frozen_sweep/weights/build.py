@@ -22,8 +22,8 @@ def build_model(cfg, vocab_size: int, num_classes: int | None = None) -> Transfo
 
 
 def build_model_on_the_fly(cfg, vocab_size: int, num_classes: int | None = None,
-                           drawn: set[str] | None = None) -> tuple[Transformer, OnTheFly]:  # fmt: skip
-    """`build_model`'s model with its frozen weights (or the parameters `drawn`) drawn on the fly, and the hooks that
-    draw them."""
+                           adjust=None) -> tuple[Transformer, OnTheFly]:  # fmt: skip
+    """`build_model`'s model with its frozen weights drawn on the fly (`adjust(plan)`: another draw plan, a model
+    file's), and the hooks that draw them."""
     model = lambda: Transformer(cfg.model, vocab_size, PAD, cfg.reservoir, num_classes)  # noqa: E731
-    return build_on_the_fly(model, cfg.freeze, cfg.seed, drawn)
+    return build_on_the_fly(model, cfg.freeze, cfg.seed, adjust)

@@ -1,20 +1,22 @@
 """The seed-only model file: one safetensors file that holds a run's trainable tensors, its seed, its config, its
-vocabulary and a SHA-256 of each frozen tensor its seed draws, and nothing else (a classifier: also its label names).
+vocabulary and a SHA-256 of each frozen tensor, and nothing else (a classifier: also its label names).
 
 safetensors, because loading it cannot run code (a pickled checkpoint can) and any language reads it. The frozen
-tensors the seed draws are not in it: they are drawn again from (seed, name) when it is loaded, and refused, naming
-the tensor, when a hash differs (another torch version draws other numbers, or the file was altered). Its size is
-therefore the trainable tensors' bytes plus the vocabulary and a few KB of header. Frozen tensors no seed of the run
-draws (a fine-tuned run's, copied from its base run's training) are stored like trainable ones.
+tensors are not in it: they are drawn again from (seed, name) when it is loaded, and refused, naming the tensor, when
+a hash differs (another torch version draws other numbers, or the file was altered). Its size is therefore the
+trainable tensors' bytes plus the vocabulary and a few KB of header. A fine-tuned run's frozen tensors come from its
+base run: those the base drew and kept frozen are drawn again from the base's seed (the file names it); those the
+base trained no seed draws, and they are stored like trainable ones.
 
 Layout: every stored parameter under its own name (a tied weight once, under its first name), the SentencePiece
 model as the uint8 tensor VOCAB_TENSOR; metadata (strings): format, seed, config (YAML), frozen_sha256 (JSON: the
-drawn ones), frozen_stored (JSON: the stored parameters that are frozen), and for a classifier, classifier (JSON:
-labels by class id, and whether an example is a pair of texts).
+drawn ones), frozen_stored (JSON: the stored parameters that are frozen), for a classifier, classifier (JSON: labels
+by class id, and whether an example is a pair of texts), and for a fine-tuned run, base_draws (JSON: the frozen
+tensors its base run drew, each with the base's seed and init).
 """
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -44,12 +46,14 @@ class ModelFile:
     frozen_stored: dict[str, torch.Tensor]  # frozen, but not drawn from the seed (a fine-tuned run's from its base)
     frozen_sha256: dict[str, str]  # the frozen tensors drawn from the seed
     classifier: Optional[dict] = None  # {"labels": [names by class id], "pairs": bool}
+    base_draws: dict = field(default_factory=dict)  # frozen tensors another run's seed drew: name → [seed, init]
 
 
 def write_model_file(path: Path, model: nn.Module, seed: int, config_yaml: str, vocab: Vocab,
-                     frozen_sha256: dict[str, str], classifier: Optional[dict] = None) -> None:  # fmt: skip
+                     frozen_sha256: dict[str, str], classifier: Optional[dict] = None,
+                     base_draws: Optional[dict] = None) -> None:  # fmt: skip
     """Atomically write the model file of `model` and the rest of a run: every parameter but the frozen ones hashed in
-    `frozen_sha256` (those `seed` draws) is stored."""
+    `frozen_sha256` (those `seed` draws, or for names in `base_draws` another run's seed) is stored."""
     tensors = {name: p.detach().cpu().contiguous() for name, p in model.named_parameters() if name not in frozen_sha256}
     frozen_stored = [name for name, p in model.named_parameters() if name in tensors and not p.requires_grad]
     tensors[VOCAB_TENSOR] = torch.frombuffer(bytearray(vocab.model), dtype=torch.uint8)
@@ -57,6 +61,8 @@ def write_model_file(path: Path, model: nn.Module, seed: int, config_yaml: str, 
                 "frozen_stored": json.dumps(frozen_stored)}  # fmt: skip
     if classifier:
         metadata["classifier"] = json.dumps(classifier)
+    if base_draws:
+        metadata["base_draws"] = json.dumps(base_draws)
     data = safetensors.torch.save(tensors, metadata)
     write_atomic(path, lambda f: f.write(data))
 
@@ -85,5 +91,6 @@ def read_model_file(path: Path) -> ModelFile:
         raise ModelFileError(f"{path}: frozen tensor {absent[0]} is listed as stored but is not in the file")
     frozen_stored = {name: tensors.pop(name) for name in frozen_names}
     classifier = json.loads(metadata["classifier"]) if "classifier" in metadata else None
+    base_draws = json.loads(metadata.get("base_draws", "{}"))
     return ModelFile(int(metadata["seed"]), metadata["config"], vocab, tensors, frozen_stored,
-                     json.loads(metadata["frozen_sha256"]), classifier)  # fmt: skip
+                     json.loads(metadata["frozen_sha256"]), classifier, base_draws)  # fmt: skip

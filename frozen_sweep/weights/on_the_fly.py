@@ -10,7 +10,6 @@ outputs, are bit-identical to a resident model's. An orthogonal reservoir matrix
 """
 
 import time
-from dataclasses import replace
 
 import torch
 from torch import nn
@@ -63,16 +62,15 @@ class OnTheFly:
             param.data = torch.empty(0, device=param.device)
 
 
-def build_on_the_fly(make_model, freeze_cfg, seed: int, drawn: set[str] | None = None) -> tuple[nn.Module, OnTheFly]:
+def build_on_the_fly(make_model, freeze_cfg, seed: int, adjust=None) -> tuple[nn.Module, OnTheFly]:
     """The model `make_model()` builds, with its trainable parameters drawn as `init_and_freeze` draws them and its
-    frozen ones drawn on the fly; no frozen parameter is allocated here. `drawn`: the parameters to draw on the fly
-    instead of the freeze pattern's frozen ones (a model file's; it stores the others, a fine-tuned run's frozen
-    ones from its base included)."""
+    frozen ones drawn on the fly; no frozen parameter is allocated here. `adjust(plan)`: the draw plan to use instead
+    of the freeze pattern's (a model file's: freeze.with_draws)."""
     with torch.device("meta"):
         model = make_model()
     plan = draw_plan(model, freeze_cfg)
-    if drawn is not None:
-        plan = {name: replace(how, frozen=name in drawn) for name, how in plan.items()}
+    if adjust is not None:
+        plan = adjust(plan)
     shapes = {name: getattr(how.owner, how.attr).shape for name, how in plan.items()}
     made: dict[int, nn.Parameter] = {}  # meta parameter → its real one: a tied weight's holders share it
     for module_name, module in model.named_modules():
