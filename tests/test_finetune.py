@@ -142,10 +142,11 @@ def test_the_classify_command_labels_lines_and_names_bad_ones(runs, tmp_path):
 @pytest.fixture(scope="module")
 def mixed(runs, tmp_path_factory, cache_dir):
     """A short fine-tuning whose frozen tensors come from all three places: attention its base trained (freeze=att,
-    copied), the base's frozen embeddings (drawn from the base's seed, kept), its own frozen head (its seed's draw)."""
+    copied), the base's frozen embeddings (drawn from the base's seed, 1, and kept), its own frozen head (its seed's
+    draw: seed 2)."""
     path = tmp_path_factory.mktemp("finetune_mixed") / "run"
     tuned = run_cli("study=finetune", f"finetune.base_checkpoint={runs / 'base'}", "freeze=att",
-                    "freeze.head.frozen=true", "task=cls_bible_en", f"task.cache_dir={cache_dir}", *QUICK,
+                    "freeze.head.frozen=true", "seed=2", "task=cls_bible_en", f"task.cache_dir={cache_dir}", *QUICK,
                     "trainer.max_steps=20", "trainer.validate_every_steps=10", f"hydra.run.dir={path}")  # fmt: skip
     assert tuned.returncode == 0, tuned.stdout[-2000:]
     return path
