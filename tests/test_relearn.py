@@ -9,7 +9,7 @@ import torch
 
 from frozen_sweep.config import ConfigError
 from frozen_sweep.data import load_task
-from frozen_sweep.job.job_config import job_config
+from frozen_sweep.job.job_config import fingerprint, job_config
 from frozen_sweep.job.runner import run_job
 from frozen_sweep.run.base_run import BaseRunError, examples_to_best
 from frozen_sweep.run.directory import LAST_CHECKPOINT
@@ -200,6 +200,7 @@ def test_examples_to_best_of_a_base_record():
     "extra, message",
     [
         (["relearn.reset_layer=encoder.2"], "allows encoder.0 … encoder.1"),
+        (["relearn.reset_layer=encoder.-3"], r"allows encoder.0 … encoder.1 \(or -1 … -2\)"),
         (["relearn.reset_layer=middle.0"], "must be encoder.<i> or decoder.<i>"),
         (["relearn.reset_layer=encoder.0", "relearn.reset_parts=cross_att"], "only decoder layers"),
         (["relearn.thresholds=[0.01,1.5]"], "must be fractions in \\(0, 1\\)"),
@@ -209,6 +210,12 @@ def test_examples_to_best_of_a_base_record():
 def test_bad_relearn_configs_name_the_key(base_run, cache_dir, extra, message):
     with pytest.raises(ConfigError, match=message):
         job_config(compose_config(*relearn_overrides(base_run, cache_dir, *extra)), [])
+
+
+def test_a_layer_counted_from_the_top_is_the_same_job(base_run, cache_dir):
+    last, second = (relearn_config(base_run, cache_dir, f"relearn.reset_layer={spec}") for spec in ("decoder.-1", "decoder.1"))
+    assert last.relearn.reset_layer == "decoder.1"
+    assert fingerprint(last)["sha256"] == fingerprint(second)["sha256"]
 
 
 def test_a_base_must_be_a_finished_run(base_run, tmp_path):
@@ -224,18 +231,29 @@ def test_a_base_must_be_a_finished_run(base_run, tmp_path):
         job_config(compose_config(f"relearn.base_checkpoint={base_run}"), [])
 
 
-def test_relearn_layers_sweep_end_to_end(base_run, cache_dir, tmp_path):
+def test_relearn_size_trains_its_bases_then_resets_their_layers_end_to_end(toy_corpus, cache_dir, tmp_path):
+    """experiment=relearn_size at toy sizes, two bases of two widths trained by the same command; layers named from
+    both ends (encoder.-1)."""
     sweep_dir = tmp_path / "sweep"
+    base = ["experiment=relearn_size_bases", "task=text_files", f"task.path={toy_corpus}", "task.src_lang=es",
+            "task.tgt_lang=en", "task.vocab_size=60", f"task.cache_dir={cache_dir}", "model=micro",
+            "model.encoder_layers=2", "model.decoder_layers=2", "trainer=quick", "trainer.max_tokens=512",
+            "trainer.max_steps=40", "trainer.validate_every_steps=20", "trainer.valid_bleu_sentences=20", "eval.beam=1"]
+    bases = {"d32": base, "d16": [*base, "model.d_model=16", "model.ffn_dim=32"]}  # fmt: skip
+    given = [f"+bases.{name}=[" + ",".join(f'"{o}"' for o in os) + "]" for name, os in bases.items()]
     proc = subprocess.run(
-        [sys.executable, "-m", "frozen_sweep", "-m", "experiment=relearn_layers", f"relearn.base_checkpoint={base_run}",
-         "relearn.reset_layer=encoder.0,decoder.1", f"task.cache_dir={cache_dir}", "trainer.max_tokens=512",
-         "trainer.max_steps=6", "trainer.warmup_steps=2", "trainer.validate_every_steps=3",
-         "trainer.valid_bleu_sentences=20", "eval.beam=1", f"hydra.sweep.dir={sweep_dir}"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240,
+        [sys.executable, "-m", "frozen_sweep", "-m", "experiment=relearn_size", *given,
+         "relearn.base_checkpoint=bases.d32,bases.d16", "relearn.reset_layer=encoder.0,decoder.-1",
+         f"task.cache_dir={cache_dir}", "trainer.max_tokens=512", "trainer.max_steps=6", "trainer.warmup_steps=2",
+         "trainer.validate_every_steps=3", "trainer.valid_bleu_sentences=20", "eval.beam=1",
+         f"hydra.sweep.dir={sweep_dir}"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout
-    results = [read_result(d) for d in sorted(sweep_dir.glob("*relearn.reset_layer=*"), reverse=True)]
-    assert [f"{r['relearn']['stack']}.{r['relearn']['layer']}" for r in results] == ["encoder.0", "decoder.1"]
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "2 bases to train first: bases.d32, bases.d16" in proc.stdout
+    results = [read_result(d.parent) for d in sweep_dir.glob("*/result.json")]
+    results = [r for r in results if r["study"] == "relearn" and "model.d_model=16" not in r["relearn"]["base_run"]]
+    assert sorted(f"{r['relearn']['stack']}.{r['relearn']['layer']}" for r in results) == ["decoder.1", "encoder.0"]
     for r in results:
         rl = r["relearn"]
         assert (r["status"], r["study"], r["task"], r["model"]) == ("completed", "relearn", "text_files", "micro")
@@ -246,9 +264,12 @@ def test_relearn_layers_sweep_end_to_end(base_run, cache_dir, tmp_path):
         assert r["test_metric"] is not None and 0 < r["trainable_ratio"] < 0.5
 
     runs = load_runs([str(sweep_dir)])
-    tables = [t for t in build_tables(runs) if "relearn from" in t.title]
-    assert len(tables) == 1 and list(tables[0].rows.index) == ["encoder", "decoder"]
-    text = markdown(tables, runs)
+    tables = [t for t in build_tables(runs) if "relearn" in t.title]
+    assert len(tables) == 3 and all(list(t.rows.index) == ["encoder", "decoder"] for t in tables)
+    text = markdown(tables[:1], runs)
     assert "| Layer | Parts |" in text and "To recover, % of base loss 1%" in text
-    assert plot_tables(tables, tmp_path / "recovery.png") == [tmp_path / "recovery.png"]
+    assert plot_tables(tables[:1], tmp_path / "recovery.png") == [tmp_path / "recovery.png"]
     assert (tmp_path / "recovery.png").stat().st_size > 0
+    by_size = tables[2]  # one row per base and stack, the narrow base first
+    assert "relearn by base size" in by_size.title and by_size.rows[("Base", "D")].tolist() == ["16", "16", "32", "32"]
+    assert by_size.rows[("", "Layers reset")].tolist() == ["0", "1", "0", "1"]

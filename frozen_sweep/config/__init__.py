@@ -8,7 +8,15 @@ from frozen_sweep.config.loggers import LoggerName, MlflowConfig, WandbConfig
 from frozen_sweep.config.model import Activation, ModelConfig, NormPosition, TieEmbeddings
 from frozen_sweep.config.relearn import RelearnConfig, ResetParts
 from frozen_sweep.config.reservoir import Placement, ReservoirConfig, ReservoirType, StackName
-from frozen_sweep.config.schema import NEUTRAL_KEYS, Config, ConfigError, StudyName, register_configs
+from frozen_sweep.config.schema import (
+    BASE_KEYS,
+    BASE_PREFIX,
+    NEUTRAL_KEYS,
+    Config,
+    ConfigError,
+    StudyName,
+    register_configs,
+)
 from frozen_sweep.config.task import BibleLabels, CorpusKind, TaskConfig, TaskKind
 from frozen_sweep.config.trainer import Device, EvalConfig, StopMetric, TrainerConfig
 

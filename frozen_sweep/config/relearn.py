@@ -19,7 +19,7 @@ class ResetParts(Enum):
 class RelearnConfig:
     name: str = "none"  # none: an ordinary job; layer: reset one layer of a finished run and train it alone
     base_checkpoint: Optional[str] = None  # the finished run's directory (result.json, config.yaml, checkpoint_best.pt)
-    reset_layer: Optional[str] = None  # "encoder.<i>" or "decoder.<i>", 0-based
+    reset_layer: Optional[str] = None  # "encoder.<i>" or "decoder.<i>", 0-based; negative from the last (-1)
     reset_parts: ResetParts = ResetParts.all
     reset_init: Init = Init.random
     train_neighbours: bool = False  # also train (without resetting) the layers just below and above, same stack

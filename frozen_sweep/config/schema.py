@@ -8,6 +8,7 @@ the launchers can all import it."""
 
 from dataclasses import dataclass, field, fields
 from enum import Enum
+from typing import Dict, List
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
@@ -50,6 +51,13 @@ class Config:
     seed: int = 1
     force: bool = False  # rerun a job even if its directory holds a completed result
     dry_run: bool = False  # print what each job of the command would do (run, resume, skip, adopt, refuse); run none
+    # runs a sweep trains before the jobs that start from them: finetune.base_checkpoint=bases.NAME (or
+    # relearn.base_checkpoint) names the job that `python -m frozen_sweep -m <bases.NAME>` runs, in its directory
+    bases: Dict[str, List[str]] = field(default_factory=dict)
+
+
+BASE_PREFIX = "bases."  # a base_checkpoint value naming one of the config's bases (bases.NAME), not a directory
+BASE_KEYS = ("finetune.base_checkpoint", "relearn.base_checkpoint")
 
 
 # Keys that change where or how a job runs, not what it computes: job directory names leave them out (conf/config.yaml

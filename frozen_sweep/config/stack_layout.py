@@ -33,8 +33,9 @@ def reservoir_pattern(layers: int, r: ReservoirConfig) -> str:
 
 
 def parse_reset_layer(spec) -> tuple[str, int]:
-    """"decoder.1" → ("decoder", 1); ConfigError for anything else."""
+    """"decoder.1" → ("decoder", 1); "encoder.-1" → ("encoder", -1), the last layer, as Python counts (a sweep
+    over bases of several depths names their first and last layers alike); ConfigError for anything else."""
     stack, _, index = str(spec).partition(".")
-    if stack not in StackName.__members__ or not index.isdigit():
-        raise ConfigError(f"relearn.reset_layer={spec}: must be encoder.<i> or decoder.<i> (0-based)")
+    if stack not in StackName.__members__ or not index.removeprefix("-").isdigit():
+        raise ConfigError(f"relearn.reset_layer={spec}: must be encoder.<i> or decoder.<i> (0-based; -1 the last)")
     return stack, int(index)

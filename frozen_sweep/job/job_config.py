@@ -24,6 +24,8 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from frozen_sweep.config import (
+    BASE_KEYS,
+    BASE_PREFIX,
     NEUTRAL_KEYS,
     SCRATCH,
     ConfigError,
@@ -64,6 +66,7 @@ def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     """The config the job runs: a copy of `cfg` with budgets resolved and a relearn or fine-tuning base adopted;
     ConfigError (naming the key, or the file) for an unknown key, a bad value or missing data."""
     check_known_keys(cfg)
+    check_no_base_reference(cfg)
     cfg = resolve_budgets(cfg, overrides)
     if StudyName(cfg.study) == StudyName.finetune and cfg.finetune.base_checkpoint not in (None, SCRATCH):
         cfg = adopt_finetune_base(cfg, overrides)  # first: the model it checks against the task is the base's
@@ -72,9 +75,20 @@ def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     validate(cfg)
     check_installed(cfg.trainer.loggers)
     if cfg.relearn.name != "none":
-        check_reset_layer(cfg.relearn)
+        cfg.relearn.reset_layer = check_reset_layer(cfg.relearn)
         cfg = adopt_base(cfg, overrides)
     return cfg
+
+
+def check_no_base_reference(cfg: DictConfig) -> None:
+    """`bases.NAME` is resolved by a sweep's launcher, which trains the base first; a single job cannot."""
+    for key in BASE_KEYS:
+        value = OmegaConf.select(cfg, key)
+        if isinstance(value, str) and value.startswith(BASE_PREFIX):
+            raise ConfigError(
+                f"{key}={value}: a base that a sweep trains first (its overrides in the config's {value}); run the "
+                f"command with -m, or give the base run's directory"
+            )
 
 
 def adopt_finetune_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:
@@ -110,9 +124,10 @@ def adopt_finetune_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     return adopted
 
 
-def check_reset_layer(r) -> None:
+def check_reset_layer(r) -> str:
     """A relearn job needs a completed base run, and a layer and parts that its model has: read from disk here, so
-    that a bad base fails before any job starts."""
+    that a bad base fails before any job starts. Returns the layer counted from 0 (encoder.-1 of 2 → encoder.1): the
+    same layer named either way is the same job."""
     try:
         base = load_base_run(r.base_checkpoint)
     except BaseRunError as e:
@@ -120,8 +135,8 @@ def check_reset_layer(r) -> None:
     stack, index = parse_reset_layer(r.reset_layer)
     model = base.config.model
     layers = {"encoder": model.encoder_layers, "decoder": model.decoder_layers}[stack]
-    if not index < layers:
-        allowed = f"{stack}.0 … {stack}.{layers - 1}" if layers else f"none: it has no {stack}"
+    if not -layers <= index < layers:
+        allowed = f"{stack}.0 … {stack}.{layers - 1} (or -1 … -{layers})" if layers else f"none: it has no {stack}"
         raise ConfigError(
             f"relearn.reset_layer={r.reset_layer}: the base model ({model.name}, {model.encoder_layers} encoder + "
             f"{model.decoder_layers} decoder layers) allows {allowed}"
@@ -131,6 +146,7 @@ def check_reset_layer(r) -> None:
             f"relearn.reset_parts=cross_att: only decoder layers of an encoder–decoder model have cross-attention "
             f"(reset_layer={r.reset_layer}); allowed: all, att, ffn, norms"
         )
+    return f"{stack}.{index % layers}"
 
 
 def absolute_paths(cfg: DictConfig, base: Path) -> None:
@@ -139,7 +155,9 @@ def absolute_paths(cfg: DictConfig, base: Path) -> None:
     the job runs (hydra.job.chdir=true runs it in its own directory)."""
     for key in PATH_KEYS:
         value = OmegaConf.select(cfg, key)
-        if isinstance(value, str) and value not in PATH_NAMES and value and not Path(value).expanduser().is_absolute():
+        if not isinstance(value, str) or not value or value in PATH_NAMES or value.startswith(BASE_PREFIX):
+            continue
+        if not Path(value).expanduser().is_absolute():
             with read_write(cfg), open_dict(cfg):
                 OmegaConf.update(cfg, key, os.path.normpath(Path(base, value)))
 
@@ -202,6 +220,7 @@ def fingerprint(cfg: DictConfig) -> dict:
     what determines the job's result."""
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     container.pop("hydra", None)
+    container.pop("bases", None)  # how the launcher finds a base: the base itself enters below, by its identity
     neutral = NEUTRAL_KEYS | DATA_LOCATION_KEYS | LABEL_KEYS
     config = {
         key: value for key, value in flatten(container).items()

@@ -11,8 +11,10 @@ at the end of re-training, and the training examples it took to recover, as % of
 """
 
 import os
+from pathlib import Path
 
 import pandas as pd
+from omegaconf import OmegaConf
 
 from frozen_sweep.tables.plots import METRIC_LABELS, pyplot
 from frozen_sweep.tables.render import Table, number
@@ -102,29 +104,45 @@ def relearn_tables(runs: pd.DataFrame) -> list[Table]:
         title = " · ".join(filter(None, [task, model, f"relearn from {short_path(base_run)}", setting]))
         footnotes = [base_note(table_runs.record.iloc[0]["relearn"]), DEFINITIONS]
         tables.append(Table(title, metric_name, rows(table_runs, metric), table_runs, footnotes, plot=plot_recovery))
+    for (task,), metric_name, setting, table_runs in per_setting(runs, ["task"], sort=False):
+        if table_runs.base_run.nunique() > 1:
+            tables.append(size_table(task, metric_name, setting, table_runs))
     return tables
 
 
-def plot_recovery(table: Table, path) -> None:
-    """Recovery curves, one line per run: validation loss (and BLEU) against training sentences seen, as % of the
-    base run's examples to its best; the dashed line is the base model's value before the reset."""
-    plt = pyplot()
-    records = [r["relearn"] for r in table.runs.record]
-    panels = [("valid_loss", "validation loss")]
-    if records[0]["pre_reset"].get("valid_bleu") is not None:
-        panels.append(("valid_bleu", "validation BLEU"))
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
-    for ax, (key, label) in zip(axes[0], panels):
-        for i, (record, rl) in enumerate(zip(table.runs.record, records)):
-            base = rl["base_examples_to_best"]["sentences"]
-            curve = [rl["post_reset"], *record["history"]]
-            x = [100 * p["train_sentences"] / base for p in curve]
-            name = f"{rl['stack']}.{rl['layer']} {parts_label(rl)}"
-            ax.plot(x, [p[key] for p in curve], color=f"C{i % 10}", marker=".", linewidth=1.2, label=name)
-        ax.axhline(records[0]["pre_reset"][key], color="black", linestyle="--", linewidth=1, label="before the reset")
-        ax.set(xlabel="training sentences seen, % of the base run's to its best", ylabel=label)
-        ax.grid(alpha=0.3)
-    axes[0][-1].legend(title="reset", fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
-    fig.suptitle(table.title)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+def base_size(base_run: str) -> tuple[int, int, int]:
+    """(encoder layers, decoder layers, d_model) of a base run, from its config.yaml."""
+    model = OmegaConf.load(Path(base_run) / "config.yaml").model
+    return model.encoder_layers, model.decoder_layers, model.d_model
+
+
+def size_table(task: str, metric_name: str, setting: str, runs: pd.DataFrame) -> Table:
+    """Bases of several sizes side by side: per base and stack, the examples each reset layer took to recover, as %
+    of the base's, from the bottom layer to the top; "✗" where the budget ran out first."""
+    table, sections, bases = [], [], []
+    for base_run, base_runs in sorted(runs.groupby("base_run"), key=lambda item: base_size(item[0])):
+        encoder_layers, decoder_layers, width = base_size(base_run)
+        first = base_runs.record.iloc[0]["relearn"]
+        bases.append(f"N={encoder_layers}+{decoder_layers}, D={width}: {short_path(base_run)}")
+        for stack, depth in (("encoder", encoder_layers), ("decoder", decoder_layers)):
+            layers = sorted((r["relearn"] for r in base_runs.record if r["relearn"]["stack"] == stack),
+                            key=lambda rl: rl["layer"])  # fmt: skip
+            if not layers:
+                continue
+            row = {("Base", "N"): str(depth), ("Base", "D"): str(width),
+                   ("Base", f"Test {METRIC_LABELS.get(metric_name, metric_name)}"): number(first["base_test_metric"]),
+                   ("", "Layers reset"): ", ".join(str(rl["layer"]) for rl in layers)}  # fmt: skip
+            for entry in first["examples_to_recover"]:
+                heading = f"{METRIC_LABELS.get(entry['metric'], entry['metric'])} {100 * entry['threshold']:g}%"
+                cells = [recovery_cell(recovery(rl, entry), rl["budget_fraction"]) for rl in layers]
+                row[("To recover, % of base, bottom → top layer", heading)] = " · ".join(cells)
+            table.append(row)
+            sections.append(stack)
+    title = " · ".join(filter(None, [task, "relearn by base size (depth N, width D)", setting]))
+    footnotes = ["Bases: " + "; ".join(bases) + ".", DEFINITIONS]
+    return Table(title, metric_name, pd.DataFrame(table, index=pd.Index(sections, name="section")), runs, footnotes)
+
+
+def recovery(rl: dict, like: dict) -> dict:
+    """The run's examples-to-recover entry for the metric and threshold of `like`."""
+    return next(e for e in rl["examples_to_recover"] if (e["metric"], e["threshold"]) == (like["metric"], like["threshold"]))

@@ -1,5 +1,6 @@
 """The life cycle both launchers share: plan every job, skip completed ones, run the rest, summarise."""
 
+import functools
 import logging
 from abc import abstractmethod
 from pathlib import Path
@@ -17,7 +18,8 @@ from frozen_sweep.run.directory import is_completed
 from frozen_sweep.run.lock import deepest_existing, describe_runner, remove_if_unused
 
 from ._batches import check_claims, later_batch, whole_sweep
-from ._outcome import skipped
+from ._bases import Bases
+from ._outcome import Outcome, skipped
 from ._plan import PlannedJob, SweepConfigError, dry_run, plan_jobs
 from ._progress import Progress
 
@@ -64,32 +66,62 @@ class SweepLauncher(Launcher):
         self.singleton_state = Singleton.get_state()  # Hydra's config store, resolvers, ...: each job restores them
         dry = bool(OmegaConf.select(self.config, "dry_run", default=False))
         threads = [f"trainer.threads={self.threads_per_job()}"]
+        bases = Bases(self.hydra_context, self.config, threads)
+        plan = functools.partial(plan_jobs, self.hydra_context, self.config, refuse_each=dry, bases=bases)
         try:
             if initial_job_idx == 0:  # a new sweep; the basic sweeper's batches are all planned now (_batches.py)
                 whole = whole_sweep(self.config, self.hydra_context)
                 self.claimed: list[PlannedJob] = []
                 if whole and len(whole) > len(job_overrides):
-                    self.claimed = plan_jobs(self.hydra_context, self.config, whole, 0, threads, refuse_each=dry)
-            jobs = plan_jobs(self.hydra_context, self.config, job_overrides, initial_job_idx, threads, refuse_each=dry)
+                    self.claimed = plan(whole, 0, threads)
+            jobs = plan(job_overrides, initial_job_idx, threads)
             check_claims(self.claimed, jobs)
-            self.check([job for job in jobs if not job.refused])
+            pending = bases.pending(jobs)  # bases to train before the jobs that start from them
+            self.check(pending + [job for job in jobs if not job.refused and not job.waits_for])
             if dry:  # the whole sweep once, at its first batch; nothing is started or cancelled
                 if initial_job_idx == 0:
                     shown = self.claimed or jobs
+                    shown = bases.pending(shown) + shown
                     self.adopt(shown, dry_run=True)
                     dry_run(shown)
                 return []
+            if pending:
+                self.run_bases(pending)
+                bases.forget()
+                jobs = plan(job_overrides, initial_job_idx, threads)  # the dependent jobs are checked now
         except SweepConfigError as error:
             if initial_job_idx and not dry:
                 raise later_batch(error) from error
             remove_if_unused(sweep_dir, {"multirun.yaml"}, self.existed)  # written by Hydra's sweeper: a config error leaves nothing
             raise
         finally:
+            self.sweep_dir = sweep_dir
             if dry:  # the dry run's multirun.yaml goes too, and so does the sweep's folder if nothing else is there
                 (sweep_dir / "multirun.yaml").unlink(missing_ok=True)
                 remove_if_unused(sweep_dir, set(), self.existed)
         self.claimed += jobs
         progress = Progress(jobs, sweep_dir)
+        for job in jobs:
+            if job.waits_for is not None:  # its base failed: reported under the bases
+                progress.finished(Outcome(job, "failed", f"its base {job.waits_for.label} did not complete"), running=0)
+        self.run_phase([job for job in jobs if job.waits_for is None], progress)
+        progress.summarise()
+        return progress.job_returns()
+
+    def run_bases(self, bases: list[PlannedJob]) -> None:
+        """Run the bases the sweep's jobs start from, each folder of them as a sweep of its own (a SLURM launcher
+        finds its submissions again by the folder, should it be interrupted)."""
+        folders = {job.job_dir.parent: None for job in bases}
+        log.info(f"{len(bases)} bases to train first: {', '.join(job.label for job in bases)}")
+        for folder in folders:
+            self.sweep_dir = folder
+            phase = [job for job in bases if job.job_dir.parent == folder]
+            progress = Progress(phase, folder)
+            self.run_phase(phase, progress)
+            progress.summarise(collect=False)
+
+    def run_phase(self, jobs: list[PlannedJob], progress: Progress) -> None:
+        """Skip the completed jobs, adopt the ones an earlier launcher still runs, run the rest."""
         for job in jobs:
             if job.already_completed:
                 job.runner = None
@@ -113,8 +145,6 @@ class SweepLauncher(Launcher):
                 self.run(todo, adopted, progress)
         except KeyboardInterrupt:
             raise SweepInterrupted(self.interrupted()) from None
-        progress.summarise()
-        return progress.job_returns()
 
     def task(self, job: PlannedJob) -> Any:
         """The callable a submitit job runs for `job` (imported here: Hydra's plugin scan stays free of submitit)."""

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import CompactHydraException
@@ -11,12 +11,15 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import Config, ConfigError
-from frozen_sweep.job.dry_run import decide, report
+from frozen_sweep.job.dry_run import RUN, Decision, decide, report
 from frozen_sweep.job.job_config import absolute_paths, fingerprint, job_config, override_key
 from frozen_sweep.run.directory import LAST_CHECKPOINT, completed_runs, is_completed, previous_record, read_record
 from frozen_sweep.run.lock import live_runner
 
 from ._compose import JobComposer
+
+if TYPE_CHECKING:
+    from ._bases import Bases
 
 NOT_A_FROZEN_SWEEP_APP = "frozen_sweep's launchers run frozen_sweep jobs only"
 
@@ -36,6 +39,9 @@ class PlannedJob:
     label: str = ""  # what sets this job apart in the sweep, for progress lines
     refused: Optional[str] = None  # why the job cannot run (a dry run plans every job; a real sweep stops at one)
     same_run: Optional[Path] = None  # another directory of the sweep that holds (or will hold) this job's result
+    waits_for: Optional["PlannedJob"] = None  # the base run this job starts from, not completed yet (_bases.py)
+    checked: Optional[DictConfig] = None  # the config the job runs (job_config), once checked
+    checked_fingerprint: Optional[dict] = None
 
     @property
     def already_completed(self) -> bool:
@@ -59,12 +65,16 @@ def plan_jobs(
     initial_job_idx: int,
     launcher_overrides: Sequence[str] = (),
     refuse_each: bool = False,
+    bases: Optional["Bases"] = None,
 ) -> list[PlannedJob]:
     """Compose and check each job as the job itself will (frozen_sweep.job.job_config: keys, values, budgets, data files,
     the record its directory holds); a bad config in any job stops the sweep here, naming the job and the key, or
     with `refuse_each` (a dry run) marks that job refused and goes on.
 
     `launcher_overrides` (e.g. the thread count a launcher gives each job) apply unless a job sets the same key.
+    A job whose base (`bases.NAME`, _bases.py) has not completed is planned with `waits_for` its base, and checked
+    once the base has completed; without `bases` (the sweep's bases, planned once across calls) job_config refuses
+    bases.NAME.
     """
     if OmegaConf.get_type(sweep_config) is not Config:  # e.g. Hydra's own launcher tests: docs/architecture.md
         launcher = sweep_config.hydra.runtime.choices.get("hydra/launcher")
@@ -76,35 +86,58 @@ def plan_jobs(
     composer = JobComposer(hydra_context, sweep_config)
     runs = SameRuns(Path(str(sweep_config.hydra.sweep.dir)).absolute())
     for num, overrides in enumerate(job_overrides, start=initial_job_idx):
-        overrides = list(overrides) + [o for o in launcher_overrides if override_key(o) not in {override_key(x) for x in overrides}]
+        overrides = with_launcher_overrides(overrides, launcher_overrides)
         config = composer.compose(overrides)
-        with open_dict(config.hydra.job):
-            config.hydra.job.num = num
-            config.hydra.job.id = f"job_id_for_{num}"  # the submitit job id replaces it once the job runs
-        job_dir = _job_dir(config)
-        with read_write(config.hydra.runtime), open_dict(config.hydra.runtime):
-            config.hydra.runtime.output_dir = str(job_dir)
-        absolute_paths(config, Path(config.hydra.runtime.cwd))  # checked here, read by the job: the same files
         try:
-            checked = job_config(task_config(config), overrides)
-            job_fingerprint = fingerprint(checked)
-            previous = previous_record(job_dir, job_fingerprint, checked.force)
-        except (ConfigError, OmegaConfBaseException) as e:  # e.g. a mandatory value left unset
+            base = bases and bases.resolve(config)  # bases.NAME: the base's planned job; its directory in the config
+        except ConfigError as e:
             if not refuse_each:
                 raise SweepConfigError(f"job #{num} ({' '.join(overrides)}): {e}. No job was started.") from e
-            jobs.append(PlannedJob(num, overrides, config, job_dir, None, refused=str(e)))
+            jobs.append(PlannedJob(num, overrides, config, _job_dir(config), None, refused=str(e)))
             continue
-        jobs.append(PlannedJob(num, overrides, config, job_dir, previous, live_runner(job_dir)))
-        if not checked.force and not is_completed(previous):
-            jobs[-1].same_run = runs.find(job_fingerprint["sha256"], job_dir)
-        if not jobs[-1].already_completed:
-            datasets.setdefault(job_fingerprint["prepared"], (num, checked.task))
+        if base is not None and not base.already_completed:  # checked once its base has completed
+            jobs.append(PlannedJob(num, overrides, config, _job_dir(config), None, waits_for=base))
+            continue
+        job = plan_job(num, overrides, config, runs, refuse_each)
+        jobs.append(job)
+        if job.checked is not None and not job.already_completed:
+            datasets.setdefault(job.checked_fingerprint["prepared"], (num, job.checked.task))
     check_distinct_dirs(jobs)
     _prepare_data(datasets)
     shared = set.intersection(*(set(job.overrides) for job in jobs))
     for job in jobs:
         job.label = " ".join(o for o in job.overrides if o not in shared) or job.job_dir.name
     return jobs
+
+
+def plan_job(num: int, overrides: list[str], config: DictConfig, runs: "SameRuns", refuse_each: bool) -> PlannedJob:
+    """One composed job, checked as the job will check itself, with what its directory holds."""
+    with open_dict(config.hydra.job):
+        config.hydra.job.num = num
+        config.hydra.job.id = f"job_id_for_{num}"  # the submitit job id replaces it once the job runs
+    job_dir = _job_dir(config)
+    with read_write(config.hydra.runtime), open_dict(config.hydra.runtime):
+        config.hydra.runtime.output_dir = str(job_dir)
+    absolute_paths(config, Path(config.hydra.runtime.cwd))  # checked here, read by the job: the same files
+    try:
+        checked = job_config(task_config(config), overrides)
+        job_fingerprint = fingerprint(checked)
+        previous = previous_record(job_dir, job_fingerprint, checked.force)
+    except (ConfigError, OmegaConfBaseException) as e:  # e.g. a mandatory value left unset
+        if not refuse_each:
+            raise SweepConfigError(f"job #{num} ({' '.join(overrides)}): {e}. No job was started.") from e
+        return PlannedJob(num, overrides, config, job_dir, None, refused=str(e))
+    job = PlannedJob(num, overrides, config, job_dir, previous, live_runner(job_dir))
+    job.checked, job.checked_fingerprint = checked, job_fingerprint
+    if not checked.force and not is_completed(previous):
+        job.same_run = runs.find(job_fingerprint["sha256"], job_dir)
+    return job
+
+
+def with_launcher_overrides(overrides: Sequence[str], launcher_overrides: Sequence[str]) -> list[str]:
+    """The job's overrides, then the launcher's (e.g. its thread count) for the keys the job does not set."""
+    own = {override_key(o) for o in overrides}
+    return list(overrides) + [o for o in launcher_overrides if override_key(o) not in own]
 
 
 class SameRuns:
@@ -177,7 +210,10 @@ def dry_run(jobs: list[PlannedJob]) -> None:
     rows = []
     for job in jobs:
         runner = None if job.refused or job.already_completed else job.runner
-        rows.append((job.label, job.job_dir, decide(job.job_dir, job.previous, job.config.force, runner, job.refused, job.same_run)))
+        decision = decide(job.job_dir, job.previous, job.config.force, runner, job.refused, job.same_run)
+        if job.waits_for is not None:
+            decision = Decision(RUN, f"once its base {job.waits_for.label} has completed (checked then)")
+        rows.append((job.label, job.job_dir, decision))
     print(report(rows), flush=True)
     refused = sum(job.refused is not None for job in jobs)
     if refused:

@@ -58,7 +58,7 @@ class Progress:
             f"done {done}, failed {failed}, running {running}, queued {queued}"
         )
 
-    def summarise(self) -> None:
+    def summarise(self, collect: bool = True) -> None:
         failed = [o for o in self.outcomes.values() if o.status == "failed"]
         log.info(
             f"Sweep {self.sweep_dir}: {len(self.jobs)} jobs in {time.perf_counter() - self.started:.1f} s: "
@@ -68,7 +68,8 @@ class Progress:
         for outcome in failed:
             log.info(f"  FAILED {outcome.job.label}: {outcome.reason}")
             log.info(f"    logs: {', '.join(str(p) for p in outcome.logs)}")
-        log.info(f"Tables: python -m frozen_sweep.collect {shlex.quote(str(self.sweep_dir))}")
+        if collect:
+            log.info(f"Tables: python -m frozen_sweep.collect {shlex.quote(str(self.sweep_dir))}")
 
     def job_returns(self) -> list[JobReturn]:
         """One JobReturn per job, in sweep order; a failed job's return value is the sweep's SweepFailed error."""

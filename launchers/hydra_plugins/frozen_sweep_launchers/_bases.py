@@ -1,0 +1,77 @@
+"""Runs a sweep trains before the jobs that start from them, so that a pre-train-then-fine-tune study is one command.
+
+`finetune.base_checkpoint=bases.NAME` (or `relearn.base_checkpoint`) names the job that `python -m frozen_sweep -m
+<bases.NAME>` would run, in the directory that command gives it (e.g. bases.regular=[experiment=finetune_bases,
+reservoir=none] is outputs/finetune_bases/reservoir=none): a base that completed before, there or under another
+directory name with the same fingerprint, is used as it is; one that has not is planned and checked with the sweep,
+run first, and its dependent jobs are checked and run once it has completed. A sweep's jobs that name the same base
+share one run of it, and so do sweeps of other experiments that name it.
+"""
+
+from pathlib import Path
+from typing import Optional
+
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from frozen_sweep.config import BASE_KEYS, BASE_PREFIX, ConfigError
+
+from ._compose import JobComposer
+from ._plan import PlannedJob, SameRuns, plan_job, with_launcher_overrides
+
+
+class Bases:
+    def __init__(self, hydra_context, sweep_config: DictConfig, launcher_overrides: list[str]):
+        self.composer = JobComposer(hydra_context, sweep_config)
+        self.launcher_overrides = launcher_overrides
+        self.planned: dict[tuple[str, ...], PlannedJob] = {}  # a base's overrides → its planned job
+        self.runs: dict[Path, SameRuns] = {}  # completed runs by fingerprint, per folder of bases
+
+    def resolve(self, config: DictConfig) -> Optional[PlannedJob]:
+        """The planned base of a job whose config names one (None otherwise); once the base has completed, the
+        job's base key holds the base run's directory. ConfigError for an unknown name or a base with a base."""
+        key, name = reference(config)
+        if key is None:
+            return None
+        bases = config.get("bases") or {}
+        if name not in bases:
+            allowed = ", ".join(f"{BASE_PREFIX}{n}" for n in bases) or "none: the config defines no bases"
+            raise ConfigError(f"{key}={BASE_PREFIX}{name}: no bases.{name} in the config; allowed: {allowed}")
+        base = self.plan(name, list(bases[name]))
+        if base.already_completed:
+            with read_write(config), open_dict(config):
+                OmegaConf.update(config, key, str(base.same_run or base.job_dir))
+        return base
+
+    def plan(self, name: str, overrides: list[str]) -> PlannedJob:
+        """The base's job, composed and checked once per sweep (a config error in it stops the sweep unstarted)."""
+        if tuple(overrides) not in self.planned:
+            config = self.composer.compose(with_launcher_overrides(overrides, self.launcher_overrides))
+            if reference(config)[0] is not None:
+                raise ConfigError(f"bases.{name}: a base starts from a base of its own ({reference(config)[1]}); "
+                                  "train that one first, or give its directory")  # fmt: skip
+            folder = Path(str(config.hydra.sweep.dir)).absolute()
+            runs = self.runs.setdefault(folder, SameRuns(folder))
+            base = plan_job(len(self.planned), overrides, config, runs, refuse_each=True)
+            if base.refused:
+                raise ConfigError(f"bases.{name} ({' '.join(overrides)}): {base.refused}")
+            base.label = f"{BASE_PREFIX}{name}"
+            self.planned[tuple(overrides)] = base
+        return self.planned[tuple(overrides)]
+
+    def pending(self, jobs: list[PlannedJob]) -> list[PlannedJob]:
+        """The bases that `jobs` wait for, each once, in the order the jobs name them."""
+        return list({id(job.waits_for): job.waits_for for job in jobs if job.waits_for is not None}.values())
+
+    def forget(self) -> None:
+        """Plan the bases afresh (after they ran, their directories hold what they did)."""
+        self.planned.clear()
+        self.runs.clear()
+
+
+def reference(config: DictConfig) -> tuple[Optional[str], Optional[str]]:
+    """(key, NAME) when a base key of the config holds bases.NAME, else (None, None)."""
+    for key in BASE_KEYS:
+        value = OmegaConf.select(config, key)
+        if isinstance(value, str) and value.startswith(BASE_PREFIX):
+            return key, value.removeprefix(BASE_PREFIX)
+    return None, None

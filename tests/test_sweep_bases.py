@@ -1,0 +1,60 @@
+"""A pre-train-then-fine-tune study as one command: `finetune.base_checkpoint=bases.NAME` makes the sweep train the base
+(the run `python -m frozen_sweep -m <bases.NAME>` would make) before the jobs that start from it, and never twice."""
+
+import re
+
+import pytest
+
+from tests.helpers.jobs import result, run_cli
+from tests.helpers.sweeps import LOCAL, job_dir, run_sweep
+
+
+def tiny_base(cache_dir) -> str:
+    """bases.regular of the fine-tuning experiments, shrunk to a micro encoder and 30 updates."""
+    overrides = ["experiment=finetune_bases", "reservoir=none", "model=mlm_micro", "trainer=quick",
+                 "trainer.max_steps=30", "trainer.validate_every_steps=30", f"task.cache_dir={cache_dir}"]  # fmt: skip
+    return "bases.regular=[" + ",".join(f'"{o}"' for o in overrides) + "]"
+
+
+def test_a_dry_run_lists_the_bases_before_the_jobs_that_wait_for_them(tmp_path):
+    done = run_sweep(tmp_path / "sweep", "experiment=finetune_reservoir", "dry_run=true", LOCAL)
+    assert done.returncode == 0, done.stdout
+    lines = [line.strip() for line in done.stdout.splitlines()]
+    bases = [line.split()[1] for line in lines if line.startswith("run     bases.")]
+    assert bases == ["bases.regular", "bases.transformer_reservoirs", "bases.ffn_reservoirs"]
+    assert "sweep/reservoir=transformer: no run there yet" in done.stdout  # where experiment=finetune_bases puts it
+    waiting = [line for line in lines if "once its base bases.ffn_reservoirs has completed (checked then)" in line]
+    assert len(waiting) == 2  # finetune.frozen=keep and train
+    assert not (tmp_path / "sweep").exists()
+
+
+def test_an_unknown_base_or_a_single_job_naming_one_is_refused(tmp_path):
+    done = run_sweep(tmp_path / "sweep", "experiment=random_embeddings_first", "finetune.base_checkpoint=bases.regulr")
+    assert done.returncode != 0 and "Traceback" not in done.stdout
+    assert "finetune.base_checkpoint=bases.regulr: no bases.regulr in the config; allowed: bases.regular" in done.stdout
+    assert not (tmp_path / "sweep").exists()
+    single = run_cli("experiment=random_embeddings_first", "finetune.base_checkpoint=bases.regular",
+                     f"hydra.run.dir={tmp_path / 'job'}")  # fmt: skip
+    assert single.returncode != 0 and "a base that a sweep trains first" in single.stdout, single.stdout[-1500:]
+    assert "run the command with -m" in single.stdout and not (tmp_path / "job").exists()
+
+
+@pytest.mark.slow
+def test_one_command_trains_the_base_then_fine_tunes_it_and_a_rerun_trains_nothing(tmp_path, cache_dir):
+    sweep = tmp_path / "sweep"
+    args = ["experiment=random_embeddings_first", tiny_base(cache_dir), "finetune.base_checkpoint=bases.regular",
+            "freeze=none", "seed=1", "trainer=quick", "trainer.max_steps=30", "trainer.validate_every_steps=30",
+            f"task.cache_dir={cache_dir}", LOCAL]  # fmt: skip
+    first = run_sweep(sweep, *args)
+    assert first.returncode == 0, first.stdout[-3000:]
+    assert "1 bases to train first: bases.regular" in first.stdout
+    base = sweep / "model=mlm_micro,reservoir=none,trainer.max_steps=30,trainer.validate_every_steps=30,trainer=quick"
+    assert result(base)["status"] == "completed" and result(base)["metric_name"] == "mlm_ppl"
+    tuned = result(job_dir(sweep, "finetune.base_checkpoint=bases.regular"))
+    assert tuned["finetune"]["base_run"] == str(base) and tuned["metric_name"] == "accuracy"
+    assert first.stdout.index("[1/1] bases.regular: test mlm_ppl") < first.stdout.index("test accuracy")
+
+    again = run_sweep(sweep, *args, "finetune.frozen=train")  # the regular base has nothing frozen: the same job
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert "bases to train first" not in again.stdout
+    assert re.search(r"1 jobs: 0 to run .* 1 already completed", again.stdout), again.stdout[-2000:]
