@@ -138,7 +138,7 @@ def test_a_classifiers_model_file_labels_as_its_run_does_and_a_tampered_one_is_r
     corpus, run = write_pairs_tsv(tmp_path / "corpus"), tmp_path / "run"
     trained = run_cli("task=text_files", "task.kind=classify", "task.src_lang=null", "task.tgt_lang=en",
                       f"task.path={corpus}", "task.vocab_size=60", f"task.cache_dir={cache_dir}", "model=mlm_micro",
-                      "freeze=ffn", "trainer=quick", "trainer.max_steps=20", f"hydra.run.dir={run}")  # fmt: skip
+                      "freeze=ffn", "trainer=quick", "trainer.max_steps=5", f"hydra.run.dir={run}")  # fmt: skip
     assert trained.returncode == 0, trained.stdout[-2000:]
     model_file = tmp_path / "model.safetensors"
     run_command(export.main, [str(run), str(model_file)])
