@@ -2,12 +2,13 @@
 
     python -m frozen_sweep.classify RUN [--input FILE] [--output FILE] < lines.txt
 
-
-Reads one example a line, UTF-8 (from stdin, or --input): a text, or for a run trained on pairs `text_a<TAB>text_b`;
-writes `label<TAB>probability` a line, in the input's order (to stdout, or --output, written whole or not at all).
-The run is loaded by the one loader of finished runs (frozen_sweep.weights.finished_run.load_run): its frozen
-parameters regenerated from their seed (a fine-tuned run's from its base run) and verified. Errors name the line:
-invalid UTF-8, a wrong number of columns, an empty text, one longer than the model's positions.
+RUN: the run's directory, or its model file (python -m frozen_sweep.export RUN OUT): the same labels and
+probabilities. Reads one example a line, UTF-8 (from stdin, or --input): a text, or for a run trained on pairs
+`text_a<TAB>text_b`; writes `label<TAB>probability` a line, in the input's order (to stdout, or --output, written
+whole or not at all). The run is loaded by the one loader of finished runs (frozen_sweep.weights.finished_run.
+load_run): its frozen parameters regenerated from their seed (a fine-tuned run directory's from its base run; its
+model file stores those the base trained) and verified. Errors name the line: invalid UTF-8, a wrong number of
+columns, an empty text, one longer than the model's positions.
 """
 
 import torch
@@ -67,7 +68,7 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     run = command_line.open_run(args, "classify", (TaskKind.classify,))
     source = args.input or "standard input"
-    examples = split_examples(command_line.read_lines(args.input), source, run.record["data"]["pairs"])
+    examples = split_examples(command_line.read_lines(args.input), source, run.pairs)
     rows = encode(examples, run.vocab, run.config.model.max_positions, source) if examples else []
     predictions = predict(run.model, rows, args.batch_size)
     text = "".join(f"{run.labels[label]}\t{probability:.4f}\n" for label, probability in predictions)

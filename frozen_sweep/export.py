@@ -2,11 +2,13 @@
 
     python -m frozen_sweep.export RUN OUT.safetensors
 
-The file (safetensors: loading it runs no code) holds the trainable tensors, the seed, the config, the vocabulary and
-each frozen tensor's SHA-256, and nothing else: its size is about the trainable share of the full model's, plus the
-vocabulary. Every command that takes a run (translate, score, ...) takes the file in its place, on any machine; the
-frozen tensors are drawn again from the seed there, and a file whose tensors do not regenerate to their hashes
-(another torch version, an altered file) is refused, naming the tensor. RUN may be a run directory or a model file.
+The file (safetensors: loading it runs no code) holds the trainable tensors, the seed, the config, the vocabulary,
+each frozen tensor's SHA-256 and a classifier's label names, and nothing else: its size is about the trainable share
+of the full model's, plus the vocabulary. Every command that takes a run (translate, score, classify) takes the file
+in its place, on any machine; the frozen tensors are drawn again from the seed there, and a file whose tensors do not
+regenerate to their hashes (another torch version, an altered file) is refused, naming the tensor. A fine-tuned run's
+frozen tensors that its base run trained are stored like trainable ones; those its base drew and kept frozen are drawn
+again from the base's seed. RUN may be a run directory or a model file.
 
     python -m frozen_sweep.export RUN OUT_DIR --format hf
 
@@ -26,7 +28,7 @@ from omegaconf import OmegaConf
 
 from frozen_sweep.weights import command_line
 from frozen_sweep.weights.command_line import UsageError
-from frozen_sweep.weights.finished_run import load_run
+from frozen_sweep.weights.finished_run import load_run, seed_drawn
 from frozen_sweep.weights.freeze import frozen_fingerprint, parameter_counts
 from frozen_sweep.weights.model_file import write_model_file
 
@@ -46,15 +48,15 @@ def main(argv=None) -> None:
     if not out.parent.is_dir():
         raise UsageError(f"{out.parent} does not exist: create it first")
     run = load_run(args.run)
-    if run.labels:  # its label names, and a fine-tuned run's frozen weights from its base, have no place in the file
-        raise UsageError(f"{args.run} is a classification run: model files hold translation and language models; "
-                         "classify with the run directory (python -m frozen_sweep.classify RUN)")  # fmt: skip
-    model = run.model
-    write_model_file(out, model, run.config.seed, OmegaConf.to_yaml(run.config), run.vocab, frozen_fingerprint(model))
-    counts = parameter_counts(model)
-    print(f"{out}: {out.stat().st_size:,} bytes; {counts['params_trainable']:,} of {counts['params_total']:,} "
-          f"parameters stored ({counts['trainable_ratio']:.1%}), the rest drawn from seed {run.config.seed}",
-          file=sys.stderr)  # fmt: skip
+    model, drawn = run.model, seed_drawn(run)
+    hashes = {name: sha256 for name, sha256 in frozen_fingerprint(model).items() if name in drawn}
+    classifier = {"labels": run.labels, "pairs": run.pairs} if run.labels else None
+    write_model_file(out, model, run.config.seed, OmegaConf.to_yaml(run.config), run.vocab, hashes, classifier,
+                     run.base_draws)  # fmt: skip
+    total = parameter_counts(model)["params_total"]
+    stored = total - sum(p.numel() for name, p in model.named_parameters() if name in drawn)
+    print(f"{out}: {out.stat().st_size:,} bytes; {stored:,} of {total:,} parameters stored ({stored / total:.1%}), "
+          f"the rest drawn from seed {run.config.seed}", file=sys.stderr)  # fmt: skip
 
 
 def export_marian(run_path: str, out: Path) -> None:

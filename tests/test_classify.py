@@ -1,6 +1,6 @@
 """Classification data and model: TSV files prepared with label ids (pairs joined as RoBERTa joins them), bad lines
 named before anything is kept, the embedded tasks' classes and split, the head as its own component, macro-F1, the
-fine-tuning findings' noise rule."""
+fine-tuning findings' noise rule, a classifier's model file."""
 
 from pathlib import Path
 
@@ -10,6 +10,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+from frozen_sweep import classify, export
 from frozen_sweep.config import CorpusKind, TaskConfig, TaskKind
 from frozen_sweep.data import load_task
 from frozen_sweep.data.bible import extract_bible
@@ -20,7 +21,12 @@ from frozen_sweep.evaluate.scores import macro_f1
 from frozen_sweep.tables.claims import FAILS, HOLDS, NOT_ENOUGH, finetune_checks
 from frozen_sweep.weights import freeze
 from frozen_sweep.weights.build import build_model
+from frozen_sweep.weights.command_line import run_command
+from frozen_sweep.weights.finished_run import load_run
+from frozen_sweep.weights.model_file import read_model_file
 from tests.conftest import compose_config, toy_pairs
+from tests.helpers.jobs import result, run_cli
+from tests.helpers.model_files import replace_frozen_hash
 
 
 def tsv_task(path: Path, cache: Path, **fields):
@@ -124,3 +130,35 @@ def test_fine_tuning_findings_weigh_differences_against_the_seeds_noise():
     summary.loc[2, "test"] = 45.0
     assert {c.key: c.verdict for c in finetune_checks(summary, min_runs=2)}["FT1"] == HOLDS
     assert {c.key: c.verdict for c in finetune_checks(summary, min_runs=4)}["RE2"] == NOT_ENOUGH
+
+
+def test_a_classifiers_model_file_labels_as_its_run_does_and_a_tampered_one_is_refused(tmp_path, cache_dir, capsys):
+    """A classifier trained for a few steps on pairs, with frozen random feed-forward layers: its model file holds the
+    label names and the pairs setting, draws the frozen layers from the seed, and labels as the run directory does."""
+    corpus, run = write_pairs_tsv(tmp_path / "corpus"), tmp_path / "run"
+    trained = run_cli("task=text_files", "task.kind=classify", "task.src_lang=null", "task.tgt_lang=en",
+                      f"task.path={corpus}", "task.vocab_size=60", f"task.cache_dir={cache_dir}", "model=mlm_micro",
+                      "freeze=ffn", "trainer=quick", "trainer.max_steps=5", f"hydra.run.dir={run}")  # fmt: skip
+    assert trained.returncode == 0, trained.stdout[-2000:]
+    model_file = tmp_path / "model.safetensors"
+    run_command(export.main, [str(run), str(model_file)])
+    exported = load_run(model_file)
+    assert exported.labels == result(run)["data"]["labels"] == ["no", "yes"] and exported.pairs
+    assert read_model_file(model_file).frozen_stored == {}  # every frozen tensor drawn from the seed
+
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("".join(line.rsplit("\t", 1)[0] + "\n" for line in (corpus / "test.tsv").read_text().splitlines()))
+    labelled = {}
+    for source, frozen in ((run, "resident"), (model_file, "resident"), (model_file, "on-the-fly")):
+        out = tmp_path / f"{source.name}.{frozen}.tsv"
+        run_command(classify.main, [str(source), "--input", str(pairs), "--output", str(out), "--frozen", frozen])
+        labelled[source.name, frozen] = out.read_text()
+    assert len(set(labelled.values())) == 1 and len(labelled[run.name, "resident"].splitlines()) == 20
+
+    tampered = "encoder.layers.0.ffn.fc2.weight"
+    replace_frozen_hash(model_file, tampered)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        run_command(classify.main, [str(model_file), "--input", str(pairs), "--output", str(tmp_path / "out.tsv")])
+    assert stop.value.code == 2 and f"frozen tensor {tampered} regenerated from the seed" in capsys.readouterr().err
+    assert not (tmp_path / "out.tsv").exists()

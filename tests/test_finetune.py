@@ -1,6 +1,7 @@
 """Fine-tuning a finished masked LM on the embedded classification task, end to end through the CLI: it beats the
 majority class, the base's frozen parameters come out bit-identical (finetune.frozen=keep) or trained (train), bad
-bases stop the command before anything is written, and `python -m frozen_sweep.classify` labels lines with it."""
+bases stop the command before anything is written, and `python -m frozen_sweep.classify` labels lines with it, from
+the run or from its model file."""
 
 import re
 import subprocess
@@ -9,12 +10,18 @@ import sys
 import pytest
 import torch
 
+from frozen_sweep import classify as classify_command
+from frozen_sweep import export
 from frozen_sweep.job.job_config import fingerprint, job_config
+from frozen_sweep.model import component_of_parameters
 from frozen_sweep.tables.build import build_tables
 from frozen_sweep.tables.runs import load_runs
+from frozen_sweep.weights.command_line import run_command
 from frozen_sweep.weights.finished_run import load_run
+from frozen_sweep.weights.model_file import read_model_file
 from tests.conftest import ROOT, compose_config, fake_run_dir
 from tests.helpers.jobs import result, run_cli
+from tests.helpers.model_files import replace_frozen_hash
 
 pytestmark = pytest.mark.slow
 QUICK = ["trainer=quick", "trainer.label_smoothing=0", "trainer.max_epochs=null"]
@@ -130,3 +137,57 @@ def test_the_classify_command_labels_lines_and_names_bad_ones(runs, tmp_path):
     assert b"is a task.kind=mlm run; classify takes task.kind=classify runs: use python -m frozen_sweep.score" in (
         not_classifier.stderr
     )
+
+
+@pytest.fixture(scope="module")
+def mixed(runs, tmp_path_factory, cache_dir):
+    """A short fine-tuning whose frozen tensors come from all three places: attention its base trained (freeze=att,
+    copied), the base's frozen embeddings (drawn from the base's seed, 1, and kept), its own frozen head (its seed's
+    draw: seed 2)."""
+    path = tmp_path_factory.mktemp("finetune_mixed") / "run"
+    tuned = run_cli("study=finetune", f"finetune.base_checkpoint={runs / 'base'}", "freeze=att",
+                    "freeze.head.frozen=true", "seed=2", "task=cls_bible_en", f"task.cache_dir={cache_dir}", *QUICK,
+                    "trainer.max_steps=20", "trainer.validate_every_steps=10", f"hydra.run.dir={path}")  # fmt: skip
+    assert tuned.returncode == 0, tuned.stdout[-2000:]
+    return path
+
+
+def test_a_fine_tuned_runs_model_file_stores_what_its_base_trained_and_labels_as_the_run_does(runs, mixed, tmp_path,
+                                                                                               capsys):  # fmt: skip
+    """In the file: the attention the base trained as tensors; the base's frozen embeddings and the run's frozen head
+    as hashes, drawn again from the base's seed and the run's; no base run is read to use it."""
+    model_file = tmp_path / "mixed.safetensors"
+    run_command(export.main, [str(mixed), str(model_file)])
+    saved, run = read_model_file(model_file), load_run(mixed)
+    attention = {name for name, component in component_of_parameters(run.model).items() if component == "att"}
+    assert attention and set(saved.frozen_stored) == attention
+    assert saved.base_draws == {"src_embed.tokens.weight": [result(runs / "base")["seed"], "random"]}
+    head = [name for name in saved.frozen_sha256 if name.startswith("head.")]
+    assert head and set(saved.frozen_sha256) == {*head, "src_embed.tokens.weight"}
+    lines = tmp_path / "lines.txt"
+    lines.write_text("In the beginning God created the heaven and the earth.\nJesus wept.\nThe LORD is my shepherd; "
+                     "I shall not want.\nPaul, an apostle of Jesus Christ.\nThe burden of Nineveh.\n")  # fmt: skip
+    labelled = {}
+    run_command(classify_command.main, [str(mixed), "--input", str(lines), "--output", str(tmp_path / "d")])
+    labelled["run"] = (tmp_path / "d").read_text()
+    resident = dict(run.model.named_parameters())
+    hidden = runs.parent / "base_elsewhere"
+    (runs / "base").rename(hidden)  # the model file needs no base run
+    try:
+        for frozen in ("resident", "on-the-fly"):
+            out = tmp_path / frozen
+            run_command(classify_command.main, [str(model_file), "--input", str(lines), "--output", str(out),
+                                                "--frozen", frozen])  # fmt: skip
+            labelled[frozen] = out.read_text()
+        drawn = load_run(model_file, frozen="on-the-fly")
+        replace_frozen_hash(model_file, "src_embed.tokens.weight")  # as if the base's seed drew other numbers
+        capsys.readouterr()
+        with pytest.raises(SystemExit):
+            run_command(classify_command.main, [str(model_file), "--input", str(lines)])
+    finally:
+        hidden.rename(runs / "base")
+    assert "frozen tensor src_embed.tokens.weight regenerated from the seed does not match" in capsys.readouterr().err
+    assert labelled["run"] == labelled["resident"] == labelled["on-the-fly"] and len(labelled["run"].splitlines()) == 5
+    for name, param in drawn.model.named_parameters():  # held at rest: all but the frozen tensors drawn from a seed
+        assert (param.numel() == 0) == (name in saved.frozen_sha256)
+        assert param.numel() == 0 or torch.equal(param, resident[name])

@@ -1,15 +1,12 @@
 """Using a finished run: translate and score from the command line, the seed-only model file, frozen weights drawn
 on the fly. Real micro runs trained on the toy corpus; the commands run as a user runs them."""
 
-import json
 import math
 import os
 import subprocess
 import sys
 
 import pytest
-import safetensors
-import safetensors.torch
 from omegaconf import OmegaConf
 
 from frozen_sweep import export, score, translate
@@ -21,6 +18,7 @@ from frozen_sweep.weights.freeze import frozen_fingerprint, parameter_counts
 from frozen_sweep.weights.model_file import write_model_file
 from tests.conftest import ROOT, compose_config
 from tests.helpers.jobs import result, run_cli
+from tests.helpers.model_files import replace_frozen_hash
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +78,8 @@ def test_an_exported_file_translates_identically_elsewhere_resident_or_on_the_fl
 def test_a_file_whose_frozen_tensor_does_not_regenerate_is_refused_naming_it(runs, tmp_path, capsys):
     exported = tmp_path / "model.safetensors"
     run_command(export.main, [str(runs["mt"]), str(exported)])
-    with safetensors.safe_open(str(exported), framework="pt") as f:
-        metadata, tensors = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}
-    hashes = json.loads(metadata["frozen_sha256"])
     tampered = "decoder.layers.0.ffn.fc1.weight"
-    hashes[tampered] = "0" * 64  # as if torch drew other numbers from the seed
-    safetensors.torch.save_file(tensors, str(exported), metadata | {"frozen_sha256": json.dumps(hashes)})
+    replace_frozen_hash(exported, tampered)  # as if torch drew other numbers from the seed
     with pytest.raises(SystemExit) as stop:
         run_command(translate.main, [str(exported), "--input", str(runs["corpus"] / "test.es"), "--output",
                                      str(tmp_path / "hyp.txt")])  # fmt: skip

@@ -21,7 +21,9 @@ def build_model(cfg, vocab_size: int, num_classes: int | None = None) -> Transfo
     return model
 
 
-def build_model_on_the_fly(cfg, vocab_size: int, num_classes: int | None = None) -> tuple[Transformer, OnTheFly]:
-    """`build_model`'s model with its frozen weights drawn on the fly, and the hooks that draw them."""
+def build_model_on_the_fly(cfg, vocab_size: int, num_classes: int | None = None,
+                           adjust=None) -> tuple[Transformer, OnTheFly]:  # fmt: skip
+    """`build_model`'s model with its frozen weights drawn on the fly (`adjust(plan)`: another draw plan, a model
+    file's), and the hooks that draw them."""
     model = lambda: Transformer(cfg.model, vocab_size, PAD, cfg.reservoir, num_classes)  # noqa: E731
-    return build_on_the_fly(model, cfg.freeze, cfg.seed)
+    return build_on_the_fly(model, cfg.freeze, cfg.seed, adjust)

@@ -14,14 +14,14 @@ from typing import Callable, Optional
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from frozen_sweep.config import SCRATCH, Config, FreezeFrom, FrozenMode, StudyName
+from frozen_sweep.config import SCRATCH, Config, FreezeFrom, FrozenMode, Init, StudyName
 from frozen_sweep.data.vocab import Vocab
 from frozen_sweep.model import Transformer, component_of_parameters
 from frozen_sweep.run.base_run import BaseRunError, load_base_run
 from frozen_sweep.run.directory import BEST_CHECKPOINT, CONFIG_FILE
 from frozen_sweep.weights.build import FROZEN_MODES, build_model, build_model_on_the_fly
 from frozen_sweep.weights.checkpoint import load_checkpoint, restore
-from frozen_sweep.weights.freeze import frozen_fingerprint
+from frozen_sweep.weights.freeze import draw, draw_plan, frozen_fingerprint, with_draws
 from frozen_sweep.weights.model_file import read_model_file
 from frozen_sweep.weights.on_the_fly import OnTheFly
 
@@ -45,6 +45,9 @@ class FinishedRun:
     load_vocab: Callable[[], Vocab] = field(repr=False)
     on_the_fly: Optional[OnTheFly] = None  # with frozen="on-the-fly": the hooks that draw the frozen weights
     labels: Optional[list[str]] = None  # a classifier's label names, by class id
+    pairs: bool = False  # a classifier's: whether it was trained on pairs of texts
+    # a fine-tuned run's frozen parameters that its base run drew and kept frozen: name → (the base's seed, init)
+    base_draws: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def vocab(self) -> Vocab:
@@ -61,14 +64,7 @@ def load_run(path, checkpoint: str = BEST_CHECKPOINT, frozen: str = "resident") 
         raise ValueError(f"frozen={frozen!r}: allowed: {', '.join(FROZEN_MODES)}")
     path = Path(path).expanduser().absolute()
     if path.is_file():
-        saved = read_model_file(path)
-        config = _typed(OmegaConf.create(saved.config_yaml))
-        if saved.seed != config.seed:
-            raise BaseRunError(f"{path}: its seed {saved.seed} is not its config's seed {config.seed}")
-        model, hooks = _build(config, len(saved.vocab), frozen, None)  # a model file holds no classifier
-        fingerprint = hooks.fingerprint if hooks else frozen_fingerprint
-        restore(path, model, saved.trainable, saved.frozen_sha256, fingerprint(model))
-        return FinishedRun(path, config, None, model, {}, lambda: saved.vocab, hooks)
+        return _load_model_file(path, frozen)
     run = load_base_run(path)
     config = typed_config(run.path / CONFIG_FILE)
     data = run.record["data"]
@@ -77,15 +73,38 @@ def load_run(path, checkpoint: str = BEST_CHECKPOINT, frozen: str = "resident") 
         if frozen != "resident":
             raise BaseRunError(
                 f"{path}: a fine-tuned run's frozen weights come from its base run, not from a seed alone: "
-                "only --frozen resident"
+                "only --frozen resident (or export it: its model file draws on the fly what a seed draws)"
             )
-        model, hooks = fine_tuned_model(config, load_run(config.finetune.base_checkpoint), len(labels)), None
+        base = load_run(config.finetune.base_checkpoint)
+        model, hooks = fine_tuned_model(config, base, len(labels)), None
+        base_draws = _base_draws(config, model, base)
     else:
         model, hooks = _build(config, data["vocab_size"], frozen, len(labels) if labels else None)
+        base_draws = {}
     fingerprint = hooks.fingerprint if hooks else frozen_fingerprint
     extra = load_checkpoint(run.path / checkpoint, model, fingerprint=fingerprint)
     vocab = lambda: _prepared_vocab(run.path, run.record)  # noqa: E731
-    return FinishedRun(run.path, config, run.record, model, extra, vocab, hooks, labels)
+    return FinishedRun(run.path, config, run.record, model, extra, vocab, hooks, labels, data.get("pairs", False),
+                       base_draws)  # fmt: skip
+
+
+def _load_model_file(path: Path, frozen: str) -> FinishedRun:
+    """The run in model file `path`: its stored tensors loaded, the frozen ones its seed draws drawn and verified."""
+    saved = read_model_file(path)
+    config = _typed(OmegaConf.create(saved.config_yaml))
+    if saved.seed != config.seed:
+        raise BaseRunError(f"{path}: its seed {saved.seed} is not its config's seed {config.seed}")
+    labels = saved.classifier["labels"] if saved.classifier else None
+    base_draws = {name: (seed, init) for name, (seed, init) in saved.base_draws.items()}
+    adjust = lambda plan: with_draws(plan, set(saved.frozen_sha256), base_draws)  # noqa: E731
+    model, hooks = _build(config, len(saved.vocab), frozen, len(labels) if labels else None, adjust)
+    fingerprint = hooks.fingerprint if hooks else frozen_fingerprint
+    restore(path, model, saved.trainable | saved.frozen_stored, saved.frozen_sha256, fingerprint(model))
+    for name, param in model.named_parameters():
+        if name in saved.frozen_stored:
+            param.requires_grad_(False)
+    pairs = bool(saved.classifier and saved.classifier["pairs"])
+    return FinishedRun(path, config, None, model, {}, lambda: saved.vocab, hooks, labels, pairs, base_draws)
 
 
 def is_fine_tuned(config) -> bool:
@@ -93,10 +112,20 @@ def is_fine_tuned(config) -> bool:
     return StudyName(config.study) == StudyName.finetune and config.finetune.base_checkpoint != SCRATCH
 
 
-def _build(config, vocab_size: int, frozen: str, num_classes: Optional[int]) -> tuple[Transformer, Optional[OnTheFly]]:
+def _build(config, vocab_size: int, frozen: str, num_classes: Optional[int],
+           adjust=None) -> tuple[Transformer, Optional[OnTheFly]]:  # fmt: skip
+    """The model of `config`, drawn from its seed by its freeze pattern's plan or by `adjust(plan)` (a model file's:
+    which parameters are drawn frozen, and which from another run's seed), to be loaded."""
     if frozen == "on-the-fly":
-        return build_model_on_the_fly(config, vocab_size, num_classes)
-    return build_model(config, vocab_size, num_classes), None
+        return build_model_on_the_fly(config, vocab_size, num_classes, adjust)
+    model = build_model(config, vocab_size, num_classes)
+    if adjust is not None:
+        params = dict(model.named_parameters())
+        for name, how in adjust(draw_plan(model, config.freeze)).items():
+            if how.seed is not None:  # another run's draw
+                draw(name, how, config.seed, params[name].data)
+            params[name].requires_grad_(not how.frozen)
+    return model, None
 
 
 def _prepared_vocab(run_dir: Path, record: dict) -> Vocab:
@@ -119,14 +148,42 @@ def fine_tuned_model(cfg, base: FinishedRun, num_classes: int) -> Transformer:
     base's seed and checkpoint) or the job seed's."""
     model = build_model(cfg, base.record["data"]["vocab_size"], num_classes)
     base_params = dict(base.model.named_parameters())
-    keep, from_seed = FrozenMode(cfg.finetune.frozen) == FrozenMode.keep, cfg.finetune.freeze_from == FreezeFrom.seed
+    keep = FrozenMode(cfg.finetune.frozen) == FrozenMode.keep
     components = component_of_parameters(model)
     with torch.no_grad():
         for name, param in model.named_parameters():
             component = components[name]
-            if component == "head" or (from_seed and cfg.freeze[component].frozen):  # the job's draw, as built
+            if drawn_by_job(cfg, component):  # the job's draw, as built
                 continue
             source = base_params[name]  # the same encoder: job_config adopted the base's model and reservoirs
             param.copy_(source)
             param.requires_grad_(not (cfg.freeze[component].frozen or (keep and not source.requires_grad)))
     return model
+
+
+def drawn_by_job(cfg, component: str) -> bool:
+    """Whether a fine-tuned model's parameters of `component` are the job's own draw from its seed (the head, and with
+    finetune.freeze_from=seed the components its freeze pattern freezes), not copied from its base run."""
+    return component == "head" or (cfg.finetune.freeze_from == FreezeFrom.seed and cfg.freeze[component].frozen)
+
+
+def seed_drawn(run: FinishedRun) -> set[str]:
+    """The run's frozen parameters that a seed draws again: all of them, but those of a fine-tuned run's copied from
+    its base run that the base trained (the base's frozen draws are in `run.base_draws`)."""
+    frozen = {name for name, p in run.model.named_parameters() if not p.requires_grad}
+    if not is_fine_tuned(run.config):
+        return frozen
+    components = component_of_parameters(run.model)
+    return {name for name in frozen if drawn_by_job(run.config, components[name]) or name in run.base_draws}
+
+
+def _base_draws(cfg, model: Transformer, base: FinishedRun) -> dict[str, tuple[int, str]]:
+    """A fine-tuned model's frozen parameters copied from what its base run drew and froze: name → (the base's seed,
+    the init it drew with)."""
+    base_plan = draw_plan(base.model, base.config.freeze)
+    components = component_of_parameters(model)
+    return {
+        name: (base.config.seed, Init(base_plan[name].init).value)
+        for name, param in model.named_parameters()
+        if not param.requires_grad and not drawn_by_job(cfg, components[name]) and base_plan[name].frozen
+    }

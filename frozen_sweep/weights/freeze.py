@@ -16,7 +16,7 @@ Inits (docs/concepts.md):
 
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import torch
@@ -107,13 +107,15 @@ def init_reservoir_parameter(param: Tensor, owner: nn.Module, attr: str, init: I
 @dataclass(frozen=True)
 class Draw:
     """How one parameter is drawn from (seed, name): the module that holds it (as `attr`), its init, whether it is a
-    reservoir's (its own inits, always frozen) and whether it is frozen."""
+    reservoir's (its own inits, always frozen) and whether it is frozen; `seed`: another run's, when that run drew it
+    (a fine-tuned run's frozen parameters kept from its base), else None: the run's own."""
 
     owner: nn.Module
     attr: str
     init: Init
     reservoir: bool
     frozen: bool
+    seed: Optional[int] = None
 
 
 def draw_plan(model: nn.Module, freeze_cfg) -> dict[str, Draw]:
@@ -141,10 +143,20 @@ def draw_plan(model: nn.Module, freeze_cfg) -> dict[str, Draw]:
 def draw(name: str, how: Draw, seed: int, out: Tensor) -> Tensor:
     """`out`, a CPU tensor of the parameter's shape, filled with parameter `name` as drawn from `seed`: the same bits
     on every machine, whenever it is drawn (at build, or just before use: frozen_sweep.weights.on_the_fly)."""
-    generator = torch.Generator().manual_seed(parameter_seed(seed, name))
+    generator = torch.Generator().manual_seed(parameter_seed(seed if how.seed is None else how.seed, name))
     fill = init_reservoir_parameter if how.reservoir else init_parameter
     fill(out, how.owner, how.attr, how.init, generator)
     return out
+
+
+def with_draws(plan: dict[str, Draw], drawn: set[str], other_seeds: dict[str, tuple[int, str]]) -> dict[str, Draw]:
+    """`plan` with exactly the parameters `drawn` frozen and drawn from a seed, those in `other_seeds` from another
+    run's (name → that seed, and the init it drew with): a model file's parameters."""
+    return {
+        name: replace(how, frozen=name in drawn, **({"seed": other_seeds[name][0], "init": Init(other_seeds[name][1])}
+                                                   if name in other_seeds else {}))  # fmt: skip
+        for name, how in plan.items()
+    }
 
 
 def init_and_freeze(model: nn.Module, freeze_cfg, seed: int) -> None:

@@ -1,18 +1,24 @@
 """The seed-only model file: one safetensors file that holds a run's trainable tensors, its seed, its config, its
-vocabulary and a SHA-256 of each frozen tensor, and nothing else.
+vocabulary and a SHA-256 of each frozen tensor, and nothing else (a classifier: also its label names).
 
 safetensors, because loading it cannot run code (a pickled checkpoint can) and any language reads it. The frozen
 tensors are not in it: they are drawn again from (seed, name) when it is loaded, and refused, naming the tensor, when
 a hash differs (another torch version draws other numbers, or the file was altered). Its size is therefore the
-trainable tensors' bytes plus the vocabulary and a few KB of header.
+trainable tensors' bytes plus the vocabulary and a few KB of header. A fine-tuned run's frozen tensors come from its
+base run: those the base drew and kept frozen are drawn again from the base's seed (the file names it); those the
+base trained no seed draws, and they are stored like trainable ones.
 
-Layout: every trainable parameter under its own name (a tied weight once, under its first name), the SentencePiece
-model as the uint8 tensor VOCAB_TENSOR; metadata (strings): format, seed, config (YAML), frozen_sha256 (JSON).
+Layout: every stored parameter under its own name (a tied weight once, under its first name), the SentencePiece
+model as the uint8 tensor VOCAB_TENSOR; metadata (strings): format, seed, config (YAML), frozen_sha256 (JSON: the
+drawn ones), frozen_stored (JSON: the stored parameters that are frozen), for a classifier, classifier (JSON: labels
+by class id, and whether an example is a pair of texts), and for a fine-tuned run, base_draws (JSON: the frozen
+tensors its base run drew, each with the base's seed and init).
 """
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 import safetensors
 import safetensors.torch
@@ -22,7 +28,8 @@ from torch import nn
 from frozen_sweep.data.vocab import Vocab
 from frozen_sweep.system.files import write_atomic
 
-FORMAT = "frozen_sweep.seed_only/1"
+FORMAT = "frozen_sweep.seed_only/2"
+READABLE = ("frozen_sweep.seed_only/1", FORMAT)  # /1: no frozen_stored, no classifier
 VOCAB_TENSOR = "__vocabulary__"  # not a parameter name: those are dotted module paths
 
 
@@ -36,15 +43,26 @@ class ModelFile:
     config_yaml: str  # the config the run trained with
     vocab: Vocab
     trainable: dict[str, torch.Tensor]
-    frozen_sha256: dict[str, str]
+    frozen_stored: dict[str, torch.Tensor]  # frozen, but not drawn from the seed (a fine-tuned run's from its base)
+    frozen_sha256: dict[str, str]  # the frozen tensors drawn from the seed
+    classifier: Optional[dict] = None  # {"labels": [names by class id], "pairs": bool}
+    base_draws: dict = field(default_factory=dict)  # frozen tensors another run's seed drew: name → [seed, init]
 
 
 def write_model_file(path: Path, model: nn.Module, seed: int, config_yaml: str, vocab: Vocab,
-                     frozen_sha256: dict[str, str]) -> None:  # fmt: skip
-    """Atomically write the model file of `model` (its trainable parameters) and the rest of a run."""
-    tensors = {name: p.detach().cpu().contiguous() for name, p in model.named_parameters() if p.requires_grad}
+                     frozen_sha256: dict[str, str], classifier: Optional[dict] = None,
+                     base_draws: Optional[dict] = None) -> None:  # fmt: skip
+    """Atomically write the model file of `model` and the rest of a run: every parameter but the frozen ones hashed in
+    `frozen_sha256` (those `seed` draws, or for names in `base_draws` another run's seed) is stored."""
+    tensors = {name: p.detach().cpu().contiguous() for name, p in model.named_parameters() if name not in frozen_sha256}
+    frozen_stored = [name for name, p in model.named_parameters() if name in tensors and not p.requires_grad]
     tensors[VOCAB_TENSOR] = torch.frombuffer(bytearray(vocab.model), dtype=torch.uint8)
-    metadata = {"format": FORMAT, "seed": str(seed), "config": config_yaml, "frozen_sha256": json.dumps(frozen_sha256)}
+    metadata = {"format": FORMAT, "seed": str(seed), "config": config_yaml, "frozen_sha256": json.dumps(frozen_sha256),
+                "frozen_stored": json.dumps(frozen_stored)}  # fmt: skip
+    if classifier:
+        metadata["classifier"] = json.dumps(classifier)
+    if base_draws:
+        metadata["base_draws"] = json.dumps(base_draws)
     data = safetensors.torch.save(tensors, metadata)
     write_atomic(path, lambda f: f.write(data))
 
@@ -57,7 +75,7 @@ def read_model_file(path: Path) -> ModelFile:
             tensors = {name: f.get_tensor(name) for name in f.keys()}
     except (safetensors.SafetensorError, OSError, ValueError) as e:
         raise ModelFileError(f"{path} is not a model file (safetensors: {e})") from None
-    if metadata.get("format") != FORMAT:
+    if metadata.get("format") not in READABLE:
         raise ModelFileError(f"{path} is a safetensors file but not a frozen_sweep model file (format "
                              f"{metadata.get('format')!r}, expected {FORMAT!r}): write one with "
                              f"`python -m frozen_sweep.export RUN {path}`")  # fmt: skip
@@ -67,4 +85,12 @@ def read_model_file(path: Path) -> ModelFile:
     if missing:
         raise ModelFileError(f"{path}: its {', '.join(missing)} is missing")
     vocab = Vocab(tensors.pop(VOCAB_TENSOR).numpy().tobytes())
-    return ModelFile(int(metadata["seed"]), metadata["config"], vocab, tensors, json.loads(metadata["frozen_sha256"]))
+    frozen_names = json.loads(metadata.get("frozen_stored", "[]"))
+    absent = [name for name in frozen_names if name not in tensors]
+    if absent:
+        raise ModelFileError(f"{path}: frozen tensor {absent[0]} is listed as stored but is not in the file")
+    frozen_stored = {name: tensors.pop(name) for name in frozen_names}
+    classifier = json.loads(metadata["classifier"]) if "classifier" in metadata else None
+    base_draws = json.loads(metadata.get("base_draws", "{}"))
+    return ModelFile(int(metadata["seed"]), metadata["config"], vocab, tensors, frozen_stored,
+                     json.loads(metadata["frozen_sha256"]), classifier, base_draws)  # fmt: skip

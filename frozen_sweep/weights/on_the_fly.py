@@ -62,12 +62,15 @@ class OnTheFly:
             param.data = torch.empty(0, device=param.device)
 
 
-def build_on_the_fly(make_model, freeze_cfg, seed: int) -> tuple[nn.Module, OnTheFly]:
+def build_on_the_fly(make_model, freeze_cfg, seed: int, adjust=None) -> tuple[nn.Module, OnTheFly]:
     """The model `make_model()` builds, with its trainable parameters drawn as `init_and_freeze` draws them and its
-    frozen ones drawn on the fly; no frozen parameter is allocated here."""
+    frozen ones drawn on the fly; no frozen parameter is allocated here. `adjust(plan)`: the draw plan to use instead
+    of the freeze pattern's (a model file's: freeze.with_draws)."""
     with torch.device("meta"):
         model = make_model()
     plan = draw_plan(model, freeze_cfg)
+    if adjust is not None:
+        plan = adjust(plan)
     shapes = {name: getattr(how.owner, how.attr).shape for name, how in plan.items()}
     made: dict[int, nn.Parameter] = {}  # meta parameter → its real one: a tied weight's holders share it
     for module_name, module in model.named_modules():
