@@ -18,7 +18,7 @@ from frozen_sweep.data.bible_labels import divisions, extract_labelled_bible
 from frozen_sweep.data.preparation import prepare
 from frozen_sweep.data.vocab import BOS, EOS, PAD
 from frozen_sweep.evaluate.scores import macro_f1
-from frozen_sweep.tables.claims import FAILS, HOLDS, NOT_ENOUGH, finetune_checks
+from frozen_sweep.tables.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_ENOUGH, finetune_checks
 from frozen_sweep.weights import freeze
 from frozen_sweep.weights.build import build_model
 from frozen_sweep.weights.command_line import run_command
@@ -124,12 +124,17 @@ def test_fine_tuning_findings_weigh_differences_against_the_seeds_noise():
         row("regular", "emb frozen (re-drawn)", 36.0, 1.0, 3),  # +6 over frozen random embeddings: beyond 2·SE
     ])  # fmt: skip
     checks = {c.key: c for c in finetune_checks(summary, min_runs=2)}
-    assert checks["FT1"].verdict == FAILS and "2·SE 3.3" in checks["FT1"].compared
-    assert checks["RE1"].verdict == FAILS and checks["RE2"].verdict == HOLDS
+    assert checks["FT1"].verdict == INCONCLUSIVE and "2·SE 3.3" in checks["FT1"].compared
+    assert checks["RE1"].verdict == INCONCLUSIVE and checks["RE2"].verdict == HOLDS
     assert checks["FT2"].verdict == NOT_ENOUGH  # no reservoir base
+    assert not checks["RE2"].indicative and "seeds per row: 3" in checks["RE2"].evidence
     summary.loc[2, "test"] = 45.0
     assert {c.key: c.verdict for c in finetune_checks(summary, min_runs=2)}["FT1"] == HOLDS
+    summary.loc[2, "test"] = 36.0  # below scratch beyond the noise
+    assert {c.key: c.verdict for c in finetune_checks(summary, min_runs=2)}["FT1"] == FAILS
     assert {c.key: c.verdict for c in finetune_checks(summary, min_runs=4)}["RE2"] == NOT_ENOUGH
+    one_seed = {c.key: c for c in finetune_checks(summary.assign(n=1, test_std=0.0), min_runs=1)}
+    assert one_seed["RE2"].verdict == HOLDS and one_seed["RE2"].indicative  # no noise estimate: a hint
 
 
 def test_a_classifiers_model_file_labels_as_its_run_does_and_a_tampered_one_is_refused(tmp_path, cache_dir, capsys):

@@ -14,6 +14,7 @@ with the evidence it rests on and a verdict that knows the noise (the rule, with
 """
 
 from dataclasses import dataclass
+from typing import Optional
 
 import pandas as pd
 
@@ -184,12 +185,18 @@ def check_tables(tables: list[Table], reference: Reference = None, min_runs: int
 SCRATCH_ROW, SCRATCH_FROZEN_EMB = ("none", "all trainable"), ("none", "emb frozen")
 
 
-def beats(a: pd.Series, b: pd.Series, margin: bool) -> tuple[bool, str]:
-    """Test accuracy of row a against row b: with `margin`, a must exceed b by 2 standard errors of the difference
-    (from the seeds; with one seed a row has no noise estimate and the plain comparison decides); without, a must not
-    fall below b by more than that."""
+def beats(a: pd.Series, b: pd.Series, margin: bool) -> tuple[Optional[bool], str]:
+    """Test accuracy of row a against row b, with the seeds' noise: 2 standard errors of the difference (several seeds
+    per row). With `margin`, a beats b beyond it (True), falls below it (False), or neither: inconclusive (None);
+    without, a must not fall below b by more than it. With one seed the plain comparison decides (indicative)."""
     se = (a.test_std**2 / a.n + b.test_std**2 / b.n) ** 0.5 if min(a.n, b.n) > 1 else 0.0
-    holds = a.test - b.test > 2 * se if margin else a.test - b.test >= -2 * se
+    diff = a.test - b.test
+    if not margin:
+        holds = diff >= -2 * se
+    elif se == 0 or abs(diff) > 2 * se:
+        holds = diff > 0 if se == 0 else diff > 2 * se
+    else:
+        holds = None
     noise = f"2·SE {2 * se:.1f}" if se else "n = 1: no noise estimate"
     arms = f"{a.pre_training} / {a.fine_tuned} {a.test:.1f}% vs {b.pre_training} / {b.fine_tuned} {b.test:.1f}%"
     return holds, f"{arms} ({noise})"
@@ -224,6 +231,11 @@ def finetune_checks(summary: pd.DataFrame, min_runs: int) -> list[Check]:
             checks.append(Check(key, statement, rule, NOT_ENOUGH, why))
             continue
         results = [beats(pd.Series(a._asdict()), pd.Series(b._asdict()), margin) for a, b, margin in pairs]
-        verdict = HOLDS if all(holds for holds, _ in results) else FAILS
-        checks.append(Check(key, statement, rule, verdict, "; ".join(text for _, text in results)))
+        outcomes = [holds for holds, _ in results]
+        verdict = FAILS if False in outcomes else INCONCLUSIVE if None in outcomes else HOLDS
+        seeds = sorted({n for a, b, _ in pairs for n in (a.n, b.n)})
+        evidence = f"seeds per row: {', '.join(map(str, seeds))}; fine-tuning runs to a fixed update budget"
+        one_seed = min(seeds) == 1 and verdict != INCONCLUSIVE  # a hint, not a finding
+        checks.append(Check(key, statement, rule, verdict, "; ".join(t for _, t in results), evidence=evidence,
+                            indicative=one_seed))  # fmt: skip
     return checks
