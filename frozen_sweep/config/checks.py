@@ -107,7 +107,6 @@ MODEL_SHAPES = {
 
 def validate_task_kind(cfg) -> None:
     """The model's stacks, the languages and the stop metric fit task.kind."""
-    check_read(cfg)
     m, t, tr = cfg.model, cfg.task, cfg.trainer
     kind = TaskKind(t.kind)
     (encoder, decoder), presets = MODEL_SHAPES[kind]

@@ -4,6 +4,7 @@ difflib), not Hydra's advice to append it with `+`, which only leads to a second
 
 import dataclasses
 import difflib
+import functools
 import typing
 from typing import Optional, Sequence
 
@@ -121,14 +122,13 @@ def exit_on_unknown_key(argv: Sequence[str]) -> None:
 def check_read(cfg, schema: type = Config, path: str = "") -> None:
     """ConfigError for a key set (away from its schema default) where the job does not read it: its `read_when`
     metadata (frozen_sweep.config.task, relearn, reservoir) names the sibling values under which it is read."""
-    hints = typing.get_type_hints(schema)
-    for field in dataclasses.fields(schema):
-        node = cfg.get(field.name) if cfg is not None else None
-        if _schema_of(hints[field.name]) is not None:
-            check_read(node, _schema_of(hints[field.name]), f"{path}{field.name}.")
+    for name, nested, field in _read_rules(schema):
+        node = cfg.get(name) if cfg is not None else None
+        if nested is not None:
+            check_read(node, nested, f"{path}{name}.")
             continue
-        read_when = field.metadata.get("read_when")
-        if not read_when or OmegaConf.is_missing(cfg, field.name):
+        read_when = field.metadata["read_when"]
+        if OmegaConf.is_missing(cfg, name):
             continue
         default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
         value = OmegaConf.to_container(node) if OmegaConf.is_config(node) else node
@@ -141,3 +141,18 @@ def check_read(cfg, schema: type = Config, path: str = "") -> None:
                 f"{path}{field.name}={shown}: read only when {wanted}, and this job has {now}, so it would be "
                 f"ignored; write instead: {field.metadata['instead']}"
             )
+
+
+@functools.lru_cache(maxsize=None)
+def _read_rules(schema: type) -> tuple[tuple[str, Optional[type], Optional[dataclasses.Field]], ...]:
+    """The fields of `schema` that check_read visits, worked out once per schema (a sweep checks every job): (name,
+    its schema, None) for a nested schema holding a rule, (name, None, the field) for a field with `read_when`."""
+    hints = typing.get_type_hints(schema)
+    rules = []
+    for field in dataclasses.fields(schema):
+        nested = _schema_of(hints[field.name])
+        if nested is not None and _read_rules(nested):
+            rules.append((field.name, nested, None))
+        elif nested is None and field.metadata.get("read_when"):
+            rules.append((field.name, None, field))
+    return tuple(rules)
