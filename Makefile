@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-mlm test setup data run table bench bench-gpu bench-collect clean-outputs slurm-up slurm-down
+.PHONY: demo demo-mlm test test-bench setup data run table bench bench-gpu bench-collect clean-outputs slurm-up slurm-down
 
 # The seven freeze rows behind findings F1-F3 on the embedded corpus (F3 holds, F1 and F2 do not: README,
 # docs/studies.md), then the seven language-model rows behind F5, their tables and curves: 15 min 10 s on 2 CPU cores
@@ -66,6 +66,10 @@ $(VENV)/.bench-installed: $(STAMP)
 
 test: setup
 	$(PY) -m pytest -q
+
+# The benchmark scripts that launch sweeps or rank processes, run end to end at tiny sizes (not timed): ≈4 min more.
+test-bench: setup
+	$(PY) -m pytest -q -m bench
 
 setup: $(STAMP)
 

@@ -1,4 +1,5 @@
-"""Every benchmark script runs end to end on tiny sizes (`--quick`), so the scripts do not rot. Nothing is timed:
+"""Every benchmark script runs end to end on tiny sizes (`--quick`), so the scripts do not rot (those marked `bench`:
+`make test-bench`). Nothing is timed:
 the figures of a --quick run are meaningless. MarianMT is skipped when `transformers` is not installed."""
 
 import importlib.util
@@ -24,9 +25,14 @@ def run(script: str, *args: str, timeout: int = 300) -> str:
 
 
 OWN_TESTS = ("train_throughput", "sweep_overhead", "busy_cpu", "cpu_bf16", "sweep_tail")  # with their own asserts
+# scripts whose --quick run launches real sweeps or rank processes: `make test-bench`, not `make test` (the features
+# they time have their own end-to-end tests; these check that the scripts still run)
+LAUNCHING = ("distributed", "on_the_fly", "packing", "data_scale")
 
 
-@pytest.mark.parametrize("script", [s for s in SCRIPTS if s not in OWN_TESTS])
+@pytest.mark.parametrize(
+    "script", [pytest.param(s, marks=pytest.mark.bench) if s in LAUNCHING else s for s in SCRIPTS if s not in OWN_TESTS]
+)
 def test_benchmark_runs(script):
     out = run(script)
     # every script states its target and whether it is met; reservoir_step has none: it sets figures beside the ideal
@@ -42,12 +48,14 @@ def test_train_throughput_compares_with_references():
         assert "ours / MarianMT" in out
 
 
+@pytest.mark.bench
 @pytest.mark.slow
 def test_sweep_overhead_runs():  # launches real sweeps (basic and local_gpus) of two micro jobs
     out = run("sweep_overhead", "--slurm", "no", timeout=600)
     assert "local_gpus" in out and "collector" in out
 
 
+@pytest.mark.bench
 @pytest.mark.slow
 def test_cpu_bf16_runs():  # a real local_gpus sweep of two micro jobs, fp32 and bf16, and sacrebleu's paired test
     out = run("cpu_bf16")
@@ -55,12 +63,14 @@ def test_cpu_bf16_runs():  # a real local_gpus sweep of two micro jobs, fp32 and
     assert "paired bootstrap p =" in out
 
 
+@pytest.mark.bench
 @pytest.mark.slow
 def test_sweep_tail_runs():  # three real local_gpus sweeps of three micro jobs, two at a time
     out = run("sweep_tail")
     assert "TARGET sweep wall time" in out and "TARGET jobs that ran together" in out and "job 3" in out
 
 
+@pytest.mark.bench
 @pytest.mark.slow
 def test_busy_cpu_runs():  # worker processes, a stopped and resumed competitor, real local_gpus sweeps of micro jobs
     out = run("busy_cpu", timeout=600)

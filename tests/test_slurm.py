@@ -110,6 +110,23 @@ def test_hydras_job_settings_hold_for_frozen_sweep_jobs_on_slurm(slurm_cluster, 
         assert f"\n  path: {tmp_path / 'corpus'}\n" in (run / "config.yaml").read_text()  # task.path, made absolute
 
 
+def test_a_slurm_sweep_trains_the_base_its_jobs_start_from_first(slurm_cluster, tmp_path, micro_overrides):
+    """relearn.base_checkpoint=bases.NAME on SLURM: the base runs as a SLURM job, then the job that resets its layer."""
+    base = [*micro_overrides, "model.decoder_layers=2", "trainer.max_steps=4", "eval.beam=1"]
+    given = "+bases.b=[" + ",".join(f'"{o}"' for o in base) + "]"
+    proc = run_sweep(tmp_path / "sweep", given, *SLURM, "relearn=layer", "relearn.base_checkpoint=bases.b",
+                     "relearn.reset_layer=decoder.-1", "trainer=quick", "trainer.max_steps=2", "eval.beam=1",
+                     "trainer.valid_bleu_sentences=10")  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "1 bases to train first: bases.b" in proc.stdout
+    records = [read_json(p) for p in (tmp_path / "sweep").glob("*/result.json")]
+    (relearn,) = [r for r in records if r["study"] == "relearn"]
+    base_run = Path(relearn["relearn"]["base_run"])
+    assert (relearn["status"], relearn["relearn"]["layer"]) == ("completed", 1)
+    assert read_json(base_run / "result.json")["status"] == "completed"
+    assert read_json(base_run / "attempts.json")[0]["job_id"]  # it ran as a SLURM job
+
+
 def test_a_job_counts_as_gone_only_when_slurm_says_so_twice_and_a_failing_squeue_never_counts(
     slurm_cluster,
     tmp_path,

@@ -8,6 +8,7 @@ run first, and its dependent jobs are checked and run once it has completed. A s
 share one run of it, and so do sweeps of other experiments that name it.
 """
 
+import functools
 from pathlib import Path
 from typing import Optional
 
@@ -27,7 +28,7 @@ PASSED_ON = NEUTRAL_KEYS - {"name", "force", "dry_run"}
 
 class Bases:
     def __init__(self, hydra_context, sweep_config: DictConfig, launcher_overrides: list[str]):
-        self.composer = JobComposer(hydra_context, sweep_config)
+        self.hydra_context, self.sweep_config = hydra_context, sweep_config
         passed = [o for o in sweep_config.hydra.overrides.task if override_key(o) in PASSED_ON]
         self.launcher_overrides = with_launcher_overrides(passed, launcher_overrides)
         self.planned: dict[tuple[str, ...], PlannedJob] = {}  # a base's overrides → its planned job
@@ -64,6 +65,11 @@ class Bases:
             base.label = f"{BASE_PREFIX}{name}"
             self.planned[tuple(overrides)] = base
         return self.planned[tuple(overrides)]
+
+    @functools.cached_property
+    def composer(self) -> JobComposer:
+        """Made when a job first names a base (the plan has checked by then that the app is frozen_sweep's)."""
+        return JobComposer(self.hydra_context, self.sweep_config)
 
     def pending(self, jobs: list[PlannedJob]) -> list[PlannedJob]:
         """The bases that `jobs` wait for, each once, in the order the jobs name them."""
