@@ -9,8 +9,8 @@ from frozen_sweep.job.job_config import FINGERPRINT_RECIPE
 from frozen_sweep.tables.provenance import RECIPE_WORDS
 from tests.conftest import ROOT
 
-# the first columns of the collector's freeze, reservoir, relearn and fine-tuning tables
-RESULT_TABLE = re.compile(r"^\| (Row \| EMB|Updatable \| Reservoir|Layer \| Parts|Pre-training \| Fine-tuned) \|")
+# the first columns of the collector's freeze, reservoir, relearn (per base, by base size) and fine-tuning tables
+RESULT_TABLE = re.compile(r"^\| (Row \| EMB|Updatable \| Reservoir|Layer \| Parts|Base N \| Base D|Pre-training \| Fine-tuned) \|")
 PROVENANCE = re.compile(rf"^Made by `python -m frozen_sweep .*` · \d{{4}}-\d\d-\d\d.* · code \w+.* · {RECIPE_WORDS} (\d+)$")
 
 
