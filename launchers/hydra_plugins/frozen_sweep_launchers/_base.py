@@ -67,7 +67,7 @@ class SweepLauncher(Launcher):
         dry = bool(OmegaConf.select(self.config, "dry_run", default=False))
         threads = [f"trainer.threads={self.threads_per_job()}"]
         bases = Bases(self.hydra_context, self.config, threads)
-        plan = functools.partial(plan_jobs, self.hydra_context, self.config, refuse_each=dry, bases=bases)
+        plan = functools.partial(plan_jobs, self.hydra_context, self.config, refuse_each=dry, base_of=bases.resolve)
         try:
             if initial_job_idx == 0:  # a new sweep; the basic sweeper's batches are all planned now (_batches.py)
                 whole = whole_sweep(self.config, self.hydra_context)

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import CompactHydraException
@@ -17,9 +17,6 @@ from frozen_sweep.run.directory import LAST_CHECKPOINT, completed_runs, is_compl
 from frozen_sweep.run.lock import live_runner
 
 from ._compose import JobComposer
-
-if TYPE_CHECKING:
-    from ._bases import Bases
 
 NOT_A_FROZEN_SWEEP_APP = "frozen_sweep's launchers run frozen_sweep jobs only"
 
@@ -65,7 +62,7 @@ def plan_jobs(
     initial_job_idx: int,
     launcher_overrides: Sequence[str] = (),
     refuse_each: bool = False,
-    bases: Optional["Bases"] = None,
+    base_of: Optional[Callable[[DictConfig], Optional["PlannedJob"]]] = None,
 ) -> list[PlannedJob]:
     """Compose and check each job as the job itself will (frozen_sweep.job.job_config: keys, values, budgets, data files,
     the record its directory holds); a bad config in any job stops the sweep here, naming the job and the key, or
@@ -73,8 +70,8 @@ def plan_jobs(
 
     `launcher_overrides` (e.g. the thread count a launcher gives each job) apply unless a job sets the same key.
     A job whose base (`bases.NAME`, _bases.py) has not completed is planned with `waits_for` its base, and checked
-    once the base has completed; without `bases` (the sweep's bases, planned once across calls) job_config refuses
-    bases.NAME.
+    once the base has completed; `base_of` (_bases.Bases.resolve) finds a job's base, and without it job_config
+    refuses bases.NAME.
     """
     if OmegaConf.get_type(sweep_config) is not Config:  # e.g. Hydra's own launcher tests: docs/architecture.md
         launcher = sweep_config.hydra.runtime.choices.get("hydra/launcher")
@@ -89,7 +86,7 @@ def plan_jobs(
         overrides = with_launcher_overrides(overrides, launcher_overrides)
         config = composer.compose(overrides)
         try:
-            base = bases and bases.resolve(config)  # bases.NAME: the base's planned job; its directory in the config
+            base = base_of and base_of(config)  # bases.NAME: the base's planned job; its directory in the config
         except ConfigError as e:
             if not refuse_each:
                 raise SweepConfigError(f"job #{num} ({' '.join(overrides)}): {e}. No job was started.") from e
