@@ -15,8 +15,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import RunMode
 from omegaconf import OmegaConf
 
-from frozen_sweep.config import BASE_KEYS, BASE_PREFIX
-from frozen_sweep.job.job_config import job_config
+from frozen_sweep.job.job_config import base_reference, job_config
 from frozen_sweep.run.directory import dirname, write_result
 from frozen_sweep.run.record import RunResult
 from tests.conftest import CONF, ROOT, fake_run_dir
@@ -62,17 +61,17 @@ def jobs(overrides: list[str], multirun: bool) -> list[tuple[list[str], object]]
 def with_base_run(config, vocab: Path) -> None:
     """A job naming one of its config's bases (bases.NAME) as the launcher gives it: the base's directory, here a
     stand-in completed run of the base's config (with a vocabulary, as a fine-tuning job checks)."""
-    for key in BASE_KEYS:
-        value = OmegaConf.select(config, key)
-        if isinstance(value, str) and value.startswith(BASE_PREFIX):
-            overrides = list(config.bases[value.removeprefix(BASE_PREFIX)])
-            base = GlobalHydra.instance().config_loader().load_sweep_config(config, overrides)
-            run_dir = Path(str(base.hydra.sweep.dir), str(base.hydra.sweep.subdir))
-            if not run_dir.exists():
-                fake_run_dir(run_dir, config=base)
-                vocab.touch()
-                write_result(run_dir, RunResult(status="completed", data={"vocab_path": str(vocab)}))
-            OmegaConf.update(config, key, str(run_dir.absolute()))
+    key, name = base_reference(config)
+    if key is None:
+        return
+    overrides = list(config.bases[name])
+    base = GlobalHydra.instance().config_loader().load_sweep_config(config, overrides)
+    run_dir = Path(str(base.hydra.sweep.dir), str(base.hydra.sweep.subdir))
+    if not run_dir.exists():
+        fake_run_dir(run_dir, config=base)
+        vocab.touch()
+        write_result(run_dir, RunResult(status="completed", data={"vocab_path": str(vocab)}))
+    OmegaConf.update(config, key, str(run_dir.absolute()))
 
 
 COMMANDS = readme_commands()

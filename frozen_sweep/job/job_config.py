@@ -20,6 +20,7 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import Optional
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
@@ -80,15 +81,24 @@ def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     return cfg
 
 
-def check_no_base_reference(cfg: DictConfig) -> None:
-    """`bases.NAME` is resolved by a sweep's launcher, which trains the base first; a single job cannot."""
+def base_reference(cfg: DictConfig) -> tuple[Optional[str], Optional[str]]:
+    """(key, NAME) when a base key of the config holds bases.NAME (one of its bases, not a directory), else
+    (None, None)."""
     for key in BASE_KEYS:
         value = OmegaConf.select(cfg, key)
         if isinstance(value, str) and value.startswith(BASE_PREFIX):
-            raise ConfigError(
-                f"{key}={value}: a base that a sweep trains first (its overrides in the config's {value}); run the "
-                f"command with -m, or give the base run's directory"
-            )
+            return key, value.removeprefix(BASE_PREFIX)
+    return None, None
+
+
+def check_no_base_reference(cfg: DictConfig) -> None:
+    """`bases.NAME` is resolved by a sweep's launcher, which trains the base first; a single job cannot."""
+    key, name = base_reference(cfg)
+    if key is not None:
+        raise ConfigError(
+            f"{key}={BASE_PREFIX}{name}: a base that a sweep trains first (its overrides in the config's "
+            f"{BASE_PREFIX}{name}); run the command with -m, or give the base run's directory"
+        )
 
 
 def adopt_finetune_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:

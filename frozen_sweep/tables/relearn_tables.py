@@ -45,6 +45,11 @@ def recovery_cell(entry: dict, budget_fraction: float) -> str:
     return number(100 * entry["fraction"])
 
 
+def recovery_heading(metric: str, threshold: float) -> str:
+    """A recovery column's name: "loss 1%", "BLEU 5%"."""
+    return f"{METRIC_LABELS.get(metric, metric)} {100 * threshold:g}%"
+
+
 def order(record: dict) -> tuple:
     rl = record["relearn"]
     return rl["stack"] != "encoder", rl["layer"], rl["parts"], rl["init"], rl["train_neighbours"], record["seed"]
@@ -68,8 +73,7 @@ def rows(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
             row |= {("Valid BLEU", stage): number(v["valid_bleu"]) for stage, v in stages.items()}
         found = {(e["metric"], e["threshold"]): e for e in rl["examples_to_recover"]}
         for name, x in recovery_keys:
-            heading = f"{METRIC_LABELS.get(name, name)} {100 * x:g}%"
-            row[("To recover, % of base", heading)] = recovery_cell(found[name, x], rl["budget_fraction"])
+            row[("To recover, % of base", recovery_heading(name, x))] = recovery_cell(found[name, x], rl["budget_fraction"])
         if runs.seed.nunique() > 1:
             row[("", "Seed")] = str(run.seed)
         sections.append(rl["stack"])
@@ -120,8 +124,9 @@ def size_table(task: str, metric_name: str, setting: str, runs: pd.DataFrame) ->
     """Bases of several sizes side by side: per base and stack, the examples each reset layer took to recover, as %
     of the base's, from the bottom layer to the top; "✗" where the budget ran out first."""
     table, sections, bases = [], [], []
-    for base_run, base_runs in sorted(runs.groupby("base_run"), key=lambda item: base_size(item[0])):
-        encoder_layers, decoder_layers, width = base_size(base_run)
+    sizes = {base_run: base_size(base_run) for base_run in runs.base_run.unique()}
+    for base_run, base_runs in sorted(runs.groupby("base_run"), key=lambda item: sizes[item[0]]):
+        encoder_layers, decoder_layers, width = sizes[base_run]
         first = base_runs.record.iloc[0]["relearn"]
         bases.append(f"N={encoder_layers}+{decoder_layers}, D={width}: {short_path(base_run)}")
         for stack, depth in (("encoder", encoder_layers), ("decoder", decoder_layers)):
@@ -133,8 +138,8 @@ def size_table(task: str, metric_name: str, setting: str, runs: pd.DataFrame) ->
                    ("Base", f"Test {METRIC_LABELS.get(metric_name, metric_name)}"): number(first["base_test_metric"]),
                    ("", "Layers reset"): ", ".join(str(rl["layer"]) for rl in layers)}  # fmt: skip
             for entry in first["examples_to_recover"]:
-                heading = f"{METRIC_LABELS.get(entry['metric'], entry['metric'])} {100 * entry['threshold']:g}%"
                 cells = [recovery_cell(recovery(rl, entry), rl["budget_fraction"]) for rl in layers]
+                heading = recovery_heading(entry["metric"], entry["threshold"])
                 row[("To recover, % of base, bottom → top layer", heading)] = " · ".join(cells)
             table.append(row)
             sections.append(stack)

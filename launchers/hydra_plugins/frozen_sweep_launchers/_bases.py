@@ -14,8 +14,8 @@ from typing import Optional
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from frozen_sweep.config import BASE_KEYS, BASE_PREFIX, NEUTRAL_KEYS, ConfigError
-from frozen_sweep.job.job_config import override_key
+from frozen_sweep.config import BASE_PREFIX, NEUTRAL_KEYS, ConfigError
+from frozen_sweep.job.job_config import base_reference, override_key
 
 from ._compose import JobComposer
 from ._plan import PlannedJob, SameRuns, plan_job, with_launcher_overrides
@@ -37,7 +37,7 @@ class Bases:
     def resolve(self, config: DictConfig) -> Optional[PlannedJob]:
         """The planned base of a job whose config names one (None otherwise); once the base has completed, the
         job's base key holds the base run's directory. ConfigError for an unknown name or a base with a base."""
-        key, name = reference(config)
+        key, name = base_reference(config)
         if key is None:
             return None
         bases = config.get("bases") or {}
@@ -54,8 +54,9 @@ class Bases:
         """The base's job, composed and checked once per sweep (a config error in it stops the sweep unstarted)."""
         if tuple(overrides) not in self.planned:
             config = self.composer.compose(with_launcher_overrides(overrides, self.launcher_overrides))
-            if reference(config)[0] is not None:
-                raise ConfigError(f"bases.{name}: a base starts from a base of its own ({reference(config)[1]}); "
+            own = base_reference(config)[1]
+            if own is not None:
+                raise ConfigError(f"bases.{name}: a base starts from a base of its own ({BASE_PREFIX}{own}); "
                                   "train that one first, or give its directory")  # fmt: skip
             folder = Path(str(config.hydra.sweep.dir)).absolute()
             runs = self.runs.setdefault(folder, SameRuns(folder))
@@ -80,11 +81,3 @@ class Bases:
         self.planned.clear()
         self.runs.clear()
 
-
-def reference(config: DictConfig) -> tuple[Optional[str], Optional[str]]:
-    """(key, NAME) when a base key of the config holds bases.NAME, else (None, None)."""
-    for key in BASE_KEYS:
-        value = OmegaConf.select(config, key)
-        if isinstance(value, str) and value.startswith(BASE_PREFIX):
-            return key, value.removeprefix(BASE_PREFIX)
-    return None, None
