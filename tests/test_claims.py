@@ -162,6 +162,7 @@ def test_reservoir_claim_per_depth(tmp_path):
     write_reservoir_run(root, "deep", "LRLRLL", "ffn", best=30, reach_s=40)  # no all-trainable depth-6 run: ignored
     (check,) = build_tables(load_runs([str(root)]), claims=True)[0].checks
     assert (check.key, check.verdict, check.compared) == ("R1", HOLDS, "depth 4: transformer LRLR 16.0 > 12.0")
+    assert "model demo (4 layers) and demo (6 layers)" in check.evidence  # both depths the table holds
     write_reservoir_run(root, "slow", "LRLR", "ffn", best=20, reach_s=120)  # AUCC 8.3
     (check,) = build_tables(load_runs([str(root)]), claims=True)[0].checks
     assert check.verdict == FAILS and "depth 4: ffn LRLR 8.3 ≤ 12.0" in check.compared

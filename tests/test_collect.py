@@ -75,6 +75,20 @@ def test_seeds_are_averaged_with_std_and_count(sweep):
     assert rows["(0)"][4:] == ["11.0 ± 1.0", "4", "1.00", "3"]
 
 
+def test_the_provenance_line_gives_a_key_typed_for_some_runs_its_default_value_for_the_others(tmp_path):
+    # seed 1 by default beside a later `seed=2` sweep: the line must not read seed=2 alone
+    write_run(tmp_path, "(0)", 10.0, seed=1, overrides=["trainer.lr=5e-4"])
+    second = write_run(tmp_path, "(0)", 11.0, seed=2, overrides=["trainer.lr=5e-4"])
+    for result in tmp_path.rglob("result.json"):
+        record = json.loads(result.read_text())
+        record["overrides"] = [o for o in record["overrides"] if not (o == "seed=1")]
+        result.write_text(json.dumps(record))
+        OmegaConf.save(OmegaConf.create({"seed": record["seed"], "trainer": {"lr": 5e-4}}), result.parent / "config.yaml")
+    assert "seed=2" in json.loads(second.read_text())["overrides"]
+    line = md(tmp_path).split("Made by `", 1)[1].split("`", 1)[0]
+    assert line == "python -m frozen_sweep -m freeze=(0) name=sweep trainer.lr=5e-4 seed=1,2", line
+
+
 def test_runs_with_other_overrides_get_their_own_table(sweep):
     text = md(sweep)
     lines = table_lines(text, "bible_es_en · demo · trainer.lr=5e-4")

@@ -61,8 +61,12 @@ def judge(verdict: str, seeds: SeedChecks) -> tuple[str, bool]:
 
 
 def model_text(runs: pd.DataFrame) -> str:
-    """"demo (d=128, 2+2 layers, 1.05M parameters)": the model the table's runs trained."""
-    record = runs.record.iloc[0]
+    """"demo (d=128, 2+2 layers, 1.05M parameters)": the model the table's runs trained; each shape once, joined by
+    "and" where they trained several (a reservoir table's depths)."""
+    return " and ".join(dict.fromkeys(one_model_text(record) for record in runs.record))
+
+
+def one_model_text(record: dict) -> str:
     config = (record.get("fingerprint") or {}).get("config") or {}
     layers = [config.get(f"model.{stack}_layers") or 0 for stack in ("encoder", "decoder")]
     shape = [f"d={config['model.d_model']}"] if "model.d_model" in config else []

@@ -2,7 +2,13 @@
 how many jobs and threads, the code version and the fingerprint recipe. The docs' tables carry this line, and a test
 fails when the code's FINGERPRINT_RECIPE has moved past a documented table's (tests/test_docs_tables.py)."""
 
+from pathlib import Path
+from typing import Optional
+
 import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from frozen_sweep.run.directory import CONFIG_FILE
 
 RECIPE_WORDS = "fingerprint recipe"  # followed by the number: what the docs test reads
 
@@ -10,11 +16,18 @@ RECIPE_WORDS = "fingerprint recipe"  # followed by the number: what the docs tes
 LAUNCHER_KEYS = ("trainer.threads",)  # the launchers add it (their share of the cores): the line states the threads
 
 
-def sweep_command(overrides: list[list[str]]) -> str:
+def sweep_command(overrides: list[list[str]], configs: Optional[list[Optional[DictConfig]]] = None) -> str:
     """The `python -m frozen_sweep` command that gives these runs: `experiment=` first, then the overrides they
-    share, and each key that differs with its values comma-separated (a -m sweep), in first-seen order."""
+    share, and each key that differs with its values comma-separated (a -m sweep), in first-seen order. A key typed
+    for some runs only takes, for the others, the value their config (`configs`, one per run) holds: seed 1 by
+    default beside a `seed=2` sweep reads `seed=1,2`, not `seed=2`; a config group's choice is not a value there."""
     parsed = [dict(o.split("=", 1) if "=" in o else (o, "") for o in run) for run in overrides]
     keys = sorted(dict.fromkeys(k for run in parsed for k in run if k not in LAUNCHER_KEYS), key=lambda k: k != "experiment")
+    for run, config in zip(parsed, configs or []):
+        for key in (k for k in keys if k not in run and config is not None):
+            value = OmegaConf.select(config, key, default=None)
+            if value is not None and not OmegaConf.is_config(value):
+                run[key] = str(value)
     parts = []
     for key in keys:
         values = list(dict.fromkeys(run.get(key, "") for run in parsed))
@@ -24,6 +37,12 @@ def sweep_command(overrides: list[list[str]]) -> str:
             parts.append(f"{key}={','.join(v for v in values if v)}")
     multirun = "-m " if len(parsed) > 1 else ""
     return f"python -m frozen_sweep {multirun}{' '.join(parts)}".rstrip()
+
+
+def run_config(result_path: str) -> Optional[DictConfig]:
+    """The config a run ran with (beside its record), None where there is none."""
+    path = Path(result_path).parent / CONFIG_FILE
+    return OmegaConf.load(path) if path.is_file() else None
 
 
 def spread(values) -> str:
@@ -39,7 +58,7 @@ def provenance(runs: pd.DataFrame) -> str:
     dates = sorted({(r.get("updated_at") or "")[:10] for r in records} - {""})
     follows = any(r.get("follow_free_cores") for r in records)
     return " · ".join([
-        f"Made by `{sweep_command([r.get('overrides') or [] for r in records])}`",
+        f"Made by `{sweep_command([r.get('overrides') or [] for r in records], [run_config(p) for p in runs.path])}`",
         " to ".join(dict.fromkeys([dates[0], dates[-1]])) if dates else "undated",
         spread(r.get("machine") for r in records),
         f"{spread(r.get('jobs_at_a_time') or 1 for r in records)} job(s) at a time, "

@@ -53,6 +53,7 @@ def write_reservoir_run(root, name, pattern, kind, best, reach_s, seed=1, backsk
         reservoir={"type": kind, "stack": "encoder", "pattern": pattern, "reservoir_layers": pattern.count("R"),
                    "updatable_layers": pattern.count("L"), "backskip": backskip},
         aucc=aucc(history, 100, initial=0.0), aucc_cutoff_s=100, history=history,
+        fingerprint={"config": {"model.encoder_layers": len(pattern)}},  # the model's shape, as evidence reads it
         overrides=[f"reservoir={kind}", f"model.encoder_layers={len(pattern)}", f"seed={seed}", "name=reservoir_mt"],
     )  # fmt: skip
     (root / name).mkdir(parents=True)
