@@ -62,18 +62,28 @@ def judge(verdict: str, seeds: SeedChecks) -> tuple[str, bool]:
 
 def model_text(runs: pd.DataFrame) -> str:
     """"demo (d=128, 2+2 layers, 1.05M parameters)": the model the table's runs trained; each shape once, joined by
-    "and" where they trained several (a reservoir table's depths)."""
-    return " and ".join(dict.fromkeys(one_model_text(record) for record in runs.record))
+    "and" where they trained several (a reservoir table's depths), its parameters as a range where they differ
+    (reservoir types of one depth)."""
+    shapes: dict[str, list[int]] = {}
+    for record in runs.record:
+        config = (record.get("fingerprint") or {}).get("config") or {}
+        layers = [config.get(f"model.{stack}_layers") or 0 for stack in ("encoder", "decoder")]
+        shape = [f"d={config['model.d_model']}"] if "model.d_model" in config else []
+        shape += [f"{'+'.join(str(n) for n in layers if n)} layers"] if any(layers) else []
+        params = shapes.setdefault(f"{record.get('model')}\0{', '.join(shape)}", [])
+        params += [record["params_total"]] if record.get("params_total") else []
+    return " and ".join(describe_model(*key.split("\0"), params) for key, params in shapes.items())
 
 
-def one_model_text(record: dict) -> str:
-    config = (record.get("fingerprint") or {}).get("config") or {}
-    layers = [config.get(f"model.{stack}_layers") or 0 for stack in ("encoder", "decoder")]
-    shape = [f"d={config['model.d_model']}"] if "model.d_model" in config else []
-    shape += [f"{'+'.join(str(n) for n in layers if n)} layers"] if any(layers) else []
-    params = record.get("params_total")
-    shape += [f"{params / 1e6:.2f}M parameters" if params >= 1e6 else f"{params:,} parameters"] if params else []
-    return f"{record.get('model')} ({', '.join(shape)})" if shape else str(record.get("model"))
+def describe_model(model: str, shape: str, params: list[int]) -> str:
+    """"demo (d=128, 4+1 layers, 1.27–1.57M parameters)"."""
+    def count(n: int) -> str:
+        return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n:,}"
+
+    low, high = (min(params), max(params)) if params else (None, None)
+    size = [] if low is None else [f"{count(low)} parameters" if low == high else f"{count(low)}–{count(high)} parameters"]
+    parts = [part for part in [shape, *size] if part]
+    return f"{model} ({', '.join(parts)})" if parts else model
 
 
 def evidence(runs: pd.DataFrame, rows: tuple, keys: list = RESERVOIR_ROW) -> str:
