@@ -17,6 +17,7 @@ from frozen_sweep.tables.build import build_tables
 from frozen_sweep.tables.paper import REFERENCES
 from frozen_sweep.tables import plots
 from frozen_sweep.tables.plots import plot_tables
+from frozen_sweep.tables.provenance import sweep_commands
 from frozen_sweep.tables.render import csv, latex, markdown
 from frozen_sweep.tables.runs import load_runs
 from tests.conftest import CONF, ROOT, compose_config, fake_run_dir
@@ -85,8 +86,22 @@ def test_the_provenance_line_gives_a_key_typed_for_some_runs_its_default_value_f
         result.write_text(json.dumps(record))
         OmegaConf.save(OmegaConf.create({"seed": record["seed"], "trainer": {"lr": 5e-4}}), result.parent / "config.yaml")
     assert "seed=2" in json.loads(second.read_text())["overrides"]
-    line = md(tmp_path).split("Made by `", 1)[1].split("`", 1)[0]
-    assert line == "python -m frozen_sweep -m freeze=(0) name=sweep trainer.lr=5e-4 seed=1,2", line
+    line = md(tmp_path).split("Made by ", 1)[1].split(" · ", 1)[0]
+    assert line == "`python -m frozen_sweep -m freeze=(0) name=sweep trainer.lr=5e-4 seed=1,2`", line
+
+
+def test_the_provenance_line_gives_runs_that_are_not_one_sweep_as_the_commands_that_make_them():
+    runs = [["experiment=reservoir_mt", f"reservoir={kind}", f"seed={seed}"] for kind in ("none", "ffn") for seed in (1, 2)]
+    runs += [["experiment=reservoir_mt", "reservoir=ffn", "reservoir.backskip=true", "seed=1"]]
+    runs += [["experiment=reservoir_mt", "model.encoder_layers=2", "reservoir=none", f"seed={seed}"] for seed in (1, 2)]
+    configs = [OmegaConf.create({"seed": int(run[-1][-1]), "model": {"encoder_layers": 2 if "model.encoder_layers=2" in run
+                                 else 4}, "reservoir": {"backskip": "reservoir.backskip=true" in run}}) for run in runs]
+    assert sweep_commands(runs, configs) == [
+        "python -m frozen_sweep -m experiment=reservoir_mt reservoir=none,ffn seed=1,2 reservoir.backskip=False model.encoder_layers=4",
+        "python -m frozen_sweep -m experiment=reservoir_mt reservoir=ffn seed=1 reservoir.backskip=true model.encoder_layers=4",
+        "python -m frozen_sweep -m experiment=reservoir_mt reservoir=none seed=1,2 reservoir.backskip=False model.encoder_layers=2",
+    ]  # fmt: skip
+    assert sweep_commands([["seed=1"], ["seed=2"]]) == ["python -m frozen_sweep -m seed=1,2"]  # one sweep: one command
 
 
 def test_runs_with_other_overrides_get_their_own_table(sweep):

@@ -16,11 +16,13 @@ RECIPE_WORDS = "fingerprint recipe"  # followed by the number: what the docs tes
 LAUNCHER_KEYS = ("trainer.threads",)  # the launchers add it (their share of the cores): the line states the threads
 
 
-def sweep_command(overrides: list[list[str]], configs: Optional[list[Optional[DictConfig]]] = None) -> str:
-    """The `python -m frozen_sweep` command that gives these runs: `experiment=` first, then the overrides they
-    share, and each key that differs with its values comma-separated (a -m sweep), in first-seen order. A key typed
-    for some runs only takes, for the others, the value their config (`configs`, one per run) holds: seed 1 by
-    default beside a `seed=2` sweep reads `seed=1,2`, not `seed=2`; a config group's choice is not a value there."""
+def sweep_commands(overrides: list[list[str]], configs: Optional[list[Optional[DictConfig]]] = None) -> list[str]:
+    """The `python -m frozen_sweep` commands that give exactly these runs: `experiment=` first, each key with its
+    values comma-separated (a -m sweep), in first-seen order; one command where the runs are one sweep's cross
+    product, else as few as merging runs that differ in one key gives (five reservoir types plus a backskip row and a
+    2-layer control: three commands, not one that would sweep backskip over every type). A key typed for some runs
+    only takes, for the others, the value their config (`configs`, one per run) holds: seed 1 by default beside a
+    `seed=2` sweep reads `seed=1,2`; a config group's choice is not a value there."""
     parsed = [dict(o.split("=", 1) if "=" in o else (o, "") for o in run) for run in overrides]
     keys = sorted(dict.fromkeys(k for run in parsed for k in run if k not in LAUNCHER_KEYS), key=lambda k: k != "experiment")
     for run, config in zip(parsed, configs or []):
@@ -28,15 +30,24 @@ def sweep_command(overrides: list[list[str]], configs: Optional[list[Optional[Di
             value = OmegaConf.select(config, key, default=None)
             if value is not None and not OmegaConf.is_config(value):
                 run[key] = str(value)
-    parts = []
-    for key in keys:
-        values = list(dict.fromkeys(run.get(key, "") for run in parsed))
-        if len(values) == 1 and all(key in run for run in parsed):
-            parts.append(f"{key}={values[0]}")
-        else:
-            parts.append(f"{key}={','.join(v for v in values if v)}")
+    sweeps = list(dict.fromkeys(tuple((run.get(key, ""),) for key in keys) for run in parsed))  # a value tuple a key
+    by_values = sorted(range(len(keys)), key=lambda i: -len({run.get(keys[i], "") for run in parsed}))
+    while True:  # merge sweeps that differ in one key, the key with the most values first, until none merge
+        count = len(sweeps)
+        for i in by_values:
+            merged: dict[tuple, list] = {}
+            for sweep in sweeps:
+                into = merged.setdefault(sweep[:i] + sweep[i + 1 :], list(sweep))
+                into[i] = (*into[i], *(v for v in sweep[i] if v not in into[i]))
+            sweeps = [tuple(sweep) for sweep in merged.values()]
+        if len(sweeps) == count:
+            break
     multirun = "-m " if len(parsed) > 1 else ""
-    return f"python -m frozen_sweep {multirun}{' '.join(parts)}".rstrip()
+    return [
+        (f"python -m frozen_sweep {multirun}"
+         + " ".join(f"{key}={','.join(v for v in values if v)}" for key, values in zip(keys, sweep) if any(values))).rstrip()
+        for sweep in sweeps
+    ]  # fmt: skip
 
 
 def run_config(result_path: str) -> Optional[DictConfig]:
@@ -58,7 +69,8 @@ def provenance(runs: pd.DataFrame) -> str:
     dates = sorted({(r.get("updated_at") or "")[:10] for r in records} - {""})
     follows = any(r.get("follow_free_cores") for r in records)
     return " · ".join([
-        f"Made by `{sweep_command([r.get('overrides') or [] for r in records], [run_config(p) for p in runs.path])}`",
+        "Made by " + " and ".join(f"`{c}`" for c in sweep_commands([r.get("overrides") or [] for r in records],
+                                                                    [run_config(p) for p in runs.path])),
         " to ".join(dict.fromkeys([dates[0], dates[-1]])) if dates else "undated",
         spread(r.get("machine") for r in records),
         f"{spread(r.get('jobs_at_a_time') or 1 for r in records)} job(s) at a time, "
