@@ -186,18 +186,19 @@ def test_reservoir_table_and_aucc_plot(tmp_path):
     write_reservoir_run(root, "base2", "LLLL", "none", best=22, reach_s=80, seed=2)
     write_reservoir_run(root, "transformer", "LRLR", "transformer", best=21, reach_s=40)
     write_reservoir_run(root, "ffn", "LRLR", "ffn", best=16, reach_s=40, backskip=True)  # never reaches 90% of 22
-    write_reservoir_run(root, "deep", "LRLRLL", "ffn", best=30, reach_s=40)  # no all-trainable run of depth 6
+    write_reservoir_run(root, "deep", "LRLRLL", "ffn", best=30, reach_s=40, updates=80)  # no all-trainable depth 6
     runs = load_runs([str(root)])
     (table,) = build_tables(runs)
-    rows = table.rows.droplevel(0, axis=1).set_index("Pattern")[["BLEU", "AUCC", "Time to 90%"]]
+    at_40 = "BLEU @ 40 updates"  # the last update all runs validated at: the deep run's second validation
+    rows = table.rows.droplevel(0, axis=1).set_index("Pattern")[["BLEU", at_40, "AUCC", "Time to 90%"]]
     # AUCC over T̂ = 100 s of a line from 0 to `best` at `reach_s`, then flat: best · (1 - reach_s / 200)
     assert rows.to_dict("index") == {
-        "LLLL": {"BLEU": "20.0 ± 1.4", "AUCC": "12.6", "Time to 90%": "1.3 min"},
-        "LRLR": {"BLEU": "20.0", "AUCC": "16.8", "Time to 90%": "0.7 min"},
-        "LRLR (backskip)": {"BLEU": "15.0", "AUCC": "12.8", "Time to 90%": "–"},
-        "LRLRLL": {"BLEU": "29.0", "AUCC": "24.0", "Time to 90%": "–"},
+        "LLLL": {"BLEU": "20.0 ± 1.4", at_40: "21.0", "AUCC": "12.6", "Time to 90%": "1.3 min"},
+        "LRLR": {"BLEU": "20.0", at_40: "21.0", "AUCC": "16.8", "Time to 90%": "0.7 min"},
+        "LRLR (backskip)": {"BLEU": "15.0", at_40: "16.0", "AUCC": "12.8", "Time to 90%": "–"},
+        "LRLRLL": {"BLEU": "29.0", at_40: "15.0", "AUCC": "24.0", "Time to 90%": "–"},
     }
     text = markdown([table], runs)
-    assert "T̂ = 100 s" in text and "| Updatable | Reservoir | Type |" in text
+    assert "T̂ = 100 s" in text and "| Updatable | Reservoir | Type |" in text and f"{at_40}: validation BLEU" in text
     plot_tables([table], tmp_path / "aucc.png")
     assert (tmp_path / "aucc.png").stat().st_size > 10_000

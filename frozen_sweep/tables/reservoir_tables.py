@@ -5,8 +5,13 @@
 - Rows: updatable (trainable) layers, reservoir layers, type and pattern of the reservoir stack, backskipping; the test
   metric; AUCC (frozen_sweep.metrics.efficiency, T̂ in a footnote); time to target: the first validation reaching
   TARGET_FRACTION of the best validation metric of the all-trainable runs of the same depth (for perplexity: at most
-  best / TARGET_FRACTION); time to best: the wall-clock time of the best validation; trainable/all.
+  best / TARGET_FRACTION); time to best: the wall-clock time of the best validation; trainable/all;
+- the validation metric at the same update count for every run (the last validation they all made): the time-based
+  columns depend on the machine's speed and load, this one does not (a job's threads are fixed, so its first N
+  updates are the same whenever its budget ends), and it tells per-update learning from per-second speed.
 """
+
+from typing import Optional
 
 import pandas as pd
 
@@ -51,6 +56,22 @@ def add_time_to_target(runs: pd.DataFrame) -> pd.DataFrame:
     return runs.assign(time_to_target_s=pd.to_numeric(pd.Series(times, index=runs.index, dtype=object)))
 
 
+def shared_step(runs: pd.DataFrame) -> Optional[int]:
+    """The last update at which every run validated (None when they share none)."""
+    steps = [{e.get("step") for e in history if e.get("valid_metric") is not None} - {None} for history in runs.history]
+    shared = set.intersection(*steps) if steps else set()
+    return max(shared) if shared else None
+
+
+def add_metric_at(runs: pd.DataFrame, step: Optional[int]) -> pd.DataFrame:
+    """metric_at_step: each run's validation metric at `step` (None without a shared step)."""
+    values = [
+        next((e["valid_metric"] for e in history if e.get("step") == step and e.get("valid_metric") is not None), None)
+        for history in runs.history
+    ]
+    return runs.assign(metric_at_step=pd.to_numeric(pd.Series(values, index=runs.index, dtype=object)))
+
+
 def summarise(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per reservoir setting, all-trainable first within each depth: test metric mean, std, n, efficiency."""
     keys = ["updatable_layers", "reservoir_layers", "type", "pattern", "backskip"]
@@ -62,6 +83,7 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
         metric=("test_metric", "mean"),
         std=("test_metric", "std"),
         n=("test_metric", "count"),
+        metric_at_step=("metric_at_step", "mean"),
         aucc=("aucc", "mean"),
         time_to_target_s=("time_to_target_s", "mean"),
         time_to_best_s=("time_to_best_s", "mean"),
@@ -70,7 +92,7 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
     return summary.reset_index()
 
 
-def display(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
+def display(summary: pd.DataFrame, metric: str, step: Optional[int]) -> pd.DataFrame:
     minutes = lambda s: "–" if pd.isna(s) else f"{s / 60:.1f} min"  # noqa: E731
     columns = {
         ("", "Updatable"): summary.updatable_layers.astype(str),
@@ -78,6 +100,7 @@ def display(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
         ("", "Type"): summary.type,
         ("", "Pattern"): summary.pattern + summary.backskip.map({True: " (backskip)", False: ""}),
         ("", metric): mean_std(summary),
+        **({("", f"{metric} @ {step:,} updates"): summary.metric_at_step.map(number)} if step is not None else {}),
         ("", "AUCC"): summary.aucc.map(number),
         ("", f"Time to {TARGET_FRACTION:.0%}"): summary.time_to_target_s.map(minutes),
         ("", "Time to best"): summary.time_to_best_s.map(minutes),
@@ -87,7 +110,7 @@ def display(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
     return pd.DataFrame(columns).set_axis(pd.Index([""] * len(summary), name="section"))
 
 
-def footnotes(runs: pd.DataFrame, metric: str) -> list[str]:
+def footnotes(runs: pd.DataFrame, metric: str, step: Optional[int]) -> list[str]:
     cutoffs = sorted(set(runs.aucc_cutoff_s.dropna().round(1)))
     cutoff = (
         f"T̂ = {cutoffs[0]:g} s"
@@ -95,7 +118,11 @@ def footnotes(runs: pd.DataFrame, metric: str) -> list[str]:
         else f"T̂ differs between runs ({', '.join(map(str, cutoffs))} s): AUCCs do not compare"
     )
     direction = "higher" if higher_is_better(runs.metric_name.iloc[0]) else "lower"
-    return [
+    at_step = [
+        f"{metric} @ {step:,} updates: validation {metric} after the same number of updates (the last validation "
+        "every run made); unlike the time columns, it does not depend on the machine's speed or load."
+    ] if step is not None else []  # fmt: skip
+    return at_step + [
         f"AUCC: validation {metric} averaged over the first T̂ seconds of training ({direction} is better); {cutoff}.",
         f"Time to {TARGET_FRACTION:.0%}: first validation within {TARGET_FRACTION:.0%} of the best all-trainable run "
         "of the same depth (– when it never got there, or there is no such run); time to best: the best validation.",
@@ -110,10 +137,11 @@ def reservoir_tables(runs: pd.DataFrame) -> list[Table]:
     tables = []
     for (task, model), metric_name, setting, table_runs in per_setting(done, ["task", "model"]):
         metric = METRIC_LABELS.get(metric_name, metric_name)
-        table_runs = add_time_to_target(table_runs)
+        step = shared_step(table_runs)
+        table_runs = add_metric_at(add_time_to_target(table_runs), step)
         title = " · ".join(filter(None, [task, model, "reservoirs", setting]))
-        rows = display(summarise(table_runs), metric)
-        tables.append(Table(title, metric_name, rows, table_runs, footnotes(table_runs, metric), plot_aucc))
+        rows = display(summarise(table_runs), metric, step)
+        tables.append(Table(title, metric_name, rows, table_runs, footnotes(table_runs, metric, step), plot_aucc))
     return tables
 
 

@@ -43,9 +43,10 @@ def write_run(root: Path, row, metric: float = 10.0, seed: int = 1, overrides=()
     return run_dir / "result.json"
 
 
-def write_reservoir_run(root, name, pattern, kind, best, reach_s, seed=1, backskip=False):
-    """A completed reservoir-study record whose validation BLEU climbs linearly to `best` at `reach_s` seconds."""
-    history = [{"epoch": i, "step": 10 * i, "wall_time_s": reach_s * i / 4, "valid_loss": 5 - i,
+def write_reservoir_run(root, name, pattern, kind, best, reach_s, seed=1, backskip=False, updates=40):
+    """A completed reservoir-study record whose validation BLEU climbs linearly to `best` at `reach_s` seconds,
+    validated 4 times, the last after `updates`."""
+    history = [{"epoch": i, "step": updates * i // 4, "wall_time_s": reach_s * i / 4, "valid_loss": 5 - i,
                 "valid_metric": best * i / 4} for i in (1, 2, 3, 4)]  # fmt: skip
     record = RunResult(
         status="completed", study="reservoir", task="bible_es_en", model="demo", seed=seed, metric_name="bleu",
