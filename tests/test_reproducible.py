@@ -1,13 +1,16 @@
 """The same command gives a bit-identical record whatever else runs on the machine: a job's threads are fixed for its
 life (frozen_sweep.system.cpu), so a job run alone and again beside a process that keeps a core busy agree on every
-validation, the test metric and every test translation."""
+validation, the test metric and every test translation. On CUDA that takes `trainer.deterministic` too: PyTorch's
+deterministic algorithms and cuBLAS's workspace setting, turned on before the job starts and recorded."""
 
+import json
 import subprocess
 import sys
 
 import pytest
 
 from frozen_sweep.system import cpu
+from tests.conftest import ROOT
 from tests.helpers.jobs import result, run_cli
 from tests.test_cpu import BUSY_LOOP
 
@@ -47,3 +50,26 @@ def test_a_job_alone_and_beside_a_busy_core_gives_the_same_record(tmp_path, micr
     alone = numbers(tmp_path / "alone")
     assert alone["threads"] == cpu.usable_cores() and len(alone["history"]) == 2
     assert numbers(tmp_path / "beside") == alone
+
+
+DETERMINISTIC_PROBE = """
+import json, os, sys, torch
+from tests.conftest import compose_config
+from frozen_sweep.job.how_it_runs import how_it_runs
+from frozen_sweep.run.record import RunResult
+result = RunResult(status="running")
+how_it_runs(compose_config(*sys.argv[1:]).copy(), result)
+print(json.dumps([result.deterministic, torch.are_deterministic_algorithms_enabled(),
+                  torch.backends.cudnn.benchmark, os.environ.get("CUBLAS_WORKSPACE_CONFIG")]))
+"""
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_trainer_deterministic_turns_on_pytorchs_deterministic_algorithms_and_is_recorded(on, monkeypatch):
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)  # set by the job, before CUDA starts
+    probe = subprocess.run([sys.executable, "-c", DETERMINISTIC_PROBE, f"trainer.deterministic={str(on).lower()}"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert probe.returncode == 0, probe.stderr
+    recorded, enabled, benchmark, workspace = json.loads(probe.stdout.splitlines()[-1])
+    assert (recorded, enabled) == (on, on) and workspace == (":4096:8" if on else None)
+    assert not benchmark  # cuDNN's autotuner picks kernels by timing: off
