@@ -96,12 +96,17 @@ def test_the_provenance_line_gives_runs_that_are_not_one_sweep_as_the_commands_t
     runs += [["experiment=reservoir_mt", "model.encoder_layers=2", "reservoir=none", f"seed={seed}"] for seed in (1, 2)]
     configs = [OmegaConf.create({"seed": int(run[-1][-1]), "model": {"encoder_layers": 2 if "model.encoder_layers=2" in run
                                  else 4}, "reservoir": {"backskip": "reservoir.backskip=true" in run}}) for run in runs]
-    assert sweep_commands(runs, configs) == [
+    assert sweep_commands(runs, configs.__getitem__) == [
         "python -m frozen_sweep -m experiment=reservoir_mt reservoir=none,ffn seed=1,2 reservoir.backskip=False model.encoder_layers=4",
         "python -m frozen_sweep -m experiment=reservoir_mt reservoir=ffn seed=1 reservoir.backskip=true model.encoder_layers=4",
         "python -m frozen_sweep -m experiment=reservoir_mt reservoir=none seed=1,2 reservoir.backskip=False model.encoder_layers=2",
     ]  # fmt: skip
     assert sweep_commands([["seed=1"], ["seed=2"]]) == ["python -m frozen_sweep -m seed=1,2"]  # one sweep: one command
+
+    def unread(run: int):
+        raise AssertionError(f"run {run}'s config read, but it lacks no key")
+
+    assert sweep_commands([["seed=1"], ["seed=2"]], unread) == ["python -m frozen_sweep -m seed=1,2"]
 
 
 def test_runs_with_other_overrides_get_their_own_table(sweep):

@@ -3,7 +3,7 @@ how many jobs and threads, the code version and the fingerprint recipe. The docs
 fails when the code's FINGERPRINT_RECIPE has moved past a documented table's (tests/test_docs_tables.py)."""
 
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
@@ -16,17 +16,24 @@ RECIPE_WORDS = "fingerprint recipe"  # followed by the number: what the docs tes
 LAUNCHER_KEYS = ("trainer.threads",)  # the launchers add it (their share of the cores): the line states the threads
 
 
-def sweep_commands(overrides: list[list[str]], configs: Optional[list[Optional[DictConfig]]] = None) -> list[str]:
+def sweep_commands(
+    overrides: list[list[str]], config_of: Callable[[int], Optional[DictConfig]] = lambda run: None
+) -> list[str]:
     """The `python -m frozen_sweep` commands that give exactly these runs: `experiment=` first, each key with its
     values comma-separated (a -m sweep), in first-seen order; one command where the runs are one sweep's cross
     product, else as few as merging runs that differ in one key gives (five reservoir types plus a backskip row and a
     2-layer control: three commands, not one that would sweep backskip over every type). A key typed for some runs
-    only takes, for the others, the value their config (`configs`, one per run) holds: seed 1 by default beside a
-    `seed=2` sweep reads `seed=1,2`; a config group's choice is not a value there."""
+    only takes, for the others, the value their config (`config_of(i)`: run i's) holds: seed 1 by default beside a
+    `seed=2` sweep reads `seed=1,2`; a config group's choice is not a value there. A config is read only for a run
+    that lacks a key (≈10 ms each: the runs of one sweep read none)."""
     parsed = [dict(o.split("=", 1) if "=" in o else (o, "") for o in run) for run in overrides]
     keys = sorted(dict.fromkeys(k for run in parsed for k in run if k not in LAUNCHER_KEYS), key=lambda k: k != "experiment")
-    for run, config in zip(parsed, configs or []):
-        for key in (k for k in keys if k not in run and config is not None):
+    for i, run in enumerate(parsed):
+        missing = [key for key in keys if key not in run]
+        config = config_of(i) if missing else None
+        if config is None:
+            continue
+        for key in missing:
             value = OmegaConf.select(config, key, default=None)
             if value is not None and not OmegaConf.is_config(value):
                 run[key] = str(value)
@@ -43,11 +50,13 @@ def sweep_commands(overrides: list[list[str]], configs: Optional[list[Optional[D
         if len(sweeps) == count:
             break
     multirun = "-m " if len(parsed) > 1 else ""
-    return [
-        (f"python -m frozen_sweep {multirun}"
-         + " ".join(f"{key}={','.join(v for v in values if v)}" for key, values in zip(keys, sweep) if any(values))).rstrip()
-        for sweep in sweeps
-    ]  # fmt: skip
+    return [command(multirun, keys, sweep) for sweep in sweeps]
+
+
+def command(multirun: str, keys: list[str], sweep: tuple) -> str:
+    """`python -m frozen_sweep [-m] key=a,b …` of one sweep (a value tuple a key), keys without a value left out."""
+    parts = [f"{key}={','.join(v for v in values if v)}" for key, values in zip(keys, sweep) if any(values)]
+    return f"python -m frozen_sweep {multirun}{' '.join(parts)}".rstrip()
 
 
 def run_config(result_path: str) -> Optional[DictConfig]:
@@ -65,12 +74,12 @@ def spread(values) -> str:
 def provenance(runs: pd.DataFrame) -> str:
     """One line from the runs' records: "Made by `python -m frozen_sweep -m …` · 2026-11-25 · AMD EPYC, 2 cores ·
     2 jobs at a time, 1 thread each · code 1a2b3c4d5e · fingerprint recipe 3"."""
-    records = list(runs.record)
+    records, paths = list(runs.record), list(runs.path)
     dates = sorted({(r.get("updated_at") or "")[:10] for r in records} - {""})
     follows = any(r.get("follow_free_cores") for r in records)
     return " · ".join([
         "Made by " + " and ".join(f"`{c}`" for c in sweep_commands([r.get("overrides") or [] for r in records],
-                                                                    [run_config(p) for p in runs.path])),
+                                                                    lambda i: run_config(paths[i]))),
         " to ".join(dict.fromkeys([dates[0], dates[-1]])) if dates else "undated",
         spread(r.get("machine") for r in records),
         f"{spread(r.get('jobs_at_a_time') or 1 for r in records)} job(s) at a time, "
