@@ -56,20 +56,21 @@ def add_time_to_target(runs: pd.DataFrame) -> pd.DataFrame:
     return runs.assign(time_to_target_s=pd.to_numeric(pd.Series(times, index=runs.index, dtype=object)))
 
 
-def shared_step(runs: pd.DataFrame) -> Optional[int]:
-    """The last update at which every run validated (None when they share none)."""
-    steps = [{e.get("step") for e in history if e.get("valid_metric") is not None} - {None} for history in runs.history]
-    shared = set.intersection(*steps) if steps else set()
-    return max(shared) if shared else None
+def validations(history: list[dict]) -> dict[int, float]:
+    """{update: validation metric} of a run's history."""
+    return {
+        e["step"]: e["valid_metric"] for e in history if e.get("step") is not None and e.get("valid_metric") is not None
+    }
 
 
-def add_metric_at(runs: pd.DataFrame, step: Optional[int]) -> pd.DataFrame:
-    """metric_at_step: each run's validation metric at `step` (None without a shared step)."""
-    values = [
-        next((e["valid_metric"] for e in history if e.get("step") == step and e.get("valid_metric") is not None), None)
-        for history in runs.history
-    ]
-    return runs.assign(metric_at_step=pd.to_numeric(pd.Series(values, index=runs.index, dtype=object)))
+def add_metric_at_shared_step(runs: pd.DataFrame) -> tuple[pd.DataFrame, Optional[int]]:
+    """metric_at_step: each run's validation metric at the last update at which every run validated, and that
+    update (None, and no metric, when they share none)."""
+    by_run = [validations(history) for history in runs.history]
+    shared = set.intersection(*map(set, by_run)) if by_run else set()
+    step = max(shared) if shared else None
+    values = pd.Series([v.get(step) for v in by_run], index=runs.index, dtype=object)
+    return runs.assign(metric_at_step=pd.to_numeric(values)), step
 
 
 def summarise(runs: pd.DataFrame) -> pd.DataFrame:
@@ -137,8 +138,7 @@ def reservoir_tables(runs: pd.DataFrame) -> list[Table]:
     tables = []
     for (task, model), metric_name, setting, table_runs in per_setting(done, ["task", "model"]):
         metric = METRIC_LABELS.get(metric_name, metric_name)
-        step = shared_step(table_runs)
-        table_runs = add_metric_at(add_time_to_target(table_runs), step)
+        table_runs, step = add_metric_at_shared_step(add_time_to_target(table_runs))
         title = " · ".join(filter(None, [task, model, "reservoirs", setting]))
         rows = display(summarise(table_runs), metric, step)
         tables.append(Table(title, metric_name, rows, table_runs, footnotes(table_runs, metric, step), plot_aucc))
