@@ -64,15 +64,15 @@ def model_text(runs: pd.DataFrame) -> str:
     """"demo (d=128, 2+2 layers, 1.05M parameters)": the model the table's runs trained; each shape once, joined by
     "and" where they trained several (a reservoir table's depths), its parameters as a range where they differ
     (reservoir types of one depth)."""
-    shapes: dict[str, list[int]] = {}
+    shapes: dict[tuple[str, str], list[int]] = {}  # (model, shape): its parameter counts
     for record in runs.record:
         config = (record.get("fingerprint") or {}).get("config") or {}
         layers = [config.get(f"model.{stack}_layers") or 0 for stack in ("encoder", "decoder")]
         shape = [f"d={config['model.d_model']}"] if "model.d_model" in config else []
         shape += [f"{'+'.join(str(n) for n in layers if n)} layers"] if any(layers) else []
-        params = shapes.setdefault(f"{record.get('model')}\0{', '.join(shape)}", [])
+        params = shapes.setdefault((str(record.get("model")), ", ".join(shape)), [])
         params += [record["params_total"]] if record.get("params_total") else []
-    return " and ".join(describe_model(*key.split("\0"), params) for key, params in shapes.items())
+    return " and ".join(describe_model(model, shape, params) for (model, shape), params in shapes.items())
 
 
 def describe_model(model: str, shape: str, params: list[int]) -> str:
