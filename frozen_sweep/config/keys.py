@@ -133,14 +133,19 @@ def check_read(cfg, schema: type = Config, path: str = "") -> None:
         default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
         value = OmegaConf.to_container(node) if OmegaConf.is_config(node) else node
         chosen = {key: getattr(cfg[key], "value", cfg[key]) for key in read_when}
-        if value != default and chosen != read_when:
+        if value != default and not all(_among(chosen[key], allowed) for key, allowed in read_when.items()):
             now = ", ".join(f"{path}{key}={value}" for key, value in chosen.items())
-            wanted = ", ".join(f"{path}{key}={value}" for key, value in read_when.items())
+            wanted = ", ".join(f"{path}{key}={'|'.join(v) if isinstance(v, list) else v}" for key, v in read_when.items())
             shown = getattr(value, "value", value)  # an enum's value, as the command line writes it
             raise ConfigError(
                 f"{path}{field.name}={shown}: read only when {wanted}, and this job has {now}, so it would be "
                 f"ignored; write instead: {field.metadata['instead']}"
             )
+
+
+def _among(value, allowed) -> bool:
+    """A `read_when` value: one value, or a list of the values under which the key is read."""
+    return value in allowed if isinstance(allowed, list) else value == allowed
 
 
 @functools.lru_cache(maxsize=None)

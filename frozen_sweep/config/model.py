@@ -16,6 +16,13 @@ class Activation(Enum):
     gelu = "gelu"
 
 
+class Pooling(Enum):
+    """What a classification or regression head reads of the encoder's states."""
+
+    first = "first"  # the first token's state, bos (RoBERTa's, fairseq's sentence_prediction)
+    mean = "mean"  # the mean over the example's tokens (padding left out)
+
+
 class TieEmbeddings(Enum):
     all = "all"  # source embedding = target embedding = output projection (the paper)
     decoder = "decoder"  # target embedding = output projection
@@ -37,3 +44,4 @@ class ModelConfig:
     activation_dropout: float = 0.0
     tie_embeddings: TieEmbeddings = TieEmbeddings.all
     max_positions: int = 1024
+    pooling: Pooling = Pooling.first  # task.kind=classify or regression: what the head reads

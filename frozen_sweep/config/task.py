@@ -11,11 +11,17 @@ class TaskKind(Enum):
     translation = "translation"
     lm = "lm"  # causal language modelling: a decoder-only model predicts the next token
     mlm = "mlm"  # masked language modelling (BERT/RoBERTa): an encoder-only model predicts masked tokens
-    classify = "classify"  # a label per text or text pair: an encoder-only model with a head on its first token
+    classify = "classify"  # a label per text or text pair: an encoder-only model with a head on its pooled states
+    regression = "regression"  # a real number per text or text pair (GLUE's STS-B): a scalar head, mean squared error
 
     @property
     def monolingual(self) -> bool:
         return self != TaskKind.translation
+
+    @property
+    def labelled(self) -> bool:
+        """A target per example (a label or a number) predicted by a head on an encoder."""
+        return self in (TaskKind.classify, TaskKind.regression)
 
 
 class BibleLabels(Enum):
@@ -28,6 +34,7 @@ class BibleLabels(Enum):
 class CorpusKind(Enum):
     bible = "bible"  # the embedded corpus, read from SWORD zText modules
     text_files = "text_files"  # the user's own files: {path}/{train,valid,test}.{lang} ({split}.tsv to classify)
+    hf = "hf"  # what datasets.load_dataset reads: a Hugging Face hub dataset, or local parquet / JSON lines / CSV files
 
 
 # A field's `read_when` metadata: the values of sibling keys under which the job reads it. Set otherwise (to anything
@@ -39,6 +46,10 @@ BIBLE_ONLY = {"read_when": {"corpus": "bible"}, "instead": "drop it: task=text_f
 MLM_ONLY = {"read_when": {"kind": "mlm"}, "instead": "task=mlm_bible_en, or task.kind=mlm"}
 CLASSIFY_TSV_ONLY = {"read_when": {"kind": "classify", "corpus": "text_files"},
                      "instead": "task=text_files task.kind=classify task.path=DIR ({train,valid,test}.tsv)"}
+HF_ONLY = {"read_when": {"corpus": "hf"}, "instead": "task=hf task.dataset=NAME (or a named task: task=wmt18_tren, "
+                                                    "task=glue_sst2, ...)"}  # fmt: skip
+COLUMNS = {"read_when": {"corpus": ["hf", "text_files"]},
+           "instead": "task=hf task.dataset=NAME, or task=text_files task.kind=classify task.path=DIR"}
 CLASSIFY_BIBLE_ONLY = {"read_when": {"kind": "classify", "corpus": "bible"},
                        "instead": "task=cls_bible_en or task=cls_pairs_bible_en"}
 
@@ -69,8 +80,29 @@ class TaskConfig:
     mask_prob: float = field(default=0.15, metadata=MLM_ONLY)
     mask_replace_prob: float = field(default=0.8, metadata=MLM_ONLY)
     random_replace_prob: float = field(default=0.1, metadata=MLM_ONLY)
-    # kind=classify (frozen_sweep.data.tsv): {train,valid,test}.tsv start with a header line (skipped)
-    header: bool = field(default=False, metadata=CLASSIFY_TSV_ONLY)
+    # kind=classify (frozen_sweep.data.tsv): {train,valid,test}.tsv start with a header line (true) or not (false);
+    # null: a first line that looks like a header is refused until this says which it is
+    header: Optional[bool] = field(default=None, metadata=CLASSIFY_TSV_ONLY)
+    # corpus=hf (frozen_sweep.data.hub): `dataset` is a hub name ("wmt/wmt18"), a local directory in the hub's layout,
+    # or a builder (parquet, json, csv) reading `data_files` ({split: path or glob}); `revision`: a hub commit, tag or
+    # branch, null: the newest, resolved to its commit once when the sweep is planned and recorded
+    dataset: Optional[str] = field(default=None, metadata=HF_ONLY)
+    dataset_config: Optional[str] = field(default=None, metadata=HF_ONLY)
+    revision: Optional[str] = field(default=None, metadata=HF_ONLY)
+    data_files: Optional[Dict[str, str]] = field(default=None, metadata=HF_ONLY)
+    # which of the dataset's splits is train, valid and test; valid_split=null with valid_from_train=N: N seeded
+    # examples of train held out as valid; test_split=validation scores on validation (GLUE: test labels withheld)
+    train_split: str = field(default="train", metadata=HF_ONLY)
+    valid_split: Optional[str] = field(default="validation", metadata=HF_ONLY)
+    test_split: str = field(default="test", metadata=HF_ONLY)
+    valid_from_train: int = field(default=0, metadata=HF_ONLY)
+    # the columns read (hf: names; text_files' TSV: a header name or a 0-based index). null: hf reads `text` (and
+    # `label`); translation reads WMT's `translation` column ({lang: text}), else the columns named src/tgt_column
+    text_column: Optional[str] = field(default=None, metadata=COLUMNS)
+    text_pair_column: Optional[str] = field(default=None, metadata=COLUMNS)
+    label_column: Optional[str] = field(default=None, metadata=COLUMNS)
+    src_column: Optional[str] = field(default=None, metadata=HF_ONLY)
+    tgt_column: Optional[str] = field(default=None, metadata=HF_ONLY)
     # kind=classify on the embedded corpus: what is predicted
     bible_labels: BibleLabels = field(default=BibleLabels.division, metadata=CLASSIFY_BIBLE_ONLY)
     # a SentencePiece model to encode with instead of training one (a fine-tuning job sets its base run's)

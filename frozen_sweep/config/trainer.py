@@ -13,6 +13,10 @@ class StopMetric(Enum):
     loss = "loss"  # validation loss: smooth and cheap
     bleu = "bleu"  # validation BLEU: needs decoding (translation only)
     accuracy = "accuracy"  # validation accuracy (classification only): fairseq's best checkpoint for this task
+    f1 = "f1"  # F1 of the positive class (classification, two labels: GLUE's MRPC, QQP)
+    mcc = "mcc"  # Matthews correlation (classification: GLUE's CoLA)
+    pearson = "pearson"  # Pearson correlation (regression: GLUE's STS-B)
+    spearman = "spearman"  # Spearman rank correlation (regression)
 
 
 class Device(Enum):

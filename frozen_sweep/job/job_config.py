@@ -45,9 +45,15 @@ from frozen_sweep.run.directory import BEST_CHECKPOINT, flatten
 # where the data (and a fine-tuning job's base run and vocabulary) are: their content is fingerprinted
 DATA_LOCATION_KEYS = frozenset({"task.path", "task.sword_dir", "task.vocab", "finetune.base_checkpoint"})
 # keys added after records were written: left out of the fingerprint at these defaults, so that older jobs keep theirs
-LATER_DEFAULTS = {"freeze.head.frozen": False, "freeze.head.init": "random", "task.header": False,
-                  "task.bible_labels": "division", "finetune.frozen": "keep", "finetune.freeze_from": "base",
-                  "finetune.max_unk_rate": 0.01}  # fmt: skip
+# (task.header: false before null, detect, was its default; both read a file without a header line the same way)
+LATER_DEFAULTS = {"freeze.head.frozen": (False,), "freeze.head.init": ("random",), "task.header": (False, None),
+                  "task.bible_labels": ("division",), "finetune.frozen": ("keep",), "finetune.freeze_from": ("base",),
+                  "finetune.max_unk_rate": (0.01,), "model.pooling": ("first",),
+                  **{f"task.{key}": (None,) for key in ("dataset", "dataset_config", "revision", "data_files",
+                                                        "text_column", "text_pair_column", "label_column",
+                                                        "src_column", "tgt_column")},
+                  "task.train_split": ("train",), "task.valid_split": ("validation",), "task.test_split": ("test",),
+                  "task.valid_from_train": (0,)}  # fmt: skip
 # `study` only labels the record's table; it stays in directory names (study=freeze and study=reservoir runs never
 # share one), and records from before the key existed keep their fingerprint
 LABEL_KEYS = frozenset({"study"})
@@ -234,7 +240,7 @@ def fingerprint(cfg: DictConfig) -> dict:
     neutral = NEUTRAL_KEYS | DATA_LOCATION_KEYS | LABEL_KEYS
     config = {
         key: value for key, value in flatten(container).items()
-        if key not in neutral and not (key in LATER_DEFAULTS and value == LATER_DEFAULTS[key])
+        if key not in neutral and value not in LATER_DEFAULTS.get(key, ())
     }  # fmt: skip
     batches = math.prod(config.pop(key, 1) for key in WORLD_KEYS)
     if batches > 1:  # absent at 1, so that the fingerprints of jobs from before these keys stay the same
