@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Dict, Optional
+from typing import Any, Dict, Optional
 
 from omegaconf import MISSING
 
@@ -89,7 +89,7 @@ class TaskConfig:
     dataset: Optional[str] = field(default=None, metadata=HF_ONLY)
     dataset_config: Optional[str] = field(default=None, metadata=HF_ONLY)
     revision: Optional[str] = field(default=None, metadata=HF_ONLY)
-    data_files: Optional[Dict[str, str]] = field(default=None, metadata=HF_ONLY)
+    data_files: Optional[Any] = field(default=None, metadata=HF_ONLY)  # {split: path or glob}
     # which of the dataset's splits is train, valid and test; valid_split=null with valid_from_train=N: N seeded
     # examples of train held out as valid; test_split=validation scores on validation (GLUE: test labels withheld)
     train_split: str = field(default="train", metadata=HF_ONLY)

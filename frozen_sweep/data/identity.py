@@ -21,6 +21,8 @@ from frozen_sweep.data.text_files import langs_of
 FORMAT_VERSION = 1  # of the prepared dataset (data/prepared.py): part of its key
 RACY_S = 2.0
 SPLITS = ("train", "valid", "test")
+HF_SETTINGS = ("train_split", "valid_split", "test_split", "valid_from_train", "text_column", "text_pair_column",
+               "label_column", "src_column", "tgt_column")  # fmt: skip
 
 _hashes: dict[tuple, str] = {}  # stat key → sha256: a sweep's plan computes every job's fingerprint
 
@@ -96,8 +98,14 @@ def data_files(task_cfg) -> dict[str, Path]:
 
 
 def data_identity(task_cfg) -> dict[str, str]:
-    """Each data file's content hash (for the Bible, the SWORD module files and the split rule's version)."""
-    identity = {name: file_sha256(path, task_cfg.cache_dir) for name, path in data_files(task_cfg).items()}
+    """Each data file's content hash (for the Bible, the SWORD module files and the split rule's version; for a hub
+    dataset its name, config and resolved commit)."""
+    if CorpusKind(task_cfg.corpus) == CorpusKind.hf:
+        from frozen_sweep.data.hub import identity as hub_identity  # no `datasets` import: it is not needed here
+
+        identity = hub_identity(task_cfg, file_sha256)
+    else:
+        identity = {name: file_sha256(path, task_cfg.cache_dir) for name, path in data_files(task_cfg).items()}
     if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
         from frozen_sweep.data.bible import SPLIT_VERSION
 
@@ -125,6 +133,8 @@ def token_settings(task_cfg) -> dict:
     }
     if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
         settings["max_length_ratio"] = task_cfg.max_length_ratio
+    if CorpusKind(task_cfg.corpus) == CorpusKind.hf:  # which split is which, and the columns read
+        settings["hf"] = {key: task_cfg[key] for key in HF_SETTINGS}
     if TaskKind(task_cfg.kind) == TaskKind.classify:  # kinds before it keep their keys
         settings |= {"header": task_cfg.header, "vocab_given": bool(task_cfg.vocab)}
         if CorpusKind(task_cfg.corpus) == CorpusKind.bible:

@@ -56,6 +56,20 @@ def source_dir(task_cfg) -> Path:
     return Path(task_cfg.path).expanduser()
 
 
+def split_readers(task_cfg) -> tuple[str, dict]:
+    """Where the task's text comes from (the manifest's source_dir) and a reader per split: a hub dataset's
+    (data/hub_splits.py), else the text files' (to classify, the TSV files')."""
+    if CorpusKind(task_cfg.corpus) == CorpusKind.hf:
+        from frozen_sweep.data.hub import describe
+        from frozen_sweep.data.hub_splits import hub_readers  # `datasets`: only for this corpus
+
+        return describe(task_cfg), hub_readers(task_cfg)
+    directory = source_dir(task_cfg)
+    if TaskKind(task_cfg.kind).labelled:
+        return str(directory), {split: TsvReader(directory, split, task_cfg.header) for split in SPLITS}
+    return str(directory), {split: SplitReader(directory, split, langs_of(task_cfg)) for split in SPLITS}
+
+
 def encode_threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
@@ -136,8 +150,8 @@ def build(task_cfg, out: Path, manifest: dict) -> None:
     if TaskKind(task_cfg.kind) == TaskKind.classify:
         return build_labelled(task_cfg, out, manifest)
     started = time.perf_counter()
-    directory, langs = source_dir(task_cfg), langs_of(task_cfg)
-    readers = {split: SplitReader(directory, split, langs) for split in SPLITS}
+    directory, readers = split_readers(task_cfg)
+    langs = langs_of(task_cfg)
     sample = Reservoir(task_cfg.vocab_sample_lines, SAMPLE_SEED)
     with progress("prepare: check") as bar:
         for split, reader in readers.items():  # every file read and checked before anything is encoded
@@ -184,17 +198,27 @@ def build(task_cfg, out: Path, manifest: dict) -> None:
         vocab_sample_lines=task_cfg.vocab_sample_lines,
         vocab_sampled=min(counts["train"]["examples"], task_cfg.vocab_sample_lines or counts["train"]["examples"]),
         splits=counts,
-        source_dir=str(directory),
+        source_dir=directory,
         seconds={"check": round(checked - started, 2), "vocab": round(trained - checked, 2),
                  "encode": round(encoded - trained, 2)},  # fmt: skip
         encode_threads=threads,
     )
-    if CorpusKind(task_cfg.corpus) == CorpusKind.bible:  # what extraction read, dropped and split
-        manifest["corpus"] = json.loads((directory / "stats.json").read_text(encoding="utf-8"))
+    record_source(task_cfg, manifest)
     write_manifest(out, manifest)
     sizes = "/".join(str(c["examples"]) for c in counts.values())
     log.info("prepared %s: train/valid/test %s, vocab %d, in %.1f s (%s)", manifest["key"], sizes, len(vocab),
              encoded - started, manifest["seconds"])  # fmt: skip
+
+
+def record_source(task_cfg, manifest: dict) -> None:
+    """What the manifest says of the corpus beside its text: the Bible's extraction (read, dropped, split), a hub
+    dataset's name, config, commit and which of its splits each role is."""
+    if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
+        manifest["corpus"] = json.loads((Path(manifest["source_dir"]) / "stats.json").read_text(encoding="utf-8"))
+    elif CorpusKind(task_cfg.corpus) == CorpusKind.hf:
+        from frozen_sweep.data.hub_splits import hub_source
+
+        manifest["corpus"] = hub_source(task_cfg, manifest["sources"])
 
 
 def task_vocab(task_cfg, texts: list[str]) -> Vocab:
@@ -210,8 +234,7 @@ def build_labelled(task_cfg, out: Path, manifest: dict) -> None:
     label counts and <unk> counts per split. Every file is read and checked first: a label that train lacks stops it,
     naming the file and line."""
     started = time.perf_counter()
-    directory = source_dir(task_cfg)
-    readers = {split: TsvReader(directory, split, task_cfg.header) for split in SPLITS}
+    directory, readers = split_readers(task_cfg)
     sample, labels = Reservoir(task_cfg.vocab_sample_lines, SAMPLE_SEED), set()
     for split, reader in readers.items():
         reader.columns = readers["train"].columns  # set by train's first example
@@ -221,15 +244,14 @@ def build_labelled(task_cfg, out: Path, manifest: dict) -> None:
                 labels.update(chunk_labels)
             elif not labels.issuperset(chunk_labels):
                 number, label = next((i, x) for i, x in enumerate(chunk_labels) if x not in labels)
-                line = reader.lines + number + 1 + task_cfg.header
                 raise ValueError(
-                    f"{reader.path} line {line}: label {label!r} does not occur in "
-                    f"train.tsv (its labels: {', '.join(sorted(labels))})"
+                    f"{reader.row(reader.lines + number)}: label {label!r} does not occur in "
+                    f"{getattr(readers['train'].path, 'name', 'train')} (its labels: {', '.join(sorted(labels))})"
                 )
     vocab = task_vocab(task_cfg, [text for column in sample.columns for text in column])
     del sample
     (out / VOCAB_FILE).write_bytes(vocab.model)
-    names = sorted(labels)
+    names = getattr(readers["train"], "names", None) or sorted(labels)  # a ClassLabel's, in its order
     label_id = {label: i for i, label in enumerate(names)}
     dtype, threads, counts = token_dtype(len(vocab)), encode_threads(), {}
     for split, reader in readers.items():
@@ -256,11 +278,10 @@ def build_labelled(task_cfg, out: Path, manifest: dict) -> None:
         pairs=readers["train"].columns == 3, vocab_size=len(vocab), vocab_size_asked=task_cfg.vocab_size,
         vocab_sample_lines=task_cfg.vocab_sample_lines, vocab_sampled=None if task_cfg.vocab else
         min(counts["train"]["examples"], task_cfg.vocab_sample_lines or counts["train"]["examples"]),
-        splits=counts, source_dir=str(directory), seconds={"all": round(time.perf_counter() - started, 2)},
+        splits=counts, source_dir=directory, seconds={"all": round(time.perf_counter() - started, 2)},
         encode_threads=threads,
     )  # fmt: skip
-    if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
-        manifest["corpus"] = json.loads((directory / "stats.json").read_text(encoding="utf-8"))
+    record_source(task_cfg, manifest)
     write_manifest(out, manifest)
     log.info("prepared %s: %d labels, train/valid/test %s", manifest["key"], len(names),
              "/".join(str(c["examples"]) for c in counts.values()))  # fmt: skip

@@ -30,6 +30,10 @@ class TsvReader:
         self.path, self.header, self.columns = tsv_path(directory, split), header, columns
         self.lines = 0
 
+    def row(self, number: int) -> str:
+        """Where the example `number` (0-based) is, as errors name it."""
+        return f"{self.path} line {number + 1 + int(bool(self.header))}"
+
     def chunks(self) -> Iterator[Chunk]:
         if not self.path.is_file():
             raise FileNotFoundError(f"{self.path}: no such file")

@@ -41,6 +41,9 @@ class JobTask(submitit.helpers.Checkpointable):
         self.singleton_state = singleton_state
 
     def __call__(self) -> JobReturn:
+        # the sweep's plan resolved every hub revision and prepared every dataset: a job reads what it kept under the
+        # cache and never reaches the hub (frozen_sweep.data.hub), on this machine or on a cluster's nodes
+        os.environ["HF_HUB_OFFLINE"] = "1"
         Singleton.set_state(self.singleton_state)
         setup_globals()
         job_dir = Path(self.config.hydra.runtime.output_dir)

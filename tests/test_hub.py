@@ -1,0 +1,176 @@
+"""task.corpus=hf: datasets in the hub's own layouts, built here and read through `datasets.load_dataset` as a hub
+name would be; which split is which; the errors that stop a job before it starts; the revision's resolution."""
+
+import json
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from frozen_sweep.config import ConfigError
+from frozen_sweep.data import load_task
+from frozen_sweep.data.identity import prepared_key
+from frozen_sweep.job.job_config import job_config
+from tests.conftest import ROOT, compose_config, toy_pairs, write_corpus
+from tests.helpers.hub_layout import glue_table, wmt_table, write_hub_dataset
+
+
+@pytest.fixture(scope="module")
+def wmt_dir(tmp_path_factory):
+    """A WMT-style dataset: config es-en, a translation column, train/validation/test as the toy corpus's."""
+    tables = {split: wmt_table(n, seed) for seed, (split, n) in enumerate(zip(("train", "validation", "test"),
+                                                                                (600, 60, 60)))}  # fmt: skip
+    return write_hub_dataset(tmp_path_factory.mktemp("wmt"), {"es-en": tables})
+
+
+def hf(*overrides, cache):
+    return compose_config("task=hf", "task.src_lang=es", "task.vocab_size=60", f"task.cache_dir={cache}", "model=micro",
+                          *overrides)  # fmt: skip
+
+
+def test_a_wmt_layout_dataset_prepares_the_same_ids_as_its_text_files(wmt_dir, tmp_path):
+    """The same pairs from the hub's layout and from text files: the same vocabulary, ids and held-out text."""
+    hub = load_task(job_config(hf(f"task.dataset={wmt_dir}", "task.dataset_config=es-en", cache=tmp_path), []).task)
+    text_dir = write_corpus(tmp_path / "text")
+    text = load_task(compose_config("task=text_files", f"task.path={text_dir}", "task.src_lang=es", "task.tgt_lang=en",
+                                    "task.vocab_size=60", f"task.cache_dir={tmp_path}").task)  # fmt: skip
+    assert hub.vocab.model == text.vocab.model
+    for split in ("train", "valid", "test"):
+        a, b = getattr(hub, split), getattr(text, split)
+        assert np.array_equal(a.tgt.ids, b.tgt.ids) and np.array_equal(a.src.offsets, b.src.offsets)
+        assert a.tgt_text == b.tgt_text
+    assert hub.stats["corpus"]["splits"] == {"train": "train", "valid": "validation", "test": "test"}
+    assert hub.stats["corpus"]["dataset"] == str(wmt_dir) and hub.stats["corpus"]["files_sha256"]
+
+
+def test_two_plain_columns_and_a_held_out_valid(tmp_path):
+    pairs = toy_pairs(300, 0)
+    table = pa.table({"source": [s for s, _ in pairs], "target": [t for _, t in pairs]})
+    root = write_hub_dataset(tmp_path / "plain", {"default": {"train": table, "test": table.slice(0, 20)}})
+    cfg = hf(f"task.dataset={root}", "task.src_column=source", "task.tgt_column=target", "task.valid_split=null",
+             "task.valid_from_train=25", "task.tgt_lang=en", cache=tmp_path)  # fmt: skip
+    data = load_task(job_config(cfg, []).task)
+    assert data.stats["sizes"]["valid"] == 25 and len(data.train) + 25 == 300
+    held = set(data.valid.tgt_text)
+    assert held <= {t for _, t in pairs} and data.stats["corpus"]["splits"]["valid"].startswith("25 of train")
+
+
+def test_wikitext_blank_rows_are_skipped_in_every_split(tmp_path):
+    rows = [" = Heading = ", "", " first paragraph here . ", "", " second paragraph . ", ""]
+    table = pa.table({"text": rows * 20})
+    root = write_hub_dataset(tmp_path / "wiki", {"raw": {s: table for s in ("train", "validation", "test")}})
+    cfg = hf(f"task.dataset={root}", "task.dataset_config=raw", "task.kind=lm", "task.src_lang=null",
+             "model=lm_micro", cache=tmp_path)  # fmt: skip
+    data = load_task(job_config(cfg, []).task)
+    assert data.stats["sizes"] == {"train": 60, "valid": 60, "test": 60}
+    assert data.stats["train_skipped_empty"] == 60
+    assert data.test.tgt_text[:2] == ["= Heading =", "first paragraph here ."]
+
+
+NAMES = ["unacceptable", "acceptable"]  # code-point order would put "acceptable" first
+
+
+@pytest.fixture(scope="module")
+def glue_dir(tmp_path_factory):
+    """A GLUE-style config: a ClassLabel, test labels withheld (-1)."""
+    rows = [(f"{'good' if i % 2 else 'bad'} sentence number {i % 7}", i % 2) for i in range(200)]
+    tables = {"train": glue_table(rows, NAMES), "validation": glue_table(rows[:40], NAMES),
+              "test": glue_table([(s, -1) for s, _ in rows[:40]], NAMES)}  # fmt: skip
+    return write_hub_dataset(tmp_path_factory.mktemp("glue"), {"cola": tables})
+
+
+def glue(glue_dir, cache, *overrides):
+    return compose_config("task=hf", "task.kind=classify", f"task.dataset={glue_dir}", "task.dataset_config=cola",
+                          "task.text_column=sentence", "task.vocab_size=60", f"task.cache_dir={cache}",
+                          "model=mlm_micro", *overrides)  # fmt: skip
+
+
+def test_glue_withheld_test_labels_are_refused_and_validation_scores(glue_dir, tmp_path):
+    with pytest.raises(ValueError, match=r"test: 40 examples with label -1 \(withheld\), the first at row 0.*"
+                                         r"task.test_split=validation"):  # fmt: skip
+        load_task(job_config(glue(glue_dir, tmp_path), []).task)
+    cfg = glue(glue_dir, tmp_path, "task.valid_split=null", "task.valid_from_train=30", "task.test_split=validation")
+    data = load_task(job_config(cfg, []).task)
+    assert data.stats["labels"] == NAMES  # the ClassLabel's order
+    assert data.stats["corpus"]["splits"]["test"] == "validation"
+    assert data.test.labels.tolist() == [i % 2 for i in range(40)]
+
+
+@pytest.mark.parametrize("override, message", [
+    ("task.text_column=sentense", r"no column 'sentense' \(task.text_column\); its columns: sentence, label, idx"),
+    ("task.train_split=training", r"no split 'training'.*train"),
+    ("task.dataset_config=colla", r"task.dataset_config=colla"),
+])  # fmt: skip
+def test_a_wrong_column_split_or_config_names_what_exists(glue_dir, tmp_path, override, message):
+    cfg = glue(glue_dir, tmp_path, "task.test_split=validation", "task.valid_split=null", "task.valid_from_train=30",
+               override)  # fmt: skip
+    with pytest.raises(ValueError, match=message):
+        load_task(job_config(cfg, []).task)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["task.dataset=null"], "task.dataset is not set"),
+    (["task.revision=main"], "a revision is a hub commit"),
+    (["task.test_split=train"], "never scored on its training data"),
+    (["task.valid_split=null"], "task.valid_from_train=N"),
+])  # fmt: skip
+def test_split_and_source_keys_are_checked_before_anything_is_read(glue_dir, tmp_path, overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        job_config(glue(glue_dir, tmp_path, *overrides), [])
+
+
+def test_local_files_through_a_builder_and_their_content_is_the_identity(tmp_path):
+    pairs = toy_pairs(200, 3)
+    for split, rows in (("train", pairs), ("valid", pairs[:20]), ("test", pairs[20:40])):
+        (tmp_path / f"{split}.jsonl").write_text("".join(json.dumps({"translation": {"es": s, "en": t}}) + "\n"
+                                                         for s, t in rows))  # fmt: skip
+    files = "{train: %s/train.jsonl, validation: %s/valid.jsonl, test: %s/test.jsonl}" % ((tmp_path,) * 3)
+    cfg = job_config(hf("task.dataset=json", f"task.data_files={files}", cache=tmp_path), [])
+    key = prepared_key(cfg.task)[0]
+    assert len(load_task(cfg.task).train) == 200
+    (tmp_path / "test.jsonl").write_text(json.dumps({"translation": {"es": "otra", "en": "other"}}) + "\n")
+    assert prepared_key(cfg.task)[0] != key  # another file content: another prepared dataset and fingerprint
+
+
+class FakeHubApi(BaseHTTPRequestHandler):
+    """The one hub API call that resolves a revision: GET /api/datasets/<repo>/revision/<rev> → its commit."""
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+
+    def do_GET(self):
+        body = json.dumps({"id": "org/data", "sha": self.commit, "siblings": []}).encode()
+        self.send_response(200 if "/api/datasets/org/data/revision/main" in self.path else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+RESOLVE = ("from frozen_sweep.data.hub import resolve_commit; from tests.conftest import compose_config; "
+           "print(resolve_commit(compose_config('task=wmt18_tren', 'task.dataset=org/data', "
+           "'task.cache_dir={cache}').task))")  # fmt: skip
+
+
+def test_an_unpinned_hub_name_is_resolved_once_and_kept_for_offline_jobs(tmp_path):
+    server = HTTPServer(("127.0.0.1", 0), FakeHubApi)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = {"HF_ENDPOINT": f"http://127.0.0.1:{server.server_port}", "HF_HOME": str(tmp_path / "hf"), "PATH": ""}
+
+    def resolve(**more):
+        return subprocess.run([sys.executable, "-c", RESOLVE.format(cache=tmp_path)], cwd=ROOT, env=env | more,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+
+    offline = resolve(HF_HUB_OFFLINE="1")
+    assert offline.returncode != 0 and "python -m frozen_sweep.prepare" in offline.stderr  # nothing kept yet
+    assert resolve().stdout.split()[-1] == FakeHubApi.commit  # online: the hub's answer, kept
+    server.shutdown()
+    server.server_close()  # refused from now on: the hub unreachable
+    assert resolve(HF_HUB_OFFLINE="1").stdout.split()[-1] == FakeHubApi.commit  # offline: the kept answer
+    assert resolve().stdout.split()[-1] == FakeHubApi.commit  # the hub gone: the kept answer too
