@@ -261,7 +261,7 @@ def test_experiment_configs_compose(experiment, tmp_path):
     """Each composes and validates at every point of its sweep, and names its output folder."""
     from frozen_sweep.config.checks import validate
 
-    needs_data = ["task.path=/data"] if experiment in paper.REFERENCES else []
+    needs_data = []
     if experiment.startswith("relearn") and not experiment.endswith("_bases"):  # a demo-model base run (the default job's)
         needs_data = [f"relearn.base_checkpoint={fake_run_dir(tmp_path / 'base')}"]
     axes = experiment_sweep(experiment)
@@ -275,7 +275,7 @@ def test_experiment_configs_compose(experiment, tmp_path):
 def test_freeze_experiments_sweep_the_rows_of_their_paper_table(experiment):
     """The rows of the paper's table (the LM table's for language models; a demo may sweep fewer of them), in the
     paper's order; paper_* experiments train to early stopping on validation loss."""
-    cfg = compose_config(f"experiment={experiment}", "task.path=/data")
+    cfg = compose_config(f"experiment={experiment}")
     lm = paper.REFERENCES["paper_lm"] if cfg.task.kind.value == "lm" else None
     reference = paper.REFERENCES.get(experiment) or lm
     sweep = experiment_sweep(experiment)["freeze"]

@@ -25,8 +25,12 @@ def test_every_option_composes(group):
                 extra = [f"task={kind}_bible_en"]
             if group == "task" and option.startswith(f"{kind}_"):
                 extra = [f"model={kind}_micro"]
-        if group == "task" and option.startswith("cls_"):  # classification: an encoder with a head
+        if group == "task" and option.startswith(("cls_", "glue_")):  # classification: an encoder with a head
             extra = ["model=mlm_micro"]
+        if group == "task" and option == "wikitext103":
+            extra = ["model=lm_micro"]
+        if group == "task" and option == "hf":
+            extra = ["task.dataset=wmt/wmt16", "task.src_lang=ro"]
         if group == "task" and option == "text_files":
             extra = ["task.path=/data", "task.src_lang=tr", "task.tgt_lang=en"]
         cfg = compose_config(f"{group}={option}", *extra)
