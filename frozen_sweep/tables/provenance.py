@@ -87,4 +87,18 @@ def provenance(runs: pd.DataFrame) -> str:
         + (" (following the free cores: not reproducible)" if follows else ""),
         f"code {spread(((r.get('versions') or {}).get('git_sha') or '?')[:10] for r in records)}",
         f"{RECIPE_WORDS} {spread((r.get('fingerprint') or {}).get('recipe') for r in records)}",
+        *data_source(records),
     ])  # fmt: skip
+
+
+def data_source(records: list[dict]) -> list[str]:
+    """A hub dataset's name, config, commit and which split each number comes from ("test = validation"); nothing
+    for the other corpora, whose files the command names."""
+    sources = [((r.get("data") or {}).get("corpus") or {}) for r in records]
+    if not any("dataset" in source for source in sources):
+        return []
+    named = spread(f"{s.get('dataset')}" + (f" ({s['config']})" if s.get("config") else "") for s in sources)
+    commit = spread((s.get("commit") or "")[:10] or "local files" for s in sources)
+    splits = [s.get("splits") or {} for s in sources]
+    roles = ", ".join(f"{role} = {spread(split.get(role) for split in splits)}" for role in ("train", "valid", "test"))
+    return [f"{named} @ {commit}: {roles}"]
