@@ -1,0 +1,105 @@
+"""A hub dataset against the same pairs as text files: what preparing it costs, and what a job then holds.
+
+    python benchmarks/hub_prepare.py [--pairs 205000 1000000 2000000] [--dir /tmp/frozen_sweep_hub_prepare]
+
+For each size: data_scale.py's corpus (pair i: training pair i mod 27,964 of the embedded corpus, words shuffled by a
+seeded generator), written once as text files and once in the hub's parquet layout (a `tr-en` config with WMT's
+`translation` column, train/validation/test files named in the README's YAML, as the hub's wmt/wmt18 is), then side by
+side: `python -m frozen_sweep.prepare` of each on a cold cache (the hub layout also on a cold `datasets` cache: its
+Arrow conversion is part of the cost), seconds and peak RSS; a 2-step model=micro job on each prepared dataset, its
+peak RSS. 205,000 pairs is WMT18 tr→en's size. Targets: hub preparation ≤ 1.2× the text files' at every size; the
+hub job's peak RSS within 50 MB of the text-file job's.
+"""
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import common
+import pyarrow as pa
+import pyarrow.parquet as pq
+from data_scale import run_child, write_corpus
+from omegaconf import OmegaConf
+
+from frozen_sweep.config import TaskConfig
+from frozen_sweep.data.preparation import source_dir
+
+SPLITS = {"train": "train", "valid": "validation", "test": "test"}  # text file name → hub split
+README = "---\nconfigs:\n- config_name: tr-en\n  data_files:\n" + "".join(
+    f"  - split: {split}\n    path: tr-en/{split}-*\n" for split in SPLITS.values()) + "---\n"  # fmt: skip
+
+
+def write_hub_layout(corpus: Path) -> Path:
+    """The text corpus's pairs as parquet in the hub's layout, 100,000 rows a row group."""
+    out = corpus / "hub"
+    if (out / "done").exists():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    (out / "tr-en").mkdir(parents=True)
+    schema = pa.schema([("translation", pa.struct([("es", pa.string()), ("en", pa.string())]))])
+    for name, split in SPLITS.items():
+        with open(corpus / f"{name}.es", encoding="utf-8") as es, open(corpus / f"{name}.en", encoding="utf-8") as en, \
+                pq.ParquetWriter(out / "tr-en" / f"{split}-00000-of-00001.parquet", schema) as writer:  # fmt: skip
+            chunk = []
+            for s, t in zip(es, en):
+                chunk.append({"es": s.rstrip("\n"), "en": t.rstrip("\n")})
+                if len(chunk) == 100_000:
+                    writer.write_table(pa.table({"translation": chunk}, schema=schema))
+                    chunk = []
+            if chunk:
+                writer.write_table(pa.table({"translation": chunk}, schema=schema))
+    (out / "README.md").write_text(README)
+    (out / "done").touch()
+    return out
+
+
+def main() -> None:
+    p = common.parser(__doc__)
+    p.add_argument("--pairs", type=int, nargs="+", default=[205_000, 1_000_000, 2_000_000])
+    p.add_argument("--dir", type=Path, default=Path("/tmp/frozen_sweep_hub_prepare"))
+    args = p.parse_args()
+    common.setup(args)
+    if args.quick:
+        args.pairs, args.dir = [2000], args.dir.with_name(args.dir.name + "_quick")
+    held_out, vocab = (20, 500) if args.quick else (300, 8000)
+    embedded = source_dir(OmegaConf.structured(TaskConfig(name="bible", cache_dir=str(args.dir / "embedded"))))
+    job = ["model=micro", "trainer=quick", "trainer.max_steps=2", "trainer.valid_bleu_sentences=0", "eval.beam=1"]
+    rows, verdicts = [], []
+    for pairs in sorted(args.pairs):
+        corpus = write_corpus(args.dir, pairs, embedded, held_out)
+        hub = write_hub_layout(corpus)
+        tasks = {
+            "text files": ["task=text_files", f"task.path={corpus}", "task.src_lang=es", "task.tgt_lang=en"],
+            "hub layout": ["task=hf", f"task.dataset={hub}", "task.dataset_config=tr-en", "task.src_lang=es",
+                           "task.tgt_lang=en"],  # fmt: skip
+        }
+        measured = {}
+        for name, task in tasks.items():
+            cache, hf_home, run_dir = (args.dir / f"{what}-{pairs}" for what in ("cache", "hf_home", "run"))
+            for stale in (cache, hf_home, run_dir):
+                shutil.rmtree(stale, ignore_errors=True)
+            overrides = [*task, f"task.vocab_size={vocab}", f"task.cache_dir={cache}"]
+            os.environ["HF_HOME"] = str(hf_home)  # a cold `datasets` cache: its Arrow conversion counted
+            prep_s, prep_rss, _ = run_child([sys.executable, "-m", "frozen_sweep.prepare", *overrides],
+                                            args.dir / "prepare.log")  # fmt: skip
+            _, job_rss, _ = run_child([sys.executable, "-m", "frozen_sweep", *overrides, *job,
+                                       f"hydra.run.dir={run_dir}"], args.dir / "job.log")  # fmt: skip
+            measured[name] = (prep_s, prep_rss, job_rss)
+            for stale in (cache, hf_home, run_dir):
+                shutil.rmtree(stale, ignore_errors=True)
+        (text_s, text_prep_rss, text_job), (hub_s, hub_prep_rss, hub_job) = measured.values()
+        rows.append([f"{pairs:,}", f"{text_s:.1f} s", f"{hub_s:.1f} s", f"{hub_s / text_s:.2f}×",
+                     f"{text_prep_rss:.0f} / {hub_prep_rss:.0f} MB", f"{text_job:.0f} MB", f"{hub_job:.0f} MB",
+                     f"{os.getloadavg()[0]:.1f}"])  # fmt: skip
+        verdicts.append((pairs, hub_s / text_s, hub_job - text_job))
+    common.table(["pairs", "prepare text", "prepare hub", "hub / text", "prepare RSS text / hub", "job RSS text",
+                  "job RSS hub", "load"], rows)  # fmt: skip
+    for pairs, ratio, extra in verdicts:
+        common.verdict(f"hub preparation / text files' at {pairs:,} pairs", ratio, 1.2, at_most=True)
+        common.verdict(f"hub job's peak RSS over the text-file job's at {pairs:,} pairs", extra, 50, unit=" MB",
+                       at_most=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
