@@ -195,3 +195,15 @@ def test_a_sweep_on_a_hub_dataset_records_and_tables_which_split_each_number_com
     table = subprocess.run([sys.executable, "-m", "frozen_sweep.collect", str(tmp_path / "sweep")], cwd=ROOT,
                            capture_output=True, text=True, timeout=120).stdout  # fmt: skip
     assert f"{glue_dir} (cola) @ local files: train = train less 30 held out" in table and "test = validation" in table
+
+
+def test_a_loading_script_and_a_missing_datasets_package_are_refused_saying_why(tmp_path, monkeypatch):
+    script = tmp_path / "scripted"
+    script.mkdir()
+    (script / "scripted.py").write_text("import os  # a loading script: remote code\n")
+    cfg = job_config(hf(f"task.dataset={script}", cache=tmp_path), [])
+    with pytest.raises(ValueError, match="loading script \\(remote code\\).*refs/convert/parquet"):
+        load_task(cfg.task)
+    monkeypatch.setitem(sys.modules, "datasets", None)  # as if not installed
+    with pytest.raises(ConfigError, match=r"pip install 'frozen_sweep\[datasets\]'"):
+        job_config(hf(f"task.dataset={script}", cache=tmp_path), [])
