@@ -27,8 +27,8 @@ CONFIG_PATH = "pkg://frozen_sweep.conf"
 
 
 class JobConfigError(CompactHydraException):
-    """A job that cannot run as configured (a bad key or value, missing data, a directory holding another config's
-    run, another runner): printed as one message, as a sweep prints it, not as a traceback."""
+    """A job that cannot run as configured (a bad key or value, missing or bad data, a directory holding another
+    config's run, another runner): one line, as a sweep's plan prints it, not a traceback."""
 
 
 register_configs()
@@ -64,7 +64,9 @@ def main(cfg) -> Optional[float]:
     except Exception as e:
         remove_if_unused(run_dir, {".hydra", f"{hc.job.name}.log", LOCK_FILE})  # a config error leaves nothing
         if isinstance(e, (ConfigError, JobAlreadyRunning, OmegaConfBaseException)):
-            raise JobConfigError(f"{e}. The job did not start.") from None
+            if hc.mode == RunMode.RUN:  # passes Hydra's run_job, which would print the job's overrides first
+                raise SystemExit(f"{e}. The job did not start.") from None
+            raise JobConfigError(f"{e}. The job did not start.") from None  # a sweep's job: its launcher reports it
         raise
     if result.test_metric is not None:  # a data-parallel job's ranks other than 0 only train
         log.info("%s: test %s %.2f (%s)", run_dir, result.metric_name, result.test_metric, result.status)

@@ -132,7 +132,11 @@ def validate_task_kind(cfg) -> None:
             f"task=mlm_bible_en (task={t.name} is a translation task)"
         )
     if not kind.monolingual and t.src_lang is None:
-        raise ConfigError("task.src_lang is null: a translation task needs a source language")
+        raise ConfigError(
+            f"task.src_lang is not set: a translation task needs task.src_lang and task.tgt_lang (task={t.name} reads "
+            "{split}.{src_lang} and {split}.{tgt_lang}), e.g. task.src_lang=tr task.tgt_lang=en; or a monolingual "
+            "task.kind=lm|mlm|classify"
+        )
     if kind.monolingual and tr.stop_metric == StopMetric.bleu:
         raise ConfigError(
             f"trainer.stop_metric=bleu needs a translation task; allowed for task.kind={kind.value}: loss"

@@ -40,8 +40,8 @@ class CorpusKind(Enum):
 # A field's `read_when` metadata: the values of sibling keys under which the job reads it. Set otherwise (to anything
 # but its default), it would be silently ignored: frozen_sweep.config.keys refuses it, saying what to write instead.
 TEXT_FILES_ONLY = {"read_when": {"corpus": "text_files"},
-                   "instead": "task=text_files task.path=DIR task.src_lang=… task.tgt_lang=… (or task.src_lang=null "
-                              "for a language model)"}  # fmt: skip
+                   "instead": "task=text_files task.path=DIR task.src_lang=… task.tgt_lang=… (or task.kind=lm "
+                              "task.tgt_lang=… for a language model)"}  # fmt: skip
 BIBLE_ONLY = {"read_when": {"corpus": "bible"}, "instead": "drop it: task=text_files reads only task.path"}
 MLM_ONLY = {"read_when": {"kind": "mlm"}, "instead": "task=mlm_bible_en, or task.kind=mlm"}
 CLASSIFY_TSV_ONLY = {"read_when": {"kind": "classify", "corpus": "text_files"},

@@ -60,8 +60,8 @@ def load_task(task_cfg) -> TaskData:
         "sizes": {name: len(split) for name, split in splits.items()},
         "load_s": round(time.perf_counter() - start, 2),
     }
-    if "labels" in manifest:  # task.kind=classify: labels, class balance, majority-class accuracy
-        stats.update(label_stats(manifest))
+    if "labels" in manifest:  # task.kind=classify: labels, class balance, majority-class accuracy, the header read
+        stats.update(label_stats(manifest), header=manifest.get("header"))
     if "corpus" in manifest:  # the Bible: what extraction read, dropped and split
         stats["corpus"] = manifest["corpus"]
     if len(vocab) < task_cfg.vocab_size:

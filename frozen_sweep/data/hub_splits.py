@@ -121,12 +121,12 @@ class HubLabelledReader:
         feature = dataset.features[self.label]
         self.names = list(feature.names) if hasattr(feature, "names") and not self.regression else None
         self.dataset = dataset.select_columns([*self.texts, self.label])
-        self.columns = len(self.texts) + 1  # as a TSV's column count: 3 for pairs
-        self.path = self.where  # what errors name
+        self.pairs, self.path = len(self.texts) == 2, self.where  # a pair of texts; what errors name
         self.lines = 0
 
-    def row(self, number: int) -> str:
-        return f"{self.where} row {number}"
+    def row(self, index: int) -> str:
+        """Where the current chunk's example `index` is, as errors name it."""
+        return f"{self.where} row {self.lines + index}"
 
     def chunks(self) -> Iterator[tuple[list[str], list[str] | None, list[str]]]:
         self.check_labels()
@@ -139,8 +139,8 @@ class HubLabelledReader:
             names, labels = self.names, batch[self.label]
             shown = labels if names is None and not self.regression else [
                 str(label) if names is None else names[label] for label in labels]  # fmt: skip
-            self.lines += len(labels)
             yield texts[0], texts[1] if len(texts) == 2 else None, [str(label) for label in shown]
+            self.lines += len(labels)
         self.refuse(empty, first, "an empty text")
         if not self.lines:
             raise ValueError(f"{self.where} holds no example")

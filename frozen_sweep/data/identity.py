@@ -121,6 +121,7 @@ def data_identity(task_cfg) -> dict[str, str]:
 
 def token_settings(task_cfg) -> dict:
     """Every setting that changes the prepared token ids (task.max_len does not: it is applied when a job opens it)."""
+    from frozen_sweep.data.tsv_columns import chosen, reads_header
     from frozen_sweep.data.vocab import TRAINER_SETTINGS, spm
 
     settings = {
@@ -136,7 +137,9 @@ def token_settings(task_cfg) -> dict:
     if CorpusKind(task_cfg.corpus) == CorpusKind.hf:  # which split is which, and the columns read
         settings["hf"] = {key: task_cfg[key] for key in HF_SETTINGS}
     if TaskKind(task_cfg.kind) == TaskKind.classify:  # kinds before it keep their keys
-        settings |= {"header": task_cfg.header, "vocab_given": bool(task_cfg.vocab)}
+        settings |= {"header": reads_header(task_cfg), "vocab_given": bool(task_cfg.vocab)}
+        if chosen(task_cfg):  # absent without column keys: the keys of datasets prepared before them stay the same
+            settings["columns"] = chosen(task_cfg)
         if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
             settings["bible_labels"] = BibleLabels(task_cfg.bible_labels).value
     return settings

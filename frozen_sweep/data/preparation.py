@@ -17,6 +17,7 @@ import logging
 import os
 import shutil
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Iterator
 
@@ -38,7 +39,8 @@ from frozen_sweep.data.prepared import (
 )  # fmt: skip
 from frozen_sweep.data.progress import progress
 from frozen_sweep.data.text_files import SplitReader, langs_of
-from frozen_sweep.data.tsv import TsvReader
+from frozen_sweep.data.tsv import TsvReader, looks_like_header
+from frozen_sweep.data.tsv_columns import chosen, reads_header
 from frozen_sweep.data.vocab import EOS, UNK, Vocab, train_vocab
 from frozen_sweep.system.files import write_dir_atomic
 
@@ -66,7 +68,10 @@ def split_readers(task_cfg) -> tuple[str, dict]:
         return describe(task_cfg), hub_readers(task_cfg)
     directory = source_dir(task_cfg)
     if TaskKind(task_cfg.kind).labelled:
-        return str(directory), {split: TsvReader(directory, split, task_cfg.header) for split in SPLITS}
+        header, keys = reads_header(task_cfg), chosen(task_cfg)
+        train = TsvReader(directory, "train", header, keys)  # its first example sets the layout the others follow
+        return str(directory), {"train": train} | {
+            split: TsvReader(directory, split, header, keys, follows=train) for split in SPLITS if split != "train"}
     return str(directory), {split: SplitReader(directory, split, langs_of(task_cfg)) for split in SPLITS}
 
 
@@ -235,19 +240,25 @@ def build_labelled(task_cfg, out: Path, manifest: dict) -> None:
     naming the file and line."""
     started = time.perf_counter()
     directory, readers = split_readers(task_cfg)
-    sample, labels = Reservoir(task_cfg.vocab_sample_lines, SAMPLE_SEED), set()
+    train, header = readers["train"], getattr(readers["train"], "header", None)
+    # TSV files with task.header=null: a first line that looks like a header is refused
+    detect = isinstance(train, TsvReader) and task_cfg.get("header") is None and not header
+    sample, labels = Reservoir(task_cfg.vocab_sample_lines, SAMPLE_SEED), Counter()
     for split, reader in readers.items():
-        reader.columns = readers["train"].columns  # set by train's first example
         for text_a, text_b, chunk_labels in reader.chunks():
             if split == "train":
                 sample.add([text_a] if text_b is None else [text_a, text_b])
                 labels.update(chunk_labels)
-            elif not labels.issuperset(chunk_labels):
+            elif not labels.keys() >= set(chunk_labels):
                 number, label = next((i, x) for i, x in enumerate(chunk_labels) if x not in labels)
+                if detect and reader.line(number) == 1:
+                    raise looks_like_header(reader.path, label, "occurs on no line of train.tsv")
                 raise ValueError(
-                    f"{reader.row(reader.lines + number)}: label {label!r} does not occur in "
-                    f"{getattr(readers['train'].path, 'name', 'train')} (its labels: {', '.join(sorted(labels))})"
+                    f"{reader.row(number)}: label {label!r} does not occur in "
+                    f"{getattr(train.path, 'name', 'train')} (its labels: {', '.join(sorted(labels))})"
                 )
+        if reader is train and detect and labels[train.first_label] == 1:
+            raise looks_like_header(train.path, train.first_label, "occurs on no other line")
     vocab = task_vocab(task_cfg, [text for column in sample.columns for text in column])
     del sample
     (out / VOCAB_FILE).write_bytes(vocab.model)
@@ -275,7 +286,8 @@ def build_labelled(task_cfg, out: Path, manifest: dict) -> None:
                          "tokens": {"text": tokens}, "unk": unk, "labels": dict(zip(names, per_label))}  # fmt: skip
     manifest.update(
         langs=["text"], kind=manifest["settings"]["kind"], dtype=dtype.name, labels=names,
-        pairs=readers["train"].columns == 3, vocab_size=len(vocab), vocab_size_asked=task_cfg.vocab_size,
+        pairs=train.pairs, header=header, vocab_size=len(vocab),
+        vocab_size_asked=task_cfg.vocab_size,
         vocab_sample_lines=task_cfg.vocab_sample_lines, vocab_sampled=None if task_cfg.vocab else
         min(counts["train"]["examples"], task_cfg.vocab_sample_lines or counts["train"]["examples"]),
         splits=counts, source_dir=directory, seconds={"all": round(time.perf_counter() - started, 2)},

@@ -80,6 +80,9 @@ def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     elif cfg.finetune.base_checkpoint == SCRATCH:  # nothing pre-trained: frozen and freeze_from change nothing, so a
         cfg.finetune.frozen, cfg.finetune.freeze_from = FrozenMode.keep, FreezeFrom.base  # sweep's copies are one job
     validate(cfg)
+    from frozen_sweep.data.tsv_columns import check_columns  # the data package: imported once the config is valid
+
+    check_columns(cfg.task)  # column keys against each TSV file's header: two lines a file
     check_installed(cfg.trainer.loggers)
     if cfg.relearn.name != "none":
         cfg.relearn.reset_layer = check_reset_layer(cfg.relearn)

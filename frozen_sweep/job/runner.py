@@ -18,6 +18,7 @@ from omegaconf import OmegaConf, open_dict
 import frozen_sweep
 from frozen_sweep.config import ConfigError, Device, TaskKind
 from frozen_sweep.data import TaskData, load_task
+from frozen_sweep.data.preparation import prepare
 from frozen_sweep.job.how_it_runs import how_it_runs, job_threads
 from frozen_sweep.job.job_config import BUDGETS, fingerprint, job_config
 from frozen_sweep.job.test_set import evaluate_test
@@ -82,8 +83,8 @@ def pick_device(cfg) -> torch.device:
 def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
     """Run one job in `run_dir`, resuming from its checkpoint; write result.json whatever happens.
 
-    Config errors (ConfigError, FingerprintMismatch) and a second runner (JobAlreadyRunning) stop it before it
-    writes anything."""
+    Config errors (ConfigError, FingerprintMismatch, data that cannot be prepared) and a second runner
+    (JobAlreadyRunning) stop it before it writes anything."""
     cfg = job_config(cfg, overrides)
     world = launched_world()  # torchrun, or a multi-task SLURM job: every rank runs this
     check_world(world, cfg.trainer.devices)
@@ -91,6 +92,8 @@ def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
     distributed.stop_on_sigterm(world)
     run_fingerprint = fingerprint(cfg)
     run_dir = Path(run_dir)
+    if cfg.force or not is_completed(previous_record(run_dir, run_fingerprint, cfg.force)):
+        prepare_checked(cfg.task)
     run_dir.mkdir(parents=True, exist_ok=True)
     if world is not None and not world.is_main:  # rank 0 holds the directory; this rank makes the same decision
         previous = previous_record(run_dir, run_fingerprint, cfg.force)
@@ -107,6 +110,15 @@ def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
             for stale in (LAST_CHECKPOINT, BEST_CHECKPOINT):
                 (run_dir / stale).unlink(missing_ok=True)
         return _run(cfg, run_dir, overrides, run_fingerprint, world)
+
+
+def prepare_checked(task_cfg) -> None:
+    """The job's data prepared (or found) before its directory is written: bad content (a file and line) is a config
+    error, reported in one line with nothing left behind, as a sweep's plan reports it."""
+    try:
+        prepare(task_cfg)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"preparing its data: {e}") from e
 
 
 def _run(cfg, run_dir: Path, overrides: list[str], run_fingerprint: dict, world: World | None) -> RunResult:
