@@ -71,7 +71,7 @@ def _save(entry: Path, record: dict) -> None:
 
 def data_files(task_cfg) -> dict[str, Path]:
     """The files the task reads, by a name that does not depend on where they are; ConfigError for a missing one."""
-    langs = ["tsv"] if TaskKind(task_cfg.kind) == TaskKind.classify else langs_of(task_cfg)  # tsv: file suffix
+    langs = ["tsv"] if TaskKind(task_cfg.kind).labelled else langs_of(task_cfg)  # tsv: file suffix
     if CorpusKind(task_cfg.corpus) == CorpusKind.text_files:
         directory = Path(task_cfg.path).expanduser()
         files = {f"{split}.{lang}": directory / f"{split}.{lang}" for split in SPLITS for lang in langs}
@@ -125,7 +125,7 @@ def token_settings(task_cfg) -> dict:
     }
     if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
         settings["max_length_ratio"] = task_cfg.max_length_ratio
-    if TaskKind(task_cfg.kind) == TaskKind.classify:  # kinds before it keep their keys
+    if TaskKind(task_cfg.kind).labelled:  # kinds before them keep their keys
         settings |= {"header": task_cfg.header, "vocab_given": bool(task_cfg.vocab)}
         if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
             settings["bible_labels"] = BibleLabels(task_cfg.bible_labels).value
