@@ -219,15 +219,16 @@ def build_labelled(task_cfg, out: Path, manifest: dict) -> None:
     for split, reader in readers.items():
         reader.columns = readers["train"].columns  # set by train's first example
         for text_a, text_b, chunk_labels in reader.chunks():
+            first = reader.lines + 1 + bool(reader.header)  # the file's line number of the chunk's first example
             if split == "train":
                 sample.add([text_a] if text_b is None else [text_a, text_b])
             if numbers:
-                parse_numbers(chunk_labels, reader.path, reader.lines + 1 + task_cfg.header)
+                parse_numbers(chunk_labels, reader.path, first)
             elif split == "train":
                 labels.update(chunk_labels)
             elif not labels.issuperset(chunk_labels):
                 number, label = next((i, x) for i, x in enumerate(chunk_labels) if x not in labels)
-                line = reader.lines + number + 1 + task_cfg.header
+                line = first + number
                 raise ValueError(
                     f"{reader.path} line {line}: label {label!r} does not occur in "
                     f"train.tsv (its labels: {', '.join(sorted(labels))})"
