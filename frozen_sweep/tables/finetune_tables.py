@@ -50,18 +50,19 @@ def time_to_best_s(record: dict) -> float:
     return best["wall_time_s"] if best else float("nan")
 
 
-def recorded(name: str, scale: float = 100.0):
-    """A record's test_<name> (× scale), NaN where it has none."""
-    return lambda r: scale * r[name] if r.get(name) is not None else float("nan")
+def recorded(record: dict, name: str, scale: float = 100.0) -> float:
+    """The record's `name` × scale, NaN where it has none."""
+    return scale * record[name] if record.get(name) is not None else float("nan")
 
 
 def beside(runs: pd.DataFrame) -> dict[str, pd.Series]:
     """The columns beside the test metric: a classifier's macro-F1 (older records' test_f1 is it) and majority class;
     a regression's Spearman, test MSE and the mean predictor's."""
     if (runs.metric_name == "pearson").all():
-        return {"spearman": runs.record.map(recorded("test_spearman")), "mse": runs.record.map(recorded("test_mse", 1)),
+        return {"spearman": runs.record.map(lambda r: recorded(r, "test_spearman")),
+                "mse": runs.record.map(lambda r: recorded(r, "test_mse", 1)),
                 "floor": runs.record.map(lambda r: r["data"]["mean_predictor"]["test"])}  # fmt: skip
-    return {"f1": runs.record.map(lambda r: recorded("test_macro_f1" if "test_macro_f1" in r else "test_f1")(r)),
+    return {"f1": runs.record.map(lambda r: recorded(r, "test_macro_f1" if "test_macro_f1" in r else "test_f1")),
             "majority": 100 * runs.record.map(lambda r: r["data"]["majority"]["test"])}  # fmt: skip
 
 
@@ -85,12 +86,13 @@ def spread(mean: pd.Series, std: pd.Series, n: pd.Series) -> pd.Series:
 
 
 def display(summary: pd.DataFrame) -> pd.DataFrame:
-    metric = "Accuracy %" if "majority" in summary else "Pearson ×100"
+    metric = "Accuracy %" if "majority" in summary else "Pearson ×100"  # a classifier's table, or a regression's
     if "majority" in summary:
         extra = {("", "Macro-F1 %"): summary.f1.map(number), ("", "Majority %"): summary.majority.map(number)}
     else:
-        extra = {("", "Spearman ×100"): summary.spearman.map(number), ("", "MSE"): summary.mse.map(number3),
-                 ("", "Mean predictor MSE"): summary.floor.map(number3)}  # fmt: skip
+        extra = {("", "Spearman ×100"): summary.spearman.map(number),
+                 ("", "MSE"): summary.mse.map(lambda x: number(x, 3)),
+                 ("", "Mean predictor MSE"): summary.floor.map(lambda x: number(x, 3))}  # fmt: skip
     columns = {
         ("", "Pre-training"): summary.pre_training,
         ("", "Fine-tuned"): summary.fine_tuned,
@@ -104,10 +106,6 @@ def display(summary: pd.DataFrame) -> pd.DataFrame:
         ("", "n"): summary.n.astype(str),
     }
     return pd.DataFrame(columns).set_axis(pd.Index([""] * len(summary), name="section"))
-
-
-def number3(x: float) -> str:
-    return number(x, 3)
 
 
 def class_balance(record: dict) -> str:
