@@ -5,11 +5,10 @@
 RUN: the run's directory, or its model file (python -m frozen_sweep.export RUN OUT): the same labels and
 probabilities. Reads one example a line, UTF-8 (from stdin, or --input): a text, or for a run trained on pairs
 `text_a<TAB>text_b`; writes `label<TAB>probability` a line (a regression run: the predicted number), in the input's
-order (to stdout, or --output, written
-whole or not at all). The run is loaded by the one loader of finished runs (frozen_sweep.weights.finished_run.
-load_run): its frozen parameters regenerated from their seed (a fine-tuned run directory's from its base run; its
-model file stores those the base trained) and verified. Errors name the line: invalid UTF-8, a wrong number of
-columns, an empty text, one longer than the model's positions.
+order (to stdout, or --output, written whole or not at all). The run is loaded by the one loader of finished runs
+(frozen_sweep.weights.finished_run.load_run): its frozen parameters regenerated from their seed (a fine-tuned run
+directory's from its base run; its model file stores those the base trained) and verified. Errors name the line:
+invalid UTF-8, a wrong number of columns, an empty text, one longer than the model's positions.
 """
 
 import torch
