@@ -26,6 +26,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from frozen_sweep.config import TaskKind
 from frozen_sweep.weights import command_line
 from frozen_sweep.weights.command_line import UsageError
 from frozen_sweep.weights.finished_run import load_run, seed_drawn
@@ -50,7 +51,8 @@ def main(argv=None) -> None:
     run = load_run(args.run)
     model, drawn = run.model, seed_drawn(run)
     hashes = {name: sha256 for name, sha256 in frozen_fingerprint(model).items() if name in drawn}
-    classifier = {"labels": run.labels, "pairs": run.pairs} if run.labels else None
+    labelled = TaskKind(run.config.task.kind).labelled  # a regression's labels: None
+    classifier = {"labels": run.labels, "pairs": run.pairs} if labelled else None
     write_model_file(out, model, run.config.seed, OmegaConf.to_yaml(run.config), run.vocab, hashes, classifier,
                      run.base_draws)  # fmt: skip
     total = parameter_counts(model)["params_total"]

@@ -100,7 +100,7 @@ def test_embedded_tasks_have_six_divisions_and_the_masked_lms_split(cache_dir):
 
 def test_the_head_is_its_own_component_and_freezes_like_the_others():
     cfg = compose_config("task=cls_bible_en", "model=mlm_micro", "freeze.head.frozen=true")
-    model = build_model(cfg, 100, num_classes=3)
+    model = build_model(cfg, 100, head_outputs=3)
     counts = freeze.parameter_counts(model)["params_by_component"]
     d = cfg.model.d_model
     assert counts["head"] == {"total": d * d + d + 3 * d + 3, "trainable": 0}

@@ -12,6 +12,7 @@ import torch
 
 from frozen_sweep import classify as classify_command
 from frozen_sweep import export
+from frozen_sweep.data.bible import extract_bible
 from frozen_sweep.job.job_config import fingerprint, job_config
 from frozen_sweep.model import component_of_parameters
 from frozen_sweep.tables.build import build_tables
@@ -115,6 +116,31 @@ def test_a_bad_base_stops_the_command_before_anything_is_written(tmp_path, runs,
     assert not (tmp_path / "job").exists()
 
 
+def test_a_regression_fine_tunes_from_the_masked_lm_as_a_classifier_does(runs, tmp_path, cache_dir):
+    """study=finetune on task.kind=regression: the base's encoder (its frozen embeddings kept) under a scalar head,
+    on a number the embedded text determines (5 × the share of a verse's words that are "the", "and" or "of")."""
+    verses = extract_bible(compose_config("task=mlm_bible_en", f"task.cache_dir={cache_dir}").task)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for split in ("train", "valid", "test"):
+        rows = [(line, line.lower().split()) for line in (verses / f"{split}.en").read_text().splitlines()]
+        share = (5 * sum(w in ("the", "and", "of") for w in words) / len(words) for _, words in rows)
+        (corpus / f"{split}.tsv").write_text("".join(f"{line}\t{x:.3f}\n" for (line, _), x in zip(rows, share)))
+    tuned = run_cli("study=finetune", f"finetune.base_checkpoint={runs / 'base'}", "task=text_files",
+                    "task.kind=regression", "task.src_lang=null", "task.tgt_lang=en", f"task.path={corpus}",
+                    "task.header=false", f"task.cache_dir={cache_dir}", *QUICK, "trainer.max_steps=100",
+                    "trainer.validate_every_steps=50", "trainer.stop_metric=pearson",
+                    f"hydra.run.dir={tmp_path / 'run'}")  # fmt: skip
+    assert tuned.returncode == 0, tuned.stdout[-2000:]
+    record = result(tmp_path / "run")
+    assert record["metric_name"] == "pearson" and record["finetune"]["base_run"] == str(runs / "base")
+    assert record["test_mse"] < record["data"]["mean_predictor"]["test"]  # it learnt something
+    model = load_run(tmp_path / "run").model  # rebuilt on its base, checkpoint verified
+    base = dict(load_run(runs / "base").model.named_parameters())
+    assert torch.equal(model.src_embed.tokens.weight, base["src_embed.tokens.weight"])
+    assert model.head.out_proj.weight.shape == (1, model.head.dense.weight.shape[0])
+
+
 def classify(*args: str, stdin: bytes) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "frozen_sweep.classify", *args], cwd=ROOT, input=stdin,
                           capture_output=True, timeout=120)  # fmt: skip
@@ -134,9 +160,8 @@ def test_the_classify_command_labels_lines_and_names_bad_ones(runs, tmp_path):
         failed = classify(str(runs / "keep"), stdin=stdin)
         assert failed.returncode == 2 and message in failed.stderr and not failed.stdout
     not_classifier = classify(str(runs / "base"), stdin=b"x\n")
-    assert b"is a task.kind=mlm run; classify takes task.kind=classify runs: use python -m frozen_sweep.score" in (
-        not_classifier.stderr
-    )
+    expected = b"is a task.kind=mlm run; classify takes task.kind=classify or task.kind=regression runs: use python -m "
+    assert expected + b"frozen_sweep.score" in not_classifier.stderr
 
 
 @pytest.fixture(scope="module")

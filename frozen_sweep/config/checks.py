@@ -107,6 +107,16 @@ MODEL_SHAPES = {
     TaskKind.lm: ((False, True), "model=lm_demo or model=lm_paper"),
     TaskKind.mlm: ((True, False), "model=mlm_demo or model=mlm_base"),
     TaskKind.classify: ((True, False), "model=mlm_demo or model=mlm_base"),
+    TaskKind.regression: ((True, False), "model=mlm_demo or model=mlm_base"),
+}
+# task.kind → the trainer.stop_metric values its validations have (a classifier's f1: the positive class's with two
+# labels, macro-F1 with more)
+STOP_METRICS = {
+    TaskKind.translation: (StopMetric.loss, StopMetric.bleu),
+    TaskKind.lm: (StopMetric.loss,),
+    TaskKind.mlm: (StopMetric.loss,),
+    TaskKind.classify: (StopMetric.loss, StopMetric.accuracy, StopMetric.f1, StopMetric.mcc),
+    TaskKind.regression: (StopMetric.loss, StopMetric.pearson, StopMetric.spearman),
 }
 
 
@@ -135,15 +145,19 @@ def validate_task_kind(cfg) -> None:
         raise ConfigError(
             f"task.src_lang is not set: a translation task needs task.src_lang and task.tgt_lang (task={t.name} reads "
             "{split}.{src_lang} and {split}.{tgt_lang}), e.g. task.src_lang=tr task.tgt_lang=en; or a monolingual "
-            "task.kind=lm|mlm|classify"
+            "task.kind=lm|mlm|classify|regression"
         )
-    if kind.monolingual and tr.stop_metric == StopMetric.bleu:
+    metric = StopMetric(tr.stop_metric)
+    if metric not in STOP_METRICS[kind]:
+        needs = " or ".join(f"task.kind={k.value}" for k, allowed in STOP_METRICS.items() if metric in allowed)
         raise ConfigError(
-            f"trainer.stop_metric=bleu needs a translation task; allowed for task.kind={kind.value}: loss"
+            f"trainer.stop_metric={metric.value} needs {needs}; allowed for task.kind={kind.value}: "
+            f"{', '.join(m.value for m in STOP_METRICS[kind])}"
         )
-    if tr.stop_metric == StopMetric.accuracy and kind != TaskKind.classify:
+    if kind == TaskKind.regression and t.corpus == CorpusKind.bible:
         raise ConfigError(
-            f"trainer.stop_metric=accuracy needs task.kind=classify; allowed for task.kind={kind.value}: loss"
+            "task.kind=regression reads a number per example from your files, and the embedded corpus has none: "
+            "task=text_files task.kind=regression task.path=DIR ({train,valid,test}.tsv: text<TAB>number)"
         )
     if kind == TaskKind.mlm and t.mask_replace_prob + t.random_replace_prob > 1:
         raise ConfigError(
@@ -165,8 +179,8 @@ def validate_study(cfg) -> None:
 
 
 def validate_finetune(cfg) -> None:
-    """study=finetune goes with finetune.base_checkpoint (a run, or scratch) and a classification task; the base run
-    itself is read in frozen_sweep.job.job_config."""
+    """study=finetune goes with finetune.base_checkpoint (a run, or scratch) and a classification or regression task;
+    the base run itself is read in frozen_sweep.job.job_config."""
     f, study = cfg.finetune, StudyName(cfg.study)
     if study != StudyName.finetune:
         if f.base_checkpoint is not None:
@@ -177,9 +191,9 @@ def validate_finetune(cfg) -> None:
             f"study=finetune needs finetune.base_checkpoint=<a completed masked-LM run's directory>, or "
             f"finetune.base_checkpoint={SCRATCH} for the baseline without pre-training"
         )
-    if TaskKind(cfg.task.kind) != TaskKind.classify:
+    if not TaskKind(cfg.task.kind).labelled:
         raise ConfigError(
-            f"study=finetune fine-tunes on a classification task; task={cfg.task.name} is task.kind="
+            f"study=finetune fine-tunes on a classification or regression task; task={cfg.task.name} is task.kind="
             f"{TaskKind(cfg.task.kind).value}: use e.g. task=cls_bible_en"
         )
 

@@ -44,8 +44,9 @@ TEXT_FILES_ONLY = {"read_when": {"corpus": "text_files"},
                               "task.tgt_lang=… for a language model)"}  # fmt: skip
 BIBLE_ONLY = {"read_when": {"corpus": "bible"}, "instead": "drop it: task=text_files reads only task.path"}
 MLM_ONLY = {"read_when": {"kind": "mlm"}, "instead": "task=mlm_bible_en, or task.kind=mlm"}
-CLASSIFY_TSV_ONLY = {"read_when": {"kind": "classify", "corpus": "text_files"},
-                     "instead": "task=text_files task.kind=classify task.path=DIR ({train,valid,test}.tsv)"}
+CLASSIFY_TSV_ONLY = {"read_when": {"kind": ["classify", "regression"], "corpus": "text_files"},
+                     "instead": "task=text_files task.kind=classify (or regression) task.path=DIR "
+                                "({train,valid,test}.tsv)"}  # fmt: skip
 HF_ONLY = {"read_when": {"corpus": "hf"}, "instead": "task=hf task.dataset=NAME (or a named task: task=wmt18_tren, "
                                                     "task=glue_sst2, ...)"}  # fmt: skip
 COLUMNS = {"read_when": {"corpus": ["hf", "text_files"]},
@@ -80,8 +81,8 @@ class TaskConfig:
     mask_prob: float = field(default=0.15, metadata=MLM_ONLY)
     mask_replace_prob: float = field(default=0.8, metadata=MLM_ONLY)
     random_replace_prob: float = field(default=0.1, metadata=MLM_ONLY)
-    # kind=classify (frozen_sweep.data.tsv): {train,valid,test}.tsv start with a header line (true) or not (false);
-    # null: a first line that looks like a header is refused until this says which it is
+    # kind=classify or regression (frozen_sweep.data.tsv): {train,valid,test}.tsv start with a header line (true) or
+    # not (false); null: a first line that looks like a header is refused until this says which it is
     header: Optional[bool] = field(default=None, metadata=CLASSIFY_TSV_ONLY)
     # corpus=hf (frozen_sweep.data.hub): `dataset` is a hub name ("wmt/wmt18"), a local directory in the hub's layout,
     # or a builder (parquet, json, csv) reading `data_files` ({split: path or glob}); `revision`: a hub commit, tag or

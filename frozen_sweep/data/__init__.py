@@ -7,11 +7,12 @@ prepared dataset: training data stays on disk (memory-mapped), lengths in numpy 
 """
 
 import logging
+import math
 import time
 from dataclasses import dataclass
 
 from frozen_sweep.data.batching import Batch, Group, batch_indices, pad_fraction
-from frozen_sweep.data.labelled import LabelledSplit, label_stats
+from frozen_sweep.data.labelled import NUMBER, LabelledSplit, is_labelled, label_stats
 from frozen_sweep.data.preparation import prepare
 from frozen_sweep.data.prepared import VOCAB_FILE, open_prepared
 from frozen_sweep.data.split import Split, make_batches, plan
@@ -35,6 +36,26 @@ class TaskData:
     def num_classes(self) -> int | None:
         """A classification task's number of labels; None for the other kinds."""
         return len(self.stats["labels"]) if "labels" in self.stats else None
+
+    @property
+    def regression(self) -> bool:
+        return self.stats.get("label_kind") == NUMBER
+
+    @property
+    def head_outputs(self) -> int | None:
+        """What the model's head gives per example: a score per class, or one number (regression: 1, squeezed by the
+        head to (B,)); None: no head."""
+        return 1 if self.regression else self.num_classes
+
+    @property
+    def guess_loss(self) -> float:
+        """The validation loss of a guess that knows nothing (the divergence guard's yardstick): uniform over the
+        vocabulary or the classes (ln of their number), or a regression's 0 throughout, as an untrained head guesses
+        (the mean squared valid number; inf, no yardstick, when that is 0)."""
+        if self.regression:
+            valid = self.stats["numbers"]["valid"]
+            return valid["mean"] ** 2 + valid["std"] ** 2 or math.inf
+        return math.log(self.num_classes or len(self.vocab))
 
 
 def load_task(task_cfg) -> TaskData:
@@ -60,7 +81,7 @@ def load_task(task_cfg) -> TaskData:
         "sizes": {name: len(split) for name, split in splits.items()},
         "load_s": round(time.perf_counter() - start, 2),
     }
-    if "labels" in manifest:  # task.kind=classify: labels, class balance, majority-class accuracy, the header read
+    if is_labelled(manifest):  # classify: labels, class balance, majority class; regression: mean, spread, floor
         stats.update(label_stats(manifest), header=manifest.get("header"))
     if "corpus" in manifest:  # the Bible: what extraction read, dropped and split
         stats["corpus"] = manifest["corpus"]

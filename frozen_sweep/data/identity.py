@@ -73,7 +73,7 @@ def _save(entry: Path, record: dict) -> None:
 
 def data_files(task_cfg) -> dict[str, Path]:
     """The files the task reads, by a name that does not depend on where they are; ConfigError for a missing one."""
-    langs = ["tsv"] if TaskKind(task_cfg.kind) == TaskKind.classify else langs_of(task_cfg)  # tsv: file suffix
+    langs = ["tsv"] if TaskKind(task_cfg.kind).labelled else langs_of(task_cfg)  # tsv: file suffix
     if CorpusKind(task_cfg.corpus) == CorpusKind.text_files:
         directory = Path(task_cfg.path).expanduser()
         files = {f"{split}.{lang}": directory / f"{split}.{lang}" for split in SPLITS for lang in langs}
@@ -136,7 +136,7 @@ def token_settings(task_cfg) -> dict:
         settings["max_length_ratio"] = task_cfg.max_length_ratio
     if CorpusKind(task_cfg.corpus) == CorpusKind.hf:  # which split is which, and the columns read
         settings["hf"] = {key: task_cfg[key] for key in HF_SETTINGS}
-    if TaskKind(task_cfg.kind) == TaskKind.classify:  # kinds before it keep their keys
+    if TaskKind(task_cfg.kind).labelled:  # kinds before them keep their keys
         settings |= {"header": reads_header(task_cfg), "vocab_given": bool(task_cfg.vocab)}
         if chosen(task_cfg):  # absent without column keys: the keys of datasets prepared before them stay the same
             settings["columns"] = chosen(task_cfg)

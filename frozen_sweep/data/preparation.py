@@ -27,6 +27,7 @@ from frozen_sweep.config import CorpusKind, TaskKind
 from frozen_sweep.data.bible import extract_bible
 from frozen_sweep.data.bible_labels import extract_labelled_bible
 from frozen_sweep.data.identity import SPLITS, prepared_key
+from frozen_sweep.data.labelled import NUMBER, number_summary, parse_numbers, check_classes
 from frozen_sweep.data.prepared import (
     HELD_OUT,
     VOCAB_FILE,
@@ -152,7 +153,7 @@ def prepare(task_cfg) -> Path:
 
 def build(task_cfg, out: Path, manifest: dict) -> None:
     """Every file of a prepared dataset, into `out`; the manifest last."""
-    if TaskKind(task_cfg.kind) == TaskKind.classify:
+    if TaskKind(task_cfg.kind).labelled:
         return build_labelled(task_cfg, out, manifest)
     started = time.perf_counter()
     directory, readers = split_readers(task_cfg)
@@ -234,20 +235,25 @@ def task_vocab(task_cfg, texts: list[str]) -> Vocab:
 
 
 def build_labelled(task_cfg, out: Path, manifest: dict) -> None:
-    """A classification task's prepared dataset (data/prepared.py): one token side `text` (a pair: text_a, eos eos,
-    text_b, as RoBERTa separates them), `{split}.labels.npy` with the label ids (train's labels in code-point order),
-    label counts and <unk> counts per split. Every file is read and checked first: a label that train lacks stops it,
-    naming the file and line."""
+    """A classification or regression task's prepared dataset (data/prepared.py): one token side `text` (a pair:
+    text_a, eos eos, text_b, as RoBERTa separates them), `{split}.labels.npy` with the label ids (train's labels in
+    code-point order) or the numbers, label counts (or the numbers' mean and spread) and <unk> counts per split. Every
+    file is read and checked first: a label that train lacks, or a regression's label that is not a number, stops it
+    naming the file and line; a classifier's train labels that are many numbers are refused as a regression's."""
     started = time.perf_counter()
     directory, readers = split_readers(task_cfg)
     train, header = readers["train"], getattr(readers["train"], "header", None)
     # TSV files with task.header=null: a first line that looks like a header is refused
     detect = isinstance(train, TsvReader) and task_cfg.get("header") is None and not header
     sample, labels = Reservoir(task_cfg.vocab_sample_lines, SAMPLE_SEED), Counter()
+    numbers = TaskKind(task_cfg.kind) == TaskKind.regression
     for split, reader in readers.items():
         for text_a, text_b, chunk_labels in reader.chunks():
             if split == "train":
                 sample.add([text_a] if text_b is None else [text_a, text_b])
+            if numbers:
+                parse_numbers(chunk_labels, reader.row)
+            elif split == "train":
                 labels.update(chunk_labels)
             elif not labels.keys() >= set(chunk_labels):
                 number, label = next((i, x) for i, x in enumerate(chunk_labels) if x not in labels)
@@ -259,6 +265,8 @@ def build_labelled(task_cfg, out: Path, manifest: dict) -> None:
                 )
         if reader is train and detect and labels[train.first_label] == 1:
             raise looks_like_header(train.path, train.first_label, "occurs on no other line")
+        if split == "train" and not numbers:
+            check_classes(reader.path, labels)
     vocab = task_vocab(task_cfg, [text for column in sample.columns for text in column])
     del sample
     (out / VOCAB_FILE).write_bytes(vocab.model)
@@ -274,20 +282,25 @@ def build_labelled(task_cfg, out: Path, manifest: dict) -> None:
                 encoded = [a + [EOS, EOS] + b for a, b in zip(encoded, vocab.encode_batch(text_b, threads))]
             unk += sum(row.count(UNK) for row in encoded)
             writer.add(encoded)
-            ids += [label_id[label] for label in chunk_labels]
+            ids += [float(label) if numbers else label_id[label] for label in chunk_labels]  # checked above
             if split in HELD_OUT:
                 texts += text_a if text_b is None else [f"{a}\t{b}" for a, b in zip(text_a, text_b)]
         tokens = writer.close()
-        np.save(out / labels_file(split), np.array(ids, dtype=np.int32))
+        values = np.array(ids, dtype=np.float32 if numbers else np.int32)
+        np.save(out / labels_file(split), values)
         if split in HELD_OUT:
             write_texts(out, split, "text", texts)
-        per_label = np.bincount(np.array(ids, dtype=np.int64), minlength=len(names)).tolist()
         counts[split] = {"examples": reader.lines, "lines": reader.lines, "skipped_empty": 0,
-                         "tokens": {"text": tokens}, "unk": unk, "labels": dict(zip(names, per_label))}  # fmt: skip
+                         "tokens": {"text": tokens}, "unk": unk}  # fmt: skip
+        if numbers:
+            counts[split]["numbers"] = number_summary(values)
+        else:
+            per_label = np.bincount(values.astype(np.int64), minlength=len(names)).tolist()
+            counts[split]["labels"] = dict(zip(names, per_label))
     manifest.update(
-        langs=["text"], kind=manifest["settings"]["kind"], dtype=dtype.name, labels=names,
-        pairs=train.pairs, header=header, vocab_size=len(vocab),
-        vocab_size_asked=task_cfg.vocab_size,
+        langs=["text"], kind=manifest["settings"]["kind"], dtype=dtype.name,
+        **({"label_kind": NUMBER} if numbers else {"labels": names}),
+        pairs=train.pairs, header=header, vocab_size=len(vocab), vocab_size_asked=task_cfg.vocab_size,
         vocab_sample_lines=task_cfg.vocab_sample_lines, vocab_sampled=None if task_cfg.vocab else
         min(counts["train"]["examples"], task_cfg.vocab_sample_lines or counts["train"]["examples"]),
         splits=counts, source_dir=directory, seconds={"all": round(time.perf_counter() - started, 2)},
@@ -295,5 +308,5 @@ def build_labelled(task_cfg, out: Path, manifest: dict) -> None:
     )  # fmt: skip
     record_source(task_cfg, manifest)
     write_manifest(out, manifest)
-    log.info("prepared %s: %d labels, train/valid/test %s", manifest["key"], len(names),
+    log.info("prepared %s: %s, train/valid/test %s", manifest["key"], "numbers" if numbers else f"{len(names)} labels",
              "/".join(str(c["examples"]) for c in counts.values()))  # fmt: skip

@@ -7,8 +7,10 @@
     {split}.{lang}.off.npy   (N + 1,) int64: sentence i is ids[off[i]:off[i + 1]]
     {split}.{lang}.len.npy   (N,) int32 subword counts (what batching sorts by)
     {valid,test}.{lang}.txt  the held-out sentences as read (BLEU's references, decoding's logs)
-    {split}.labels.npy       task.kind=classify: (N,) int32 label ids, the names in the manifest's `labels`; its one
-                             side is `text` (pairs: text_a, eos eos, text_b: data/preparation.py)
+    {split}.labels.npy       task.kind=classify: (N,) int32 label ids, the names in the manifest's `labels`;
+                             task.kind=regression: (N,) float32 numbers, the manifest says `"label_kind": "number"`
+                             (and has no `labels`) and gives each split's `numbers`: count, mean, std. Either way the
+                             one side is `text` (pairs: text_a, eos eos, text_b: data/preparation.py)
 
 12 bytes per sentence and side beyond the tokens themselves, as fairseq's .idx. The key (data/identity.py) hashes the
 sources' content and every setting that changes the ids. A directory is complete when its manifest names every file
@@ -23,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from frozen_sweep.data.identity import FORMAT_VERSION
-from frozen_sweep.data.labelled import LabelledSplit
+from frozen_sweep.data.labelled import LabelledSplit, is_labelled
 from frozen_sweep.data.split import Side, Split
 from frozen_sweep.data.vocab import Vocab
 
@@ -145,7 +147,7 @@ def open_prepared(directory: Path) -> Prepared:
                 texts.append((directory / text_file(split, lang)).read_text(encoding="utf-8").split("\n")[:-1])
         src, tgt = sides if len(sides) == 2 else (None, sides[0])
         src_text, tgt_text = (texts if len(texts) == 2 else (None, texts[0])) if texts else (None, None)
-        if "labels" in manifest:  # task.kind=classify
+        if is_labelled(manifest):  # task.kind=classify or regression
             splits[split] = LabelledSplit(tgt, np.load(directory / labels_file(split), mmap_mode="r"), tgt_text)
         else:
             splits[split] = Split(src, tgt, src_text, tgt_text)

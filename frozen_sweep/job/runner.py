@@ -47,8 +47,9 @@ from frozen_sweep.weights.checkpoint import load_checkpoint
 
 log = logging.getLogger(__name__)
 
+# the record's metric_name: valid_metric and test_metric, whatever trainer.stop_metric picks the best validation by
 METRIC_NAMES = {TaskKind.translation: "bleu", TaskKind.lm: "ppl", TaskKind.mlm: "mlm_ppl",
-                TaskKind.classify: "accuracy"}  # the record's metric_name  # fmt: skip
+                TaskKind.classify: "accuracy", TaskKind.regression: "pearson"}  # fmt: skip
 
 
 def versions() -> dict:
@@ -266,8 +267,8 @@ def _train(cfg, run_dir: Path, result: RunResult, world: World, device: torch.de
     result.wall_time_s = round(state.train_time_s, 3)
     result.train_tokens_per_s = state.train_tokens / max(state.step_time_s, 1e-9)
     result.aucc_cutoff_s = cfg.trainer.aucc_cutoff_s or result.wall_time_s
-    # perplexity of a uniform guess; 0 BLEU, 0 accuracy
-    untrained = len(data.vocab) if cfg.task.kind.monolingual and not data.num_classes else 0.0
+    # perplexity of a uniform guess; 0 BLEU, 0 accuracy, 0 correlation
+    untrained = len(data.vocab) if cfg.task.kind in (TaskKind.lm, TaskKind.mlm) else 0.0
     if all(h["valid_metric"] is not None for h in state.history):  # null when validation BLEU is off
         result.aucc = efficiency.aucc(state.history, result.aucc_cutoff_s, initial=untrained)
     study.after_training(result)
@@ -282,10 +283,21 @@ def _test(cfg, run_dir: Path, result: RunResult, data: TaskData, study, device: 
     result.test_metric = test["metric"]
     result.test_chrf = test.get("chrf")
     result.test_accuracy = test.get("accuracy")
-    result.test_f1 = test.get("f1")
+    for name in ("f1", "macro_f1", "mcc", "spearman", "mse"):  # a classifier's or a regression's
+        setattr(result, f"test_{name}", test.get(name))
     result.sacrebleu_signature = test.get("signature")
     result.decoding = test.get("decoding", {})
-    majority = (data.stats.get("majority") or {}).get("test")  # a classifier's floor, printed beside its result
-    floor = "" if majority is None else f" (majority class {majority:.2f}; macro-F1 {result.test_f1:.2f})"
-    log.info("test %s = %.2f%s", result.metric_name, result.test_metric, floor)
+    log.info("test %s = %.2f%s", result.metric_name, result.test_metric, floor(result, data.stats))
     write_result(run_dir, result)
+
+
+def floor(result: RunResult, stats: dict) -> str:
+    """What a classifier's or a regression's test result is printed beside: the majority class's accuracy, or the
+    mean predictor's squared error."""
+    if "majority" in stats:
+        return (f" (majority class {stats['majority']['test']:.2f}; f1 {result.test_f1:.2f}, macro-F1 "
+                f"{result.test_macro_f1:.2f}, mcc {result.test_mcc:.2f})")  # fmt: skip
+    if "mean_predictor" in stats:
+        return (f" (spearman {result.test_spearman:.2f}; mse {result.test_mse:.3f}, the mean predictor's "
+                f"{stats['mean_predictor']['test']:.3f})")  # fmt: skip
+    return ""

@@ -1,6 +1,7 @@
-"""A job's test: its best validation's weights on the test set: accuracy and macro-F1 for a classifier, perplexity
-for a language model (a masked LM's on its masked positions), beam search and sacrebleu for translation, whose
-hypotheses and references are saved beside the result for significance tests."""
+"""A job's test: its best validation's weights on the test set: accuracy, F1 and Matthews correlation for a
+classifier, Pearson, Spearman and the mean squared error for a regression, perplexity for a language model (a masked
+LM's on its masked positions), beam search and sacrebleu for translation, whose hypotheses and references are saved
+beside the result for significance tests."""
 
 import logging
 from pathlib import Path
@@ -9,7 +10,15 @@ from frozen_sweep.config import TaskKind
 from frozen_sweep.data import TaskData, make_batches
 from frozen_sweep.data.masking import held_out_batches
 from frozen_sweep.evaluate.decode import translate
-from frozen_sweep.evaluate.scores import bleu_chrf, label_scores, perplexity, token_scores
+from frozen_sweep.evaluate.scores import (
+    LABEL_METRICS,
+    NUMBER_METRICS,
+    bleu_chrf,
+    label_scores,
+    number_scores,
+    perplexity,
+    token_scores,
+)  # fmt: skip
 from frozen_sweep.model import Transformer
 from frozen_sweep.run.directory import TEST_HYPOTHESES, TEST_REFERENCES
 from frozen_sweep.system.files import write_text_atomic
@@ -19,10 +28,12 @@ log = logging.getLogger(__name__)
 
 def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path) -> dict:
     """Test metrics with the weights of the best validation; hypotheses and references are saved beside the result."""
-    if data.num_classes:  # a classifier: accuracy (a fraction) and macro-F1
-        batches = make_batches(data.test, cfg.trainer.max_tokens, False)
-        scores = label_scores(model, batches, device, data.num_classes)
-        return {"metric": scores["accuracy"], "accuracy": scores["accuracy"], "f1": scores["f1"]}
+    if data.num_classes:  # a classifier: accuracy (a fraction, its metric), f1, macro_f1, mcc
+        scores = label_scores(model, make_batches(data.test, cfg.trainer.max_tokens, False), device, data.num_classes)
+        return {"metric": scores["accuracy"], **{name: scores[name] for name in LABEL_METRICS}}
+    if data.regression:  # Pearson (its metric), Spearman, the mean squared error
+        scores = number_scores(model, make_batches(data.test, cfg.trainer.max_tokens, False), device)
+        return {"metric": scores["pearson"], **{name: scores[name] for name in ("mse", *NUMBER_METRICS)}}
     if cfg.task.kind.monolingual:  # perplexity; a masked LM's on its masked positions, with their accuracy
         batches = held_out_batches(data.test, "test", cfg.task, len(data.vocab), cfg.trainer.max_tokens)
         nll, accuracy = token_scores(model, batches, device)

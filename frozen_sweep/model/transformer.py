@@ -70,16 +70,16 @@ class OutputProjection(nn.Module):
 class Transformer(nn.Module):
     """Encoder–decoder when both stacks have layers; decoder-only language model without encoder layers, encoder-only
     masked language model without decoder layers (its output projection tied to the embedding unless
-    tie_embeddings=none, as RoBERTa ties it), or with `num_classes` a classifier (a head on the first token, no output
-    projection); `reservoir` (a ReservoirConfig) turns some layers of one stack into
-    frozen random reservoirs."""
+    tie_embeddings=none, as RoBERTa ties it), or with `head_outputs` a classifier or a regression (a head on the pooled
+    states giving that many outputs, one: a number; no output projection); `reservoir` (a ReservoirConfig) turns some
+    layers of one stack into frozen random reservoirs."""
 
-    def __init__(self, cfg, vocab_size: int, pad_id: int, reservoir=None, num_classes: Optional[int] = None):
+    def __init__(self, cfg, vocab_size: int, pad_id: int, reservoir=None, head_outputs: Optional[int] = None):
         super().__init__()
         self.pad_id = pad_id
         self.is_lm = cfg.encoder_layers == 0
         self.is_encoder_only = cfg.decoder_layers == 0
-        self.is_classifier = num_classes is not None
+        self.is_classifier = head_outputs is not None  # a classifier's or a regression's head
         make_embeddings = lambda: Embeddings(vocab_size, cfg.d_model, pad_id, cfg.max_positions, cfg.dropout)  # noqa: E731
 
         def make_stack(name: StackName, layers: int, make_layer) -> Stack:
@@ -98,8 +98,8 @@ class Transformer(nn.Module):
         if self.is_encoder_only:
             self.src_embed = make_embeddings()
             self.encoder = make_stack(StackName.encoder, cfg.encoder_layers, lambda: EncoderLayer(cfg))
-            if self.is_classifier:  # a head on the first token instead of the output projection
-                self.head = ClassificationHead(cfg.d_model, num_classes, cfg.dropout)
+            if self.is_classifier:  # a head on the pooled states, no output projection
+                self.head = ClassificationHead(cfg.d_model, head_outputs, cfg.dropout, cfg.pooling)
                 return
             self.output = OutputProjection(cfg.d_model, vocab_size)
             if cfg.tie_embeddings != TieEmbeddings.none:
@@ -135,10 +135,13 @@ class Transformer(nn.Module):
 
     def forward(self, src: Optional[Tensor], tgt_in: Tensor) -> Tensor:
         """Teacher-forced logits (B, T, V); `src` is None for a language model. An encoder-only model reads `tgt_in`
-        (masked tokens) bidirectionally and gives logits at every position; a classifier, class logits (B, C)."""
+        (masked tokens) bidirectionally and gives logits at every position; a classifier, class logits (B, C); a
+        regression, a number each (B,)."""
         if self.is_encoder_only:
-            memory, _ = self.encode(tgt_in)  # (B, T, D)
-            return self.head(memory) if self.is_classifier else self.output(memory)  # (B, C) or (B, T, V)
+            memory, mask = self.encode(tgt_in)  # (B, T, D), (B, 1, 1, T)
+            if self.is_classifier:
+                return self.head(memory, mask[:, 0, 0])  # (B, C), or a regression's (B,)
+            return self.output(memory)  # (B, T, V)
         if self.is_lm:
             return self.decode(tgt_in)
         memory, mask = self.encode(src)

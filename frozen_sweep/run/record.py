@@ -14,8 +14,13 @@ Definitions the collector relies on:
 - `epochs_to_convergence`: `best_epoch` when early stopping ended the run (patience exhausted); null when a budget
   (max_epochs, max_steps, max_time_s) ended it first: the run had not converged.
 - `best_metric`: valid_metric at the best validation; `test_metric`: BLEU (beam search, sacrebleu) or perplexity on
-  the test set; a classifier's (metric_name "accuracy"): accuracy as a fraction in [0, 1], with `test_f1` its
-  macro-F1 and `data.majority` the majority class's accuracy beside it.
+  the test set; a classifier's (metric_name "accuracy"): accuracy as a fraction in [0, 1], with `test_f1` (with two
+  labels the F1 of the positive class, label id 1; with more, macro-F1), `test_macro_f1`, `test_mcc` (Matthews
+  correlation) and `data.majority` the majority class's accuracy beside it; a regression's (metric_name "pearson"):
+  Pearson's correlation, with `test_spearman`, `test_mse` and `data.mean_predictor` the squared error of always
+  predicting train's mean beside it. Its history's valid_loss is the mean squared error (valid_ppl null), and it adds
+  valid_pearson (valid_metric) and valid_spearman; a classifier's adds valid_accuracy (valid_metric), valid_f1,
+  valid_macro_f1 and valid_mcc (evaluate/scores.py defines them).
 - `fingerprint`: sha256 of what determines the result (the resolved config less the keys that do not change it,
   plus the data files' content hashes), with those inputs: a directory's result is reused or resumed only by a job
   with the same fingerprint, and the collector flags two completed runs with the same one as duplicates.
@@ -48,13 +53,18 @@ class RunResult:
     params_trainable: Optional[int] = None
     params_by_component: dict = field(default_factory=dict)
     trainable_ratio: Optional[float] = None
-    metric_name: Optional[str] = None  # "bleu" | "ppl" | "mlm_ppl" (perplexity on the masked positions) | "accuracy"
-    stop_metric: Optional[str] = None  # "loss" | "bleu"
+    # "bleu" | "ppl" | "mlm_ppl" (perplexity on the masked positions) | "accuracy" | "pearson" (regression)
+    metric_name: Optional[str] = None
+    stop_metric: Optional[str] = None  # trainer.stop_metric: "loss" | "bleu" | "accuracy" | "f1" | "mcc" | ...
     best_metric: Optional[float] = None
     test_metric: Optional[float] = None
     test_chrf: Optional[float] = None
     test_accuracy: Optional[float] = None  # masked LM: arg-max accuracy on the test set's masked positions; classifier
-    test_f1: Optional[float] = None  # classifier: macro-F1 on the test set
+    test_f1: Optional[float] = None  # classifier: the positive class's F1 (two labels), else macro-F1, on the test set
+    test_macro_f1: Optional[float] = None  # classifier
+    test_mcc: Optional[float] = None  # classifier: Matthews correlation
+    test_spearman: Optional[float] = None  # regression (its test_metric: Pearson)
+    test_mse: Optional[float] = None  # regression: mean squared error
     best_epoch: Optional[float] = None
     epochs_to_convergence: Optional[float] = None
     stopped_reason: Optional[str] = None  # early_stop | max_epochs | max_steps | max_time

@@ -42,7 +42,7 @@ class FinetuneStudy(FreezeStudy):
                 f"the base run's vocabulary does not cover task={self.cfg.task.name}: {rate:.1%} of its training "
                 f"pieces are <unk>, more than finetune.max_unk_rate={most} (finetune.base_checkpoint={self.base.path})"
             )
-        return fine_tuned_model(self.cfg, self.base, data.num_classes)
+        return fine_tuned_model(self.cfg, self.base, data.head_outputs)
 
     def describe(self, model: Transformer, result: RunResult) -> None:
         f, base = self.cfg.finetune, self.base

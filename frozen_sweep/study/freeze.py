@@ -13,7 +13,7 @@ class FreezeStudy:
         self.cfg = cfg
 
     def make_model(self, data: TaskData) -> Transformer:
-        return build_model(self.cfg, len(data.vocab), data.num_classes)
+        return build_model(self.cfg, len(data.vocab), data.head_outputs)
 
     def describe(self, model: Transformer, result: RunResult) -> None:
         pass

@@ -21,7 +21,7 @@ import pandas as pd
 from frozen_sweep.tables import finetune_tables, freeze_tables, reservoir_tables
 from frozen_sweep.tables.claim_noise import SeedChecks, seed_checks
 from frozen_sweep.tables.paper import CLAIMS, RESERVOIR_CLAIMS, Claim, Reference, ReservoirClaim
-from frozen_sweep.tables.plots import higher_is_better
+from frozen_sweep.tables.plots import LABELLED_METRICS, higher_is_better
 from frozen_sweep.tables.render import Table
 
 HOLDS, FAILS, INCONCLUSIVE, NOT_ENOUGH = "✓", "✗", "inconclusive", "not enough runs"
@@ -187,8 +187,10 @@ def check_tables(tables: list[Table], reference: Reference = None, min_runs: int
         study = table.runs.study.iloc[0]
         if study == "freeze":
             table.checks = freeze_checks(table, reference, min_runs)
-        elif study == "finetune" or table.metric_name == "accuracy":
-            table.checks = finetune_checks(finetune_tables.summarise(table.runs), min_runs)
+        elif study == "finetune" or table.metric_name in LABELLED_METRICS:
+            # the fine-tuning findings compare test accuracies: none yet for a regression's Pearson
+            accuracy = table.metric_name == "accuracy"
+            table.checks = finetune_checks(finetune_tables.summarise(table.runs), min_runs) if accuracy else []
         elif study == "reservoir":
             higher = higher_is_better(table.metric_name)
             table.checks = [reservoir_check(claim, table.runs, higher, min_runs) for claim in RESERVOIR_CLAIMS]

@@ -19,7 +19,7 @@ from typing import Optional
 import pandas as pd
 
 from frozen_sweep.tables.paper import BASELINE, SECTION_OF, Reference
-from frozen_sweep.tables.plots import METRIC_LABELS, plot_convergence
+from frozen_sweep.tables.plots import LABELLED_METRICS, METRIC_LABELS, plot_convergence
 from frozen_sweep.tables.render import Table, fraction, mean_std, number
 from frozen_sweep.tables.runs import completed, per_setting
 from frozen_sweep.tables.significance import ALPHA, MARK
@@ -120,7 +120,7 @@ def freeze_tables(runs: pd.DataFrame, reference: Optional[Reference] = None) -> 
     """One table per task × model × setting, from the completed freeze-study runs only."""
     tables = []
     done = completed(runs, "freeze")
-    done = done[done.metric_name != "accuracy"]  # classifiers: the fine-tuning tables
+    done = done[~done.metric_name.isin(LABELLED_METRICS)]  # classifiers and regressions: the fine-tuning tables
     for (task, model), metric_name, setting, table_runs in per_setting(done, ["task", "model"]):
         metric = METRIC_LABELS.get(metric_name, metric_name)
         summary = summarise(table_runs)

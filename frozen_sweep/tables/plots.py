@@ -10,8 +10,9 @@ import pandas as pd
 from frozen_sweep.metrics.sinks import read_metrics
 from frozen_sweep.run.directory import METRICS_FILE
 
-METRIC_LABELS = {"bleu": "BLEU", "ppl": "PPL", "mlm_ppl": "MLM PPL", "accuracy": "Accuracy"}
+METRIC_LABELS = {"bleu": "BLEU", "ppl": "PPL", "mlm_ppl": "MLM PPL", "accuracy": "Accuracy", "pearson": "Pearson"}
 PERPLEXITIES = frozenset({"ppl", "mlm_ppl"})  # metrics where lower is better
+LABELLED_METRICS = ("accuracy", "pearson")  # classifiers' and regressions' metric_name: the fine-tuning tables'
 
 
 def higher_is_better(metric_name: str) -> bool:

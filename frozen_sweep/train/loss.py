@@ -17,11 +17,13 @@ log = logging.getLogger(__name__)
 
 class TrainingLoss:
     """`loss(src, tgt_in, tgt_out)`: the summed label-smoothed cross-entropy of a batch under `forward` (the model,
-    or its data-parallel wrapper)."""
+    or its data-parallel wrapper); a regression's summed squared error (no smoothing). Summed either way: the
+    trainer divides by the update's targets (tokens, or examples for a head)."""
 
-    def __init__(self, forward: nn.Module, trainer_cfg, device: torch.device):
+    def __init__(self, forward: nn.Module, trainer_cfg, device: torch.device, regression: bool = False):
         tr = trainer_cfg
         self.forward, self.device, self.label_smoothing = forward, device, tr.label_smoothing
+        self.regression = regression
         amp_cpu = cpu.has_bf16() if tr.amp_cpu is None else tr.amp_cpu
         self.autocast = tr.amp and (device.type == "cuda" or amp_cpu)
         if device.type == "cpu":
@@ -43,6 +45,8 @@ class TrainingLoss:
     def _summed(self, src, tgt_in, tgt_out) -> torch.Tensor:
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast), self.attention_backend():
             logits = self.forward(src, tgt_in)  # (B, T, V)
+        if self.regression:  # logits: the predicted numbers (B,)
+            return F.mse_loss(logits.float(), tgt_out, reduction="sum")
         return F.cross_entropy(
             logits.float().reshape(-1, logits.shape[-1]),  # (B·T, V), or a classifier's (B, C)
             tgt_out.flatten(),

@@ -31,10 +31,11 @@ class Diverged(RuntimeError):
 
 
 def score(entry: dict, tr) -> float:
-    """Higher is better: validation BLEU or accuracy, or minus the validation loss (trainer.stop_metric)."""
-    if tr.stop_metric == StopMetric.accuracy:
-        return entry["valid_accuracy"]
-    return entry["valid_bleu"] if tr.stop_metric == StopMetric.bleu else -entry["valid_loss"]
+    """Higher is better: minus the validation loss, or the validation entry's trainer.stop_metric (BLEU, accuracy,
+    F1, Matthews correlation, Pearson or Spearman: valid_<name>)."""
+    if tr.stop_metric == StopMetric.loss:
+        return -entry["valid_loss"]
+    return entry[f"valid_{StopMetric(tr.stop_metric).value}"]
 
 
 def add_validation(s: TrainState, entry: dict, tr) -> bool:
@@ -52,13 +53,14 @@ def best_loss(s: TrainState) -> float:
     return min((e["valid_loss"] for e in s.history if math.isfinite(e["valid_loss"])), default=math.inf)
 
 
-def diverging(s: TrainState, entry: dict, best: bool, tr, vocab_size: int, relative: bool = True) -> bool:
+def diverging(s: TrainState, entry: dict, best: bool, tr, guess_loss: float, relative: bool = True) -> bool:
     """A non-finite validation loss, or the diverge_validations-th validation in a row far above the best loss
-    (and no improvement; only when `relative`) or far above the loss of a uniform guess over `vocab_size` outcomes.
-    A classifier's is not `relative`: its validation loss grows as it overfits while its accuracy holds."""
+    (and no improvement; only when `relative`) or far above `guess_loss`, the loss of a guess that knows nothing
+    (uniform over the outcomes: ln of their number). A classifier's or a regression's is not `relative`: its
+    validation loss grows as it overfits while its accuracy or correlation holds."""
     loss = entry["valid_loss"]
     far_above = (relative and not best and loss > tr.diverge_ratio * best_loss(s)) or (
-        loss > tr.diverge_uniform_ratio * math.log(vocab_size)
+        loss > tr.diverge_uniform_ratio * guess_loss
     )
     s.diverging_validations = s.diverging_validations + 1 if far_above else 0
     return not math.isfinite(loss) or s.diverging_validations >= tr.diverge_validations

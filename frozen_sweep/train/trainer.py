@@ -54,7 +54,8 @@ class Trainer:
         self.ddp = wrap(model, world, device)  # the training forward; the model itself for one device
         self.rank_rngs: Optional[list] = None  # every rank's RNG state at the last validation, for the checkpoint
         self.optimizer, self.scheduler = optimizer_and_schedule(model, self.tr)
-        self.loss = TrainingLoss(self.ddp, self.tr, device)  # the training forward: bf16 where it pays, compiled
+        # the training forward: bf16 where it pays, compiled
+        self.loss = TrainingLoss(self.ddp, self.tr, device, cfg.task.kind == TaskKind.regression)
         self.autocast = self.loss.autocast
         self.state = TrainState()
         self.on_validation = on_validation  # called with the state after every validation (progress reporting)
@@ -82,7 +83,7 @@ class Trainer:
     def _target_tokens(self, group: Group) -> int:
         """A batch's target tokens (eos included: its collated n_tokens), from the lengths alone: every rank counts
         those of the whole update without collating the other ranks' batches."""
-        if self.cfg.task.kind == TaskKind.classify:  # one target per example: its label
+        if self.cfg.task.kind.labelled:  # one target per example: its label or number
             return len(group.indices)
         return int(self.data.train.tgt_lens[group.indices].sum()) + len(group.indices)
 
@@ -265,13 +266,13 @@ class Trainer:
             **self.validation_scores(),
         }
         best = add_validation(s, entry, tr)
-        classes = self.data.num_classes  # a classifier's uniform guess is over its classes
-        if diverging(s, entry, best, tr, classes or len(self.data.vocab), relative=classes is None):
+        guess = self.data.guess_loss
+        if diverging(s, entry, best, tr, guess, relative=not self.cfg.task.kind.labelled):
             if self.on_validation:
                 self.on_validation(s)  # the record shows the curve that diverged
             self._diverged(
                 f"the validation loss is {entry['valid_loss']:.4g} at step {s.step}, far above its best "
-                f"({best_loss(s):.4g}) or a uniform guess's ({math.log(classes or len(self.data.vocab)):.4g})"
+                f"({best_loss(s):.4g}) or an uninformed guess's ({guess:.4g})"
             )
         if s.bad_validations >= tr.patience:
             s.stopped_reason = "early_stop"
@@ -280,12 +281,12 @@ class Trainer:
         s.train_time_s += time.perf_counter() - started
         entry["wall_time_s"] = round(s.train_time_s, 3)
         log.info(
-            "epoch %.2f step %d | train loss %.3f | valid loss %.3f ppl %.1f%s%s",
+            "epoch %.2f step %d | train loss %.3f | valid loss %.3f %s%s%s",
             epoch,
             s.step,
             train_loss,
             entry["valid_loss"],
-            entry["valid_ppl"],
+            f"pearson {entry['valid_pearson']:.3f}" if entry["valid_ppl"] is None else f"ppl {entry['valid_ppl']:.1f}",
             "" if entry["valid_bleu"] is None else f" bleu {entry['valid_bleu']:.2f}",
             " *" if best else "",
         )

@@ -1,6 +1,7 @@
 """Validation scores of a model during training: loss and perplexity on the validation set, whose batches are copied
-to the device once, greedy BLEU on its first `trainer.valid_bleu_sentences` sentences (translation only), and for a
-masked LM the loss, perplexity and accuracy on its masked positions (the same masks at every validation)."""
+to the device once, greedy BLEU on its first `trainer.valid_bleu_sentences` sentences (translation only), for a
+masked LM the loss, perplexity and accuracy on its masked positions (the same masks at every validation), and a
+classifier's or regression's GLUE metrics (evaluate/scores.py), each a possible trainer.stop_metric."""
 
 from torch import nn
 
@@ -8,26 +9,39 @@ from frozen_sweep.config import StopMetric, TaskKind
 from frozen_sweep.data import TaskData
 from frozen_sweep.data.masking import held_out_batches
 from frozen_sweep.evaluate.decode import translate
-from frozen_sweep.evaluate.scores import bleu_chrf, label_scores, perplexity, token_scores
+from frozen_sweep.evaluate.scores import (
+    LABEL_METRICS,
+    NUMBER_METRICS,
+    bleu_chrf,
+    label_scores,
+    number_scores,
+    perplexity,
+    token_scores,
+)  # fmt: skip
 
 
 class Validation:
     def __init__(self, cfg, data: TaskData, device):
         self.cfg, self.tr, self.data, self.device = cfg, cfg.trainer, data, device
         self.monolingual, self.is_mlm = cfg.task.kind.monolingual, cfg.task.kind == TaskKind.mlm
-        self.classes = data.num_classes  # a classifier's: scored by accuracy and macro-F1
+        self.classes, self.regression = data.num_classes, data.regression  # a head's: GLUE's metrics
         tr = self.tr
         valid = held_out_batches(data.valid, "valid", cfg.task, len(data.vocab), tr.max_tokens, tr.length_multiple)
         self.batches = [batch.to(device) for batch in valid]  # copied to the device once, for every validation
 
     def scores(self, model: nn.Module) -> dict:
         """valid_loss, valid_ppl, valid_bleu (None for LM or when disabled), valid_metric of `model`; a masked LM's
-        valid_accuracy; a classifier's valid_accuracy (its valid_metric) and valid_f1 (macro-F1)."""
+        valid_accuracy; a classifier's valid_accuracy (its valid_metric), valid_f1, valid_macro_f1 and valid_mcc; a
+        regression's valid_pearson (its valid_metric; valid_loss is its mean squared error, no perplexity) and
+        valid_spearman."""
         if self.classes:
             scores = label_scores(model, self.batches, self.device, self.classes)
             return {"valid_loss": scores["loss"], "valid_ppl": perplexity(scores["loss"]), "valid_bleu": None,
-                    "valid_metric": scores["accuracy"], "valid_accuracy": scores["accuracy"],
-                    "valid_f1": scores["f1"]}  # fmt: skip
+                    "valid_metric": scores["accuracy"], **{f"valid_{k}": scores[k] for k in LABEL_METRICS}}  # fmt: skip
+        if self.regression:
+            scores = number_scores(model, self.batches, self.device)
+            return {"valid_loss": scores["loss"], "valid_ppl": None, "valid_bleu": None,
+                    "valid_metric": scores["pearson"], **{f"valid_{k}": scores[k] for k in NUMBER_METRICS}}  # fmt: skip
         valid_loss, valid_accuracy = token_scores(model, self.batches, self.device)
         valid_bleu = None
         if not self.monolingual and (self.tr.stop_metric == StopMetric.bleu or self.tr.valid_bleu_sentences != 0):

@@ -19,7 +19,7 @@ from frozen_sweep.weights.finished_run import FinishedRun, load_run
 from frozen_sweep.weights.model_file import ModelFileError
 
 COMMAND_OF_KIND = {TaskKind.translation: "translate", TaskKind.lm: "score", TaskKind.mlm: "score",
-                   TaskKind.classify: "classify"}
+                   TaskKind.classify: "classify", TaskKind.regression: "classify"}
 
 
 class UsageError(Exception):

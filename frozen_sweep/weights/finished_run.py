@@ -14,7 +14,7 @@ from typing import Callable, Optional
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from frozen_sweep.config import SCRATCH, Config, FreezeFrom, FrozenMode, Init, StudyName
+from frozen_sweep.config import SCRATCH, Config, FreezeFrom, FrozenMode, Init, StudyName, TaskKind
 from frozen_sweep.data.vocab import Vocab
 from frozen_sweep.model import Transformer, component_of_parameters
 from frozen_sweep.run.base_run import BaseRunError, load_base_run
@@ -45,7 +45,7 @@ class FinishedRun:
     load_vocab: Callable[[], Vocab] = field(repr=False)
     on_the_fly: Optional[OnTheFly] = None  # with frozen="on-the-fly": the hooks that draw the frozen weights
     labels: Optional[list[str]] = None  # a classifier's label names, by class id
-    pairs: bool = False  # a classifier's: whether it was trained on pairs of texts
+    pairs: bool = False  # a classifier's or a regression's: whether it was trained on pairs of texts
     # a fine-tuned run's frozen parameters that its base run drew and kept frozen: name → (the base's seed, init)
     base_draws: dict[str, tuple[int, str]] = field(default_factory=dict)
 
@@ -76,10 +76,10 @@ def load_run(path, checkpoint: str = BEST_CHECKPOINT, frozen: str = "resident") 
                 "only --frozen resident (or export it: its model file draws on the fly what a seed draws)"
             )
         base = load_run(config.finetune.base_checkpoint)
-        model, hooks = fine_tuned_model(config, base, len(labels)), None
+        model, hooks = fine_tuned_model(config, base, head_outputs(config, labels)), None
         base_draws = _base_draws(config, model, base)
     else:
-        model, hooks = _build(config, data["vocab_size"], frozen, len(labels) if labels else None)
+        model, hooks = _build(config, data["vocab_size"], frozen, head_outputs(config, labels))
         base_draws = {}
     fingerprint = hooks.fingerprint if hooks else frozen_fingerprint
     extra = load_checkpoint(run.path / checkpoint, model, fingerprint=fingerprint)
@@ -97,7 +97,7 @@ def _load_model_file(path: Path, frozen: str) -> FinishedRun:
     labels = saved.classifier["labels"] if saved.classifier else None
     base_draws = {name: (seed, init) for name, (seed, init) in saved.base_draws.items()}
     adjust = lambda plan: with_draws(plan, set(saved.frozen_sha256), base_draws)  # noqa: E731
-    model, hooks = _build(config, len(saved.vocab), frozen, len(labels) if labels else None, adjust)
+    model, hooks = _build(config, len(saved.vocab), frozen, head_outputs(config, labels), adjust)
     fingerprint = hooks.fingerprint if hooks else frozen_fingerprint
     restore(path, model, saved.trainable | saved.frozen_stored, saved.frozen_sha256, fingerprint(model))
     for name, param in model.named_parameters():
@@ -107,18 +107,24 @@ def _load_model_file(path: Path, frozen: str) -> FinishedRun:
     return FinishedRun(path, config, None, model, {}, lambda: saved.vocab, hooks, labels, pairs, base_draws)
 
 
+def head_outputs(config, labels: Optional[list[str]]) -> Optional[int]:
+    """A run's head (TaskData.head_outputs): one number for a regression, a score per label for a classifier, none
+    for the other kinds."""
+    return 1 if TaskKind(config.task.kind) == TaskKind.regression else len(labels) if labels else None
+
+
 def is_fine_tuned(config) -> bool:
     """A study=finetune run started from a base run (not from scratch): its frozen weights are the base's."""
     return StudyName(config.study) == StudyName.finetune and config.finetune.base_checkpoint != SCRATCH
 
 
-def _build(config, vocab_size: int, frozen: str, num_classes: Optional[int],
+def _build(config, vocab_size: int, frozen: str, outputs: Optional[int],
            adjust=None) -> tuple[Transformer, Optional[OnTheFly]]:  # fmt: skip
     """The model of `config`, drawn from its seed by its freeze pattern's plan or by `adjust(plan)` (a model file's:
     which parameters are drawn frozen, and which from another run's seed), to be loaded."""
     if frozen == "on-the-fly":
-        return build_model_on_the_fly(config, vocab_size, num_classes, adjust)
-    model = build_model(config, vocab_size, num_classes)
+        return build_model_on_the_fly(config, vocab_size, outputs, adjust)
+    model = build_model(config, vocab_size, outputs)
     if adjust is not None:
         params = dict(model.named_parameters())
         for name, how in adjust(draw_plan(model, config.freeze)).items():
@@ -139,14 +145,14 @@ def _prepared_vocab(run_dir: Path, record: dict) -> Vocab:
     return Vocab.load(path)
 
 
-def fine_tuned_model(cfg, base: FinishedRun, num_classes: int) -> Transformer:
-    """A study=finetune job's classifier: the model of `cfg` (the base's encoder shape and reservoirs, the job's seed)
-    with every parameter but the head's copied from the base run's model, and with finetune.freeze_from=seed but
-    the ones the job's freeze pattern freezes (drawn from the job's seed, with the pattern's init). Frozen: the job's
-    freeze pattern's components, and with finetune.frozen=keep whatever the base kept frozen (its frozen components,
-    its reservoir layers) — so a checkpoint stays seed-only: its frozen parameters are the base's (regenerated from the
-    base's seed and checkpoint) or the job seed's."""
-    model = build_model(cfg, base.record["data"]["vocab_size"], num_classes)
+def fine_tuned_model(cfg, base: FinishedRun, outputs: int) -> Transformer:
+    """A study=finetune job's classifier or regression (`outputs`: TaskData.head_outputs): the model of `cfg` (the
+    base's encoder shape and reservoirs, the job's seed) with every parameter but the head's copied from the base
+    run's model, and with finetune.freeze_from=seed but the ones the job's freeze pattern freezes (drawn from the
+    job's seed, with the pattern's init). Frozen: the job's freeze pattern's components, and with finetune.frozen=keep
+    whatever the base kept frozen (its frozen components, its reservoir layers) — so a checkpoint stays seed-only: its
+    frozen parameters are the base's (regenerated from the base's seed and checkpoint) or the job seed's."""
+    model = build_model(cfg, base.record["data"]["vocab_size"], outputs)
     base_params = dict(base.model.named_parameters())
     keep = FrozenMode(cfg.finetune.frozen) == FrozenMode.keep
     components = component_of_parameters(model)

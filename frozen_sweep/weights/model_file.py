@@ -10,9 +10,9 @@ base trained no seed draws, and they are stored like trainable ones.
 
 Layout: every stored parameter under its own name (a tied weight once, under its first name), the SentencePiece
 model as the uint8 tensor VOCAB_TENSOR; metadata (strings): format, seed, config (YAML), frozen_sha256 (JSON: the
-drawn ones), frozen_stored (JSON: the stored parameters that are frozen), for a classifier, classifier (JSON: labels
-by class id, and whether an example is a pair of texts), and for a fine-tuned run, base_draws (JSON: the frozen
-tensors its base run drew, each with the base's seed and init).
+drawn ones), frozen_stored (JSON: the stored parameters that are frozen), for a classifier or a regression, classifier
+(JSON: labels by class id, null for a regression, and whether an example is a pair of texts), and for a fine-tuned
+run, base_draws (JSON: the frozen tensors its base run drew, each with the base's seed and init).
 """
 
 import json
@@ -45,7 +45,7 @@ class ModelFile:
     trainable: dict[str, torch.Tensor]
     frozen_stored: dict[str, torch.Tensor]  # frozen, but not drawn from the seed (a fine-tuned run's from its base)
     frozen_sha256: dict[str, str]  # the frozen tensors drawn from the seed
-    classifier: Optional[dict] = None  # {"labels": [names by class id], "pairs": bool}
+    classifier: Optional[dict] = None  # {"labels": [names by class id], or null for a regression, "pairs": bool}
     base_draws: dict = field(default_factory=dict)  # frozen tensors another run's seed drew: name → [seed, init]
 
 
