@@ -42,7 +42,8 @@ bench-collect: setup
 
 # Every benchmark (docs/performance.md): figures and ratios measured side by side, targets met / not met.
 # ≈6 min on a quiet 2-core CPU before cpu_bf16 (two 3,400-update demo jobs, ≈7 min) and sweep_tail (≈5 min) joined:
-# ≈18 min in all, plus data_scale (0.1M-4M-pair corpora under /tmp, ≈20 min at load 9-13), not timed as a whole.
+# ≈18 min in all, plus data_scale (0.1M-4M-pair corpora under /tmp, ≈20 min at load 9-13; its job memory at
+# 20k/400k pairs ≈5 min more), not timed as a whole.
 # THREADS=1 for one thread. MarianMT needs the `bench` extra.
 THREADS ?= 2
 BENCHMARKS := train_throughput freeze_speedup reservoir_step decode checkpoint_size batching sweep_overhead logging_overhead \

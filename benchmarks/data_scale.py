@@ -1,6 +1,7 @@
 """Data at scale: preparing a corpus of millions of pairs once, and what a job pays to open it.
 
     python benchmarks/data_scale.py [--pairs 100000 1000000 4000000] [--dir /tmp/frozen_sweep_data_scale]
+                                    [--job-pairs 20000 400000] [--job-memory-only] [--repeats 3]
 
 Corpora: pair i is training pair i mod 27,964 of the embedded corpus with the words of each side shuffled by one
 seeded generator (so that lines are not copies), valid/test the embedded sets' first 300 pairs (20 with --quick,
@@ -11,11 +12,17 @@ whose sweep runs on Hydra's basic launcher, in one process); written once under 
 - the limit: SentencePiece's own encode of the same training lines, in memory, on every core (`encode(lines,
   num_threads=cores)` in chunks of 1M lines, the prepared vocabulary): lines/s;
 - a 2-step model=micro job (`python -m frozen_sweep`, greedy test decoding) on the prepared data: its data start-up
-  (the record's data.load_s) and peak RSS (ru_maxrss, of a child started by a small interpreter).
+  (the record's data.load_s) and peak RSS (ru_maxrss, of a child started by a small interpreter), with the peaks of
+  RssAnon and RssFile (/proc/<pid>/status sampled every 10 ms: touched pages of memory-mapped files count in RssFile).
+Job memory (--job-pairs, 20k and 400k pairs by default; --job-memory-only runs this alone): the same 2-step job on
+each size, prepared beforehand, `--repeats` rounds (3) interleaved, median peak RSS, RssAnon and RssFile per size, and
+the largest size's peak over the smallest's. `job_memory(task_overrides, ...)` takes any task's overrides: a
+hub-layout corpus (task=hf) is measured by passing its own (`compare_job_memory`).
 Then a 4-job local_gpus sweep (seed=1..4, 2 steps each) of the smallest size on a cold cache: how many preparations
 ran (data/preparation.py logs one line per build), in the plan and in the jobs.
-Targets: at the largest size peak job RSS ≤ the smallest's + 200 MB; data start-up ≤ 5 s; preparation ≥ 0.7× the
-limit; exactly one preparation per sweep. Disk: ≈0.4 GB of text and ≈0.2 GB prepared per million pairs.
+Targets: at the largest size peak job RSS ≤ the smallest's + 200 MB; job memory at 400k pairs ≤ 20k's + 50 MB; data
+start-up ≤ 5 s; preparation ≥ 0.7× the limit; exactly one preparation per sweep. Disk: ≈0.4 GB of text and ≈0.2 GB
+prepared per million pairs.
 """
 
 import json
@@ -23,9 +30,11 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
@@ -66,15 +75,41 @@ def write_corpus(root: Path, pairs: int, embedded: Path, held_out_lines: int) ->
 
 # A child's ru_maxrss counts the image it was forked from (Linux keeps the pre-exec high-water mark), so measured
 # children are started by this small interpreter (≈10 MB), not by the benchmark (torch and a million lines loaded).
-SPAWNER = """import os, sys
+# It samples the child's RssAnon and RssFile every 10 ms while it runs: their peaks, beside the exact ru_maxrss.
+SPAWNER = """import json, os, re, sys, time
 pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ)
-_, status, usage = os.wait4(pid, 0)
-open(os.environ["RSS_FILE"], "w").write(str(usage.ru_maxrss))
+peak = {"RssAnon": 0, "RssFile": 0}
+while True:
+    done, status, usage = os.wait4(pid, os.WNOHANG)
+    if done:
+        break
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for key, kb in re.findall(r"^(RssAnon|RssFile):\\s+(\\d+)", f.read(), re.M):
+                peak[key] = max(peak[key], int(kb))
+    except OSError:
+        pass
+    time.sleep(0.01)
+open(os.environ["RSS_FILE"], "w").write(json.dumps({"maxrss": usage.ru_maxrss, **peak}))
 sys.exit(os.waitstatus_to_exitcode(status))"""
 
+JOB = ["model=micro", "trainer=quick", "trainer.max_steps=2", "trainer.valid_bleu_sentences=0", "eval.beam=1"]
 
-def run_child(command: list[str], log: Path) -> tuple[float, float, str]:
-    """(seconds, peak RSS in MB, output) of a child process."""
+
+@dataclass
+class Memory:
+    """A child's peak RSS (ru_maxrss) and the peaks of its sampled RssAnon and RssFile, in MB."""
+
+    peak: float
+    anon: float
+    file: float
+
+    def __str__(self) -> str:
+        return f"{self.peak:.0f} MB ({self.anon:.0f} anon + {self.file:.0f} file)"
+
+
+def run_child(command: list[str], log: Path) -> tuple[float, Memory, str]:
+    """(seconds, peak memory, output) of a child process."""
     started = time.perf_counter()
     rss_file = log.with_suffix(".rss")
     with open(log, "w") as out:
@@ -83,7 +118,46 @@ def run_child(command: list[str], log: Path) -> tuple[float, float, str]:
     text = log.read_text()
     if done.returncode:
         sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{text[-3000:]}")
-    return time.perf_counter() - started, int(rss_file.read_text()) / 1024, text
+    rss = json.loads(rss_file.read_text())
+    memory = Memory(rss["maxrss"] / 1024, rss["RssAnon"] / 1024, rss["RssFile"] / 1024)
+    return time.perf_counter() - started, memory, text
+
+
+def job_memory(task_overrides: list[str], run_dir: Path, log: Path) -> tuple[Memory, float]:
+    """Peak memory and data start-up (s) of a 2-step model=micro job (JOB) on the task `task_overrides` name, whose
+    data is prepared beforehand (`python -m frozen_sweep.prepare` with the same overrides), so that the figure is the
+    job's: start-up, two steps, the test. Any task: a hub-layout corpus (task=hf …) passes its own overrides."""
+    shutil.rmtree(run_dir, ignore_errors=True)
+    command = [sys.executable, "-m", "frozen_sweep", *task_overrides, *JOB, f"hydra.run.dir={run_dir}"]
+    _, memory, _ = run_child(command, log)
+    load_s = json.loads((run_dir / "result.json").read_text())["data"]["load_s"]
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return memory, load_s
+
+
+def compare_job_memory(label: str, tasks: dict[int, list[str]], work: Path, rounds: int, target_mb: float) -> bool:
+    """The same 2-step job on each size's task (prepared once first, not measured), `rounds` rounds interleaved: the
+    median peak RSS, RssAnon and RssFile per size, and the largest size's peak over the smallest's against
+    `target_mb`. `tasks`: pairs → task overrides (a text corpus's, or a hub-layout corpus's)."""
+    for overrides in tasks.values():
+        run_child([sys.executable, "-m", "frozen_sweep.prepare", *overrides], work / "prepare.log")
+    samples: dict[int, list[Memory]] = {pairs: [] for pairs in tasks}
+    for _ in range(rounds):
+        for pairs, overrides in tasks.items():
+            memory, _ = job_memory(overrides, work / f"run-{label}-{pairs}", work / "job.log")
+            samples[pairs].append(memory)
+    median = {pairs: Memory(*(statistics.median(getattr(m, k) for m in ms) for k in ("peak", "anon", "file")))
+              for pairs, ms in samples.items()}  # fmt: skip
+    common.table(["corpus", "pairs", "job peak RSS", "RssAnon", "RssFile", f"peak RSS, {rounds} rounds", "load"],
+                 [[label, f"{pairs:,}", f"{m.peak:.0f} MB", f"{m.anon:.0f} MB", f"{m.file:.0f} MB",
+                   " ".join(f"{s.peak:.0f}" for s in samples[pairs]), f"{os.getloadavg()[0]:.1f}"]
+                  for pairs, m in median.items()])  # fmt: skip
+    small, large = median[min(median)], median[max(median)]
+    sizes = f"{max(median):,} pairs over {min(median):,} pairs'"
+    print(f"{label} job at {sizes}: RssAnon {large.anon - small.anon:+.0f} MB, "
+          f"RssFile {large.file - small.file:+.0f} MB")  # fmt: skip
+    return common.verdict(f"{label} job peak RSS at {sizes} (MB)", large.peak - small.peak, target_mb, unit=" MB",
+                          at_most=True)  # fmt: skip
 
 
 def limit_lines_per_s(corpus: Path, model: Path) -> float:
@@ -103,17 +177,28 @@ def main() -> None:
     p = common.parser(__doc__)
     p.add_argument("--pairs", type=int, nargs="+", default=[100_000, 1_000_000, 4_000_000])
     p.add_argument("--dir", type=Path, default=Path("/tmp/frozen_sweep_data_scale"))
+    p.add_argument("--job-pairs", type=int, nargs="+", default=[20_000, 400_000], help="job memory's sizes")
+    p.add_argument("--job-memory-only", action="store_true", help="job memory alone (no preparation table, sweep)")
     p.add_argument("--sweep-jobs", type=int, default=4)
     args = p.parse_args()
     common.setup(args)
     if args.quick:
         args.pairs, args.dir, args.sweep_jobs = [2000], args.dir.with_name(args.dir.name + "_quick"), 2
+        args.job_pairs, args.repeats = [1000, 2000], 1
     held_out, launcher = (20, "basic") if args.quick else (300, "local_gpus")  # quick: one process runs the sweep
     vocab = 500 if args.quick else 8000
     embedded = source_dir(OmegaConf.structured(TaskConfig(name="bible", cache_dir=str(args.dir / "embedded"))))
     task = ["task=text_files", "task.src_lang=es", "task.tgt_lang=en", f"task.vocab_size={vocab}"]
-    job = ["model=micro", "trainer=quick", "trainer.max_steps=2", "trainer.valid_bleu_sentences=0", "eval.beam=1"]
-    python = [sys.executable, "-m"]
+    job, python = JOB, [sys.executable, "-m"]
+
+    cache = args.dir / "cache-job-memory"  # one cache for the sizes: each prepared once, before its jobs
+    shutil.rmtree(cache, ignore_errors=True)
+    text_tasks = {pairs: [*task, f"task.path={write_corpus(args.dir, pairs, embedded, held_out)}",
+                          f"task.cache_dir={cache}"] for pairs in sorted(args.job_pairs)}  # fmt: skip
+    compare_job_memory("text_files", text_tasks, args.dir, args.repeats or 3, 50)
+    shutil.rmtree(cache, ignore_errors=True)
+    if args.job_memory_only:
+        return
     rows, results = [], {}
     for pairs in sorted(args.pairs):
         corpus, cache = write_corpus(args.dir, pairs, embedded, held_out), args.dir / f"cache-{pairs}"
@@ -125,20 +210,17 @@ def main() -> None:
         lines = 2 * sum(c["examples"] for c in manifest["splits"].values())
         limit = limit_lines_per_s(corpus, prepared / VOCAB_FILE)
         run_dir = args.dir / f"run-{pairs}"
-        shutil.rmtree(run_dir, ignore_errors=True)
-        _, job_rss, _ = run_child([*python, "frozen_sweep", *overrides, *job, f"hydra.run.dir={run_dir}"],
-                                  args.dir / "job.log")  # fmt: skip
-        load_s = json.loads((run_dir / "result.json").read_text())["data"]["load_s"]
+        job_rss, load_s = job_memory(overrides, run_dir, args.dir / "job.log")
         phases = manifest["seconds"]
         encode_rate = 2 * manifest["splits"]["train"]["examples"] / phases["encode"]
-        results[pairs] = {"prep_rate": lines / prep_s, "limit": limit, "job_rss": job_rss, "load_s": load_s}
+        results[pairs] = {"prep_rate": lines / prep_s, "limit": limit, "job_rss": job_rss.peak, "load_s": load_s}
         split_s = "/".join(f"{phases[phase]:.1f}" for phase in ("check", "vocab", "encode"))
         rows.append([f"{pairs:,}", f"{prep_s:.1f} s", split_s,
-                     f"{lines / prep_s:,.0f}", f"{encode_rate:,.0f}", f"{limit:,.0f}", f"{prep_rss:.0f} MB",
-                     f"{load_s:.2f} s", f"{job_rss:.0f} MB", f"{os.getloadavg()[0]:.1f}"])  # fmt: skip
+                     f"{lines / prep_s:,.0f}", f"{encode_rate:,.0f}", f"{limit:,.0f}", f"{prep_rss.peak:.0f} MB",
+                     f"{load_s:.2f} s", str(job_rss), f"{os.getloadavg()[0]:.1f}"])  # fmt: skip
         shutil.rmtree(cache, ignore_errors=True)
     common.table(["pairs", "prepare", "check/vocab/encode", "lines/s", "encode lines/s", "limit lines/s",
-                  "prepare RSS", "job data start", "job peak RSS", "load"], rows)  # fmt: skip
+                  "prepare RSS", "job data start", "job peak RSS (RssAnon + RssFile peaks)", "load"], rows)  # fmt: skip
 
     smallest, largest = min(results), max(results)
     sweep, cache = args.dir / "sweep", args.dir / "cache-sweep"

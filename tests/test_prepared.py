@@ -1,5 +1,6 @@
 """The prepared dataset: round trip against SentencePiece, atomic and checked, rebuilt when damaged, built once by
-concurrent preparers, bad input named before anything is kept, identity that follows in-place edits."""
+concurrent preparers, bad input named before anything is kept, identity that follows in-place edits, token ids read
+without being mapped into the job."""
 
 import multiprocessing
 import os
@@ -11,10 +12,11 @@ import sentencepiece as spm
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import CorpusKind, TaskConfig, TaskKind
-from frozen_sweep.data import load_task, preparation
+from frozen_sweep.data import Split, load_task, plan, preparation
 from frozen_sweep.data.identity import data_identity, prepared_key
 from frozen_sweep.data.preparation import Reservoir, prepare
-from frozen_sweep.data.prepared import problem
+from frozen_sweep.data.prepared import DiskArray, problem, side_files
+from frozen_sweep.data.split import Side
 from frozen_sweep.job.job_config import fingerprint
 from tests.conftest import compose_config, write_corpus
 
@@ -44,8 +46,41 @@ def test_round_trip_ids_are_sentencepieces_own(tmp_path):
         assert data.train.tgt_ids(i) == sp.encode(train_en[kept[i]])
     assert data.valid.tgt_text == (corpus / "valid.en").read_text().split("\n")[:-1]
     assert data.test.src_ids(3) == sp.encode(data.test.src_text[3])
-    assert isinstance(data.train.tgt.ids, np.memmap) and data.train.tgt.ids.dtype == np.uint16
+    assert isinstance(data.train.tgt.ids, DiskArray) and data.train.tgt.ids.dtype == np.uint16
     assert data.stats["vocab_size_asked"] == 60 and data.stats["vocab_sampled"] == 100
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads Linux's /proc/self/maps")
+def test_a_job_maps_none_of_the_token_ids_and_reads_the_same_batches(tmp_path):
+    """Opening a prepared dataset, planning an epoch and collating batches maps no token ids (.bin) nor offsets into
+    the process: they are read with pread. A memory map's touched pages count in the job's RSS for its life, 64 KB
+    or more around each id read: a 2-step job mapped ≈40 MB of a 400k-pair corpus's ids (docs/performance.md, data
+    at scale). The batches are those of the same arrays in memory."""
+    corpus = write_corpus(tmp_path / "corpus", sizes=(400, 20, 20))
+    data = load_task(task_cfg(corpus, tmp_path / "cache"))
+    directory = Path(data.stats["prepared_dir"])
+    groups = plan(data.train, 64, True, seed=1)
+    batches = [data.train.collate(g.indices, g.length) for g in groups]
+    data.valid.sources(), data.test.tgt_ids(3)
+    mapped = {Path(line.split()[-1]).name for line in open("/proc/self/maps") if str(directory) in line}
+    assert not {name for name in mapped if name.endswith((".bin", ".off.npy"))}, mapped
+
+    def in_memory(split, lang) -> Side:
+        bin_name, off_name, len_name = side_files(split, lang)
+        ids = np.fromfile(directory / bin_name, np.uint16)
+        return Side(ids, np.load(directory / off_name), np.load(directory / len_name))
+
+    same = Split(in_memory("train", "es"), in_memory("train", "en"))
+    for group, batch in zip(groups, batches):
+        want = same.collate(group.indices, group.length)
+        assert batch.src.equal(want.src) and batch.tgt_in.equal(want.tgt_in) and batch.tgt_out.equal(want.tgt_out)
+    rows = groups[0].indices  # narrower than its rows: each cut to its first 2 ids
+    assert all((a == b).all() for a, b in zip(data.train.tgt.padded(rows, 2), same.tgt.padded(rows, 2)))
+    ids = data.train.tgt.ids
+    assert ids[-1] == ids[len(ids) - 1] and ids[2:5].tolist() == [ids[2], ids[3], ids[4]]
+    assert ids[np.array([[0, 1], [-1, 2]])].shape == (2, 2)
+    with pytest.raises(IndexError):
+        ids[len(ids)]
 
 
 def test_vocab_sample_is_seeded_and_chunking_does_not_change_it():

@@ -3,7 +3,7 @@
     manifest.json            FORMAT_VERSION, key, settings, source hashes, counts, dropped lines, every file's size
     spm.model                the SentencePiece vocabulary
     {split}.{lang}.bin       token ids of every kept sentence, concatenated (uint16 if the vocabulary fits, else
-                             uint32; no bos/eos), memory-mapped by jobs
+                             uint32; no bos/eos), read by jobs a sentence at a time (DiskArray)
     {split}.{lang}.off.npy   (N + 1,) int64: sentence i is ids[off[i]:off[i + 1]]
     {split}.{lang}.len.npy   (N,) int32 subword counts (what batching sorts by)
     {valid,test}.{lang}.txt  the held-out sentences as read (BLEU's references, decoding's logs)
@@ -19,7 +19,9 @@ at its size; data/preparation.py writes it under a temporary name and renames it
 
 import json
 import os
+import weakref
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -123,13 +125,74 @@ class Prepared:
     splits: dict[str, Split]
 
 
-def _ids(path: Path, dtype: np.dtype) -> np.ndarray:
-    return np.memmap(path, dtype=dtype, mode="r") if path.stat().st_size else np.zeros(0, dtype)
+class DiskArray:
+    """A 1-D array in a file (a raw .bin, or the data of a .npy), read with pread where it is indexed: an int, a slice
+    of step 1, or an integer array (one read per element). Nothing of it is mapped into the process.
+
+    A memory map would be: every page a job touches counts in its RSS (RssFile) for as long as the map lives, and one
+    touched id maps 64 KB around it (the kernel's fault-around), or whole large folios where the page cache holds them
+    (≈350 KB an id on average right after preparation wrote the file, Linux 6.18, ext4): a 2-step job's random
+    batches mapped ≈40 MB of a 400k-pair corpus's 50 MB of ids, a longer job all of them (docs/performance.md, data
+    at scale). Reads still go through the page cache, which is not the job's."""
+
+    def __init__(self, path: Path, dtype: np.dtype, start: int = 0, length: int | None = None):
+        self.path, self.dtype, self.start = Path(path), np.dtype(dtype), start
+        size = self.path.stat().st_size - start
+        self.length = size // self.dtype.itemsize if length is None else length
+        self.fd: int | None = None  # opened at the first read
+
+    @classmethod
+    def npy(cls, path: Path) -> "DiskArray":
+        """The data of a 1-D, C-order .npy file (np.save's), read in place."""
+        fmt = np.lib.format
+        with open(path, "rb") as f:
+            read_header = fmt.read_array_header_1_0 if fmt.read_magic(f) == (1, 0) else fmt.read_array_header_2_0
+            shape, fortran, dtype = read_header(f)
+            if len(shape) != 1 or fortran or dtype.hasobject:
+                raise ValueError(f"{path}: a 1-D array of numbers expected, found shape {shape} of {dtype}")
+            return cls(path, dtype, f.tell(), shape[0])
+
+    def __len__(self) -> int:
+        return self.length
+
+    def _fd(self) -> int:
+        if self.fd is None:
+            self.fd = os.open(self.path, os.O_RDONLY)
+            weakref.finalize(self, os.close, self.fd)
+        return self.fd
+
+    def ranges(self, starts, counts) -> np.ndarray:
+        """Elements starts[k] … starts[k] + counts[k] - 1 for every k, concatenated: one read per range."""
+        starts, counts = np.asarray(starts, np.int64), np.asarray(counts, np.int64)
+        if len(starts) and (starts.min() < 0 or counts.min() < 0 or (starts + counts).max() > self.length):
+            raise IndexError(f"{self.path}: a range outside its {self.length} elements")
+        fd, size = self._fd(), self.dtype.itemsize
+        data = b"".join(map(os.pread, repeat(fd), (counts * size).tolist(), (starts * size + self.start).tolist()))
+        if len(data) != int(counts.sum()) * size:
+            raise ValueError(f"{self.path}: {len(data)} bytes read, {counts.sum() * size} expected (did it change?)")
+        return np.frombuffer(data, self.dtype)
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            first, stop, step = key.indices(self.length)
+            if step != 1:
+                raise IndexError("DiskArray: slices of step 1 only")
+            return self.ranges([first], [max(stop - first, 0)])
+        indices = np.asarray(key)
+        if indices.dtype.kind not in "iu":
+            raise IndexError(f"DiskArray: an int, a slice or an integer array, not {indices.dtype}")
+        indices = np.where(indices < 0, indices + self.length, indices)
+        values = self.ranges(indices.reshape(-1), np.ones(indices.size, np.int64)).reshape(indices.shape)
+        return values[()] if values.ndim == 0 else values  # an int gives a scalar, as numpy's indexing does
+
+    def __getstate__(self) -> dict:  # a copy in another process opens the file itself
+        return {**self.__dict__, "fd": None}
 
 
 def open_prepared(directory: Path) -> Prepared:
-    """The prepared dataset at `directory` (checked by `problem` first): ids and index memory-mapped, held-out text
-    read; ValueError if the arrays disagree with the manifest."""
+    """The prepared dataset at `directory` (checked by `problem` first): ids and offsets read from disk as batches ask
+    for them (DiskArray), lengths memory-mapped (planning reads them whole), held-out text read; ValueError if the
+    arrays disagree with the manifest."""
     directory = Path(directory)
     manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
     dtype = np.dtype(manifest["dtype"])
@@ -138,7 +201,7 @@ def open_prepared(directory: Path) -> Prepared:
         sides, texts = [], []
         for lang in manifest["langs"]:
             bin_name, off_name, len_name = side_files(split, lang)
-            side = Side(_ids(directory / bin_name, dtype), np.load(directory / off_name, mmap_mode="r"),
+            side = Side(DiskArray(directory / bin_name, dtype), DiskArray.npy(directory / off_name),
                         np.load(directory / len_name, mmap_mode="r"))  # fmt: skip
             if len(side.lens) != counts["examples"] or int(side.offsets[-1]) != len(side.ids):
                 raise ValueError(f"{directory}: {split}.{lang} does not match {MANIFEST}; delete the directory")

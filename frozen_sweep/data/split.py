@@ -1,6 +1,6 @@
-"""A split of a task as the trainer uses it: token ids in flat numpy arrays (memory-mapped from a prepared dataset),
-lengths in arrays, batches collated straight from them. No per-sentence Python object is held for training data;
-valid and test also keep their text (BLEU is computed against it).
+"""A split of a task as the trainer uses it: token ids in flat arrays (a prepared dataset's read from its files a row
+at a time: data/prepared.py's DiskArray), lengths in arrays, batches collated straight from them. No per-sentence
+Python object is held for training data; valid and test also keep their text (BLEU is computed against it).
 """
 
 from dataclasses import dataclass
@@ -16,8 +16,8 @@ from frozen_sweep.data.vocab import BOS, EOS, PAD
 class Side:
     """One language of a split: every sentence's subword ids (no bos/eos) concatenated, and where each starts."""
 
-    ids: np.ndarray  # (T,) uint16 or uint32, usually an np.memmap
-    offsets: np.ndarray  # (N + 1,) int64: sentence i is ids[offsets[i]:offsets[i + 1]]
+    ids: np.ndarray  # (T,) uint16 or uint32; a prepared dataset's: a DiskArray (data/prepared.py), never mapped
+    offsets: np.ndarray  # (N + 1,) int64: sentence i is ids[offsets[i]:offsets[i + 1]]; a DiskArray too
     lens: np.ndarray  # (N,) int32 subword counts
 
     @classmethod
@@ -32,6 +32,10 @@ class Side:
         lens = self.lens[rows].astype(np.int64)
         column = np.arange(width)
         inside = column < lens[:, None]  # (B, width)
+        if not isinstance(self.ids, np.ndarray):  # on disk (DiskArray): one read per row, of its ids alone
+            tokens = np.full((len(rows), width), PAD, np.int64)
+            tokens[inside] = self.ids.ranges(self.offsets[rows], np.minimum(lens, width))  # row by row, in order
+            return tokens, lens
         where = np.minimum(self.offsets[rows][:, None] + column, max(len(self.ids) - 1, 0))  # (B, width)
         tokens = np.where(inside, self.ids[where] if len(self.ids) else 0, PAD).astype(np.int64)
         return tokens, lens
@@ -63,7 +67,8 @@ class Split:
     def src_ids(self, i: int) -> list[int]:
         """Source subword ids of example i (no eos): what decoding reads."""
         (row,) = self._row([i])
-        return self.src.ids[self.src.offsets[row] : self.src.offsets[row + 1]].tolist()
+        start, end = self.src.offsets[row : row + 2].tolist()
+        return self.src.ids[start:end].tolist()
 
     def sources(self, n: int | None = None) -> list[list[int]]:
         """Source ids of the first n examples (all: None), as decoding takes them: held-out sets only (small)."""
@@ -71,7 +76,8 @@ class Split:
 
     def tgt_ids(self, i: int) -> list[int]:
         (row,) = self._row([i])
-        return self.tgt.ids[self.tgt.offsets[row] : self.tgt.offsets[row + 1]].tolist()
+        start, end = self.tgt.offsets[row : row + 2].tolist()
+        return self.tgt.ids[start:end].tolist()
 
     def at_most(self, max_len: int) -> tuple["Split", int]:
         """The examples with at most max_len subwords on each side, and how many were dropped."""
