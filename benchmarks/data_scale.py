@@ -193,9 +193,15 @@ def main() -> None:
 
     cache = args.dir / "cache-job-memory"  # one cache for the sizes: each prepared once, before its jobs
     shutil.rmtree(cache, ignore_errors=True)
-    text_tasks = {pairs: [*task, f"task.path={write_corpus(args.dir, pairs, embedded, held_out)}",
-                          f"task.cache_dir={cache}"] for pairs in sorted(args.job_pairs)}  # fmt: skip
+    corpora = {pairs: write_corpus(args.dir, pairs, embedded, held_out) for pairs in sorted(args.job_pairs)}
+    text_tasks = {pairs: [*task, f"task.path={corpus}", f"task.cache_dir={cache}"] for pairs, corpus in corpora.items()}
     compare_job_memory("text_files", text_tasks, args.dir, args.repeats or 3, 50)
+    shutil.rmtree(cache, ignore_errors=True)
+    from hub_prepare import write_hub_layout  # the same pairs in the hub's parquet layout (task=hf)
+
+    hub_tasks = {pairs: ["task=hf", f"task.dataset={write_hub_layout(corpus)}", "task.dataset_config=tr-en",
+                         *task[1:], f"task.cache_dir={cache}"] for pairs, corpus in corpora.items()}  # fmt: skip
+    compare_job_memory("hub layout", hub_tasks, args.dir, args.repeats or 3, 50)
     shutil.rmtree(cache, ignore_errors=True)
     if args.job_memory_only:
         return

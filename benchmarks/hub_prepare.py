@@ -81,11 +81,11 @@ def main() -> None:
                 shutil.rmtree(stale, ignore_errors=True)
             overrides = [*task, f"task.vocab_size={vocab}", f"task.cache_dir={cache}"]
             os.environ["HF_HOME"] = str(hf_home)  # a cold `datasets` cache: its Arrow conversion counted
-            prep_s, prep_rss, _ = run_child([sys.executable, "-m", "frozen_sweep.prepare", *overrides],
+            prep_s, prep_memory, _ = run_child([sys.executable, "-m", "frozen_sweep.prepare", *overrides],
                                             args.dir / "prepare.log")  # fmt: skip
-            _, job_rss, _ = run_child([sys.executable, "-m", "frozen_sweep", *overrides, *job,
+            _, job_memory, _ = run_child([sys.executable, "-m", "frozen_sweep", *overrides, *job,
                                        f"hydra.run.dir={run_dir}"], args.dir / "job.log")  # fmt: skip
-            measured[name] = (prep_s, prep_rss, job_rss)
+            measured[name] = (prep_s, prep_memory.peak, job_memory.peak)
             for stale in (cache, hf_home, run_dir):
                 shutil.rmtree(stale, ignore_errors=True)
         (text_s, text_prep_rss, text_job), (hub_s, hub_prep_rss, hub_job) = measured.values()
