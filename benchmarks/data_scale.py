@@ -43,7 +43,8 @@ import sentencepiece as spm
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import TaskConfig
-from frozen_sweep.data.preparation import encode_threads, source_dir
+from frozen_sweep.data.preparation import encode_threads
+from frozen_sweep.data.sources import source_dir
 from frozen_sweep.data.prepared import MANIFEST, VOCAB_FILE
 
 BUILT = re.compile(r"prepared [0-9a-f]{32}: train/valid/test")  # data/preparation.py's line, once per build

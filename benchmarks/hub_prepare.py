@@ -23,7 +23,7 @@ from data_scale import run_child, write_corpus
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import TaskConfig
-from frozen_sweep.data.preparation import source_dir
+from frozen_sweep.data.sources import source_dir
 
 SPLITS = {"train": "train", "valid": "validation", "test": "test"}  # text file name → hub split
 README = "---\nconfigs:\n- config_name: tr-en\n  data_files:\n" + "".join(

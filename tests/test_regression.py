@@ -15,7 +15,6 @@ from omegaconf import OmegaConf
 from frozen_sweep import classify
 from frozen_sweep.config import ConfigError, CorpusKind, Pooling, TaskConfig, TaskKind
 from frozen_sweep.config.checks import validate
-from frozen_sweep.data import load_task
 from frozen_sweep.data.preparation import prepare
 from frozen_sweep.data.vocab import BOS, EOS, PAD
 from frozen_sweep.model.head import pool

@@ -88,11 +88,6 @@ def validate(cfg) -> None:
             "task.path is not set: task=text_files reads {path}/{train,valid,test}.{lang}; "
             "pass task.path=/dir/with/your/files"
         )
-    if t.corpus == CorpusKind.hf:
-        from frozen_sweep.data.hub import check_source, check_split_choice  # no `datasets` import
-
-        check_source(t)
-        check_split_choice(t)
     if t.corpus == CorpusKind.bible:
         for lang in [t.src_lang, t.tgt_lang]:
             if lang is not None and lang not in t.modules:

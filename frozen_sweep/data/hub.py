@@ -17,7 +17,7 @@ import re
 import time
 from pathlib import Path
 
-from frozen_sweep.config import ConfigError
+from frozen_sweep.config import ConfigError, CorpusKind
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,13 @@ def is_local(task_cfg) -> bool:
 
 def offline() -> bool:
     return any(os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE") for name in OFFLINE_VARIABLES)
+
+
+def check_hub_keys(task_cfg) -> None:
+    """task.corpus=hf's keys, checked before any job starts: the source, then the split choice."""
+    if CorpusKind(task_cfg.corpus) == CorpusKind.hf:
+        check_source(task_cfg)
+        check_split_choice(task_cfg)
 
 
 def check_source(task_cfg) -> None:

@@ -12,7 +12,6 @@ sample (task.vocab_sample_lines pairs) and the held-out text, not the training c
 
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import shutil
@@ -23,10 +22,8 @@ from typing import Iterator
 
 import numpy as np
 
-from frozen_sweep.config import CorpusKind, TaskKind
-from frozen_sweep.data.bible import extract_bible
-from frozen_sweep.data.bible_labels import extract_labelled_bible
-from frozen_sweep.data.identity import SPLITS, prepared_key
+from frozen_sweep.config import TaskKind
+from frozen_sweep.data.identity import prepared_key
 from frozen_sweep.data.labelled import NUMBER, number_summary, parse_numbers, check_classes
 from frozen_sweep.data.prepared import (
     HELD_OUT,
@@ -39,41 +36,15 @@ from frozen_sweep.data.prepared import (
     write_texts,
 )  # fmt: skip
 from frozen_sweep.data.progress import progress
-from frozen_sweep.data.text_files import SplitReader, langs_of
+from frozen_sweep.data.sources import record_source, split_readers
+from frozen_sweep.data.text_files import langs_of
 from frozen_sweep.data.tsv import TsvReader, looks_like_header
-from frozen_sweep.data.tsv_columns import chosen, reads_header
 from frozen_sweep.data.vocab import EOS, UNK, Vocab, train_vocab
 from frozen_sweep.system.files import write_dir_atomic
 
 log = logging.getLogger(__name__)
 
 SAMPLE_SEED = 20_2311  # the vocabulary sample's: fixed, so that jobs of every seed share one prepared dataset
-
-
-def source_dir(task_cfg) -> Path:
-    """The directory holding {train,valid,test}.{lang} (to classify: .tsv) for this task (the Bible is extracted
-    there first)."""
-    if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
-        labelled = TaskKind(task_cfg.kind) == TaskKind.classify
-        return extract_labelled_bible(task_cfg) if labelled else extract_bible(task_cfg)
-    return Path(task_cfg.path).expanduser()
-
-
-def split_readers(task_cfg) -> tuple[str, dict]:
-    """Where the task's text comes from (the manifest's source_dir) and a reader per split: a hub dataset's
-    (data/hub_splits.py), else the text files' (to classify, the TSV files')."""
-    if CorpusKind(task_cfg.corpus) == CorpusKind.hf:
-        from frozen_sweep.data.hub import describe
-        from frozen_sweep.data.hub_splits import hub_readers  # `datasets`: only for this corpus
-
-        return describe(task_cfg), hub_readers(task_cfg)
-    directory = source_dir(task_cfg)
-    if TaskKind(task_cfg.kind).labelled:
-        header, keys = reads_header(task_cfg), chosen(task_cfg)
-        train = TsvReader(directory, "train", header, keys)  # its first example sets the layout the others follow
-        return str(directory), {"train": train} | {
-            split: TsvReader(directory, split, header, keys, follows=train) for split in SPLITS if split != "train"}
-    return str(directory), {split: SplitReader(directory, split, langs_of(task_cfg)) for split in SPLITS}
 
 
 def encode_threads() -> int:
@@ -214,17 +185,6 @@ def build(task_cfg, out: Path, manifest: dict) -> None:
     sizes = "/".join(str(c["examples"]) for c in counts.values())
     log.info("prepared %s: train/valid/test %s, vocab %d, in %.1f s (%s)", manifest["key"], sizes, len(vocab),
              encoded - started, manifest["seconds"])  # fmt: skip
-
-
-def record_source(task_cfg, manifest: dict) -> None:
-    """What the manifest says of the corpus beside its text: the Bible's extraction (read, dropped, split), a hub
-    dataset's name, config, commit and which of its splits each role is."""
-    if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
-        manifest["corpus"] = json.loads((Path(manifest["source_dir"]) / "stats.json").read_text(encoding="utf-8"))
-    elif CorpusKind(task_cfg.corpus) == CorpusKind.hf:
-        from frozen_sweep.data.hub_splits import hub_source
-
-        manifest["corpus"] = hub_source(task_cfg, manifest["sources"])
 
 
 def task_vocab(task_cfg, texts: list[str]) -> Vocab:

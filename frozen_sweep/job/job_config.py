@@ -80,9 +80,11 @@ def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     elif cfg.finetune.base_checkpoint == SCRATCH:  # nothing pre-trained: frozen and freeze_from change nothing, so a
         cfg.finetune.frozen, cfg.finetune.freeze_from = FrozenMode.keep, FreezeFrom.base  # sweep's copies are one job
     validate(cfg)
-    from frozen_sweep.data.tsv_columns import check_columns  # the data package: imported once the config is valid
+    from frozen_sweep.data.hub import check_hub_keys  # the data package: imported once the config is valid
+    from frozen_sweep.data.tsv_columns import check_columns
 
     check_columns(cfg.task)  # column keys against each TSV file's header: two lines a file
+    check_hub_keys(cfg.task)  # a hub dataset's source and split keys (no `datasets` import, no download)
     check_installed(cfg.trainer.loggers)
     if cfg.relearn.name != "none":
         cfg.relearn.reset_layer = check_reset_layer(cfg.relearn)
