@@ -207,3 +207,23 @@ def test_a_loading_script_and_a_missing_datasets_package_are_refused_saying_why(
     monkeypatch.setitem(sys.modules, "datasets", None)  # as if not installed
     with pytest.raises(ConfigError, match=r"pip install 'frozen_sweep\[datasets\]'"):
         job_config(hf(f"task.dataset={script}", cache=tmp_path), [])
+
+
+def test_an_stsb_like_regression_reads_float_labels_and_refuses_a_withheld_test_split(tmp_path):
+    """STS-B's layout: two sentence columns, a float label, every test label -1 (withheld)."""
+    def table(n, withheld=False):
+        rows = [(f"a dog runs {i % 5}", f"a cat sits {i % 3}", -1.0 if withheld else (i % 11) / 2) for i in range(n)]
+        return pa.table({"sentence1": [a for a, _, _ in rows], "sentence2": [b for _, b, _ in rows],
+                         "label": pa.array([y for _, _, y in rows], pa.float32())})  # fmt: skip
+
+    root = write_hub_dataset(tmp_path / "stsb", {"stsb": {"train": table(120), "validation": table(30),
+                                                          "test": table(30, withheld=True)}})  # fmt: skip
+    base = ["task=hf", "task.kind=regression", f"task.dataset={root}", "task.dataset_config=stsb",
+            "task.text_column=sentence1", "task.text_pair_column=sentence2", "task.vocab_size=60",
+            f"task.cache_dir={tmp_path}", "model=mlm_micro"]  # fmt: skip
+    with pytest.raises(ValueError, match=r"test: 30 examples with label -1 \(withheld\)"):
+        load_task(job_config(compose_config(*base), []).task)
+    split = ["task.valid_split=null", "task.valid_from_train=20", "task.test_split=validation"]
+    data = load_task(job_config(compose_config(*base, *split), []).task)
+    assert data.regression and data.test.labels.tolist() == [(i % 11) / 2 for i in range(30)]
+    assert data.stats["corpus"]["splits"]["test"] == "validation"
