@@ -117,6 +117,20 @@ def problem(directory: Path, key: str) -> str | None:
     return None
 
 
+def longest_held_out(directory: Path) -> tuple[int, str, int]:
+    """(subwords, "split.side", row) of the longest valid or test example of a prepared dataset, on any side: a
+    held-out example is scored whole, so the model's positions must cover it (bos and eos added)."""
+    directory = Path(directory)
+    manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    found = (0, "", 0)
+    for split in HELD_OUT:
+        for lang in manifest["langs"]:
+            lens = np.load(directory / side_files(split, lang)[2])  # (N,) int32: a held-out split's, small
+            if len(lens) and int(lens.max()) > found[0]:
+                found = (int(lens.max()), f"{split}.{lang}", int(lens.argmax()))
+    return found
+
+
 @dataclass
 class Prepared:
     directory: Path

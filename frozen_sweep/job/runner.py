@@ -18,8 +18,8 @@ from omegaconf import OmegaConf, open_dict
 import frozen_sweep
 from frozen_sweep.config import ConfigError, Device, TaskKind
 from frozen_sweep.data import TaskData, load_task
-from frozen_sweep.data.preparation import prepare
 from frozen_sweep.job.how_it_runs import how_it_runs, job_threads
+from frozen_sweep.job.job_data import prepare_checked
 from frozen_sweep.job.job_config import BUDGETS, fingerprint, job_config
 from frozen_sweep.job.test_set import evaluate_test
 from frozen_sweep.metrics import efficiency
@@ -94,7 +94,7 @@ def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
     run_fingerprint = fingerprint(cfg)
     run_dir = Path(run_dir)
     if cfg.force or not is_completed(previous_record(run_dir, run_fingerprint, cfg.force)):
-        prepare_checked(cfg.task)
+        prepare_checked(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     if world is not None and not world.is_main:  # rank 0 holds the directory; this rank makes the same decision
         previous = previous_record(run_dir, run_fingerprint, cfg.force)
@@ -111,15 +111,6 @@ def run_job(cfg, run_dir: Path, overrides: list[str]) -> RunResult:
             for stale in (LAST_CHECKPOINT, BEST_CHECKPOINT):
                 (run_dir / stale).unlink(missing_ok=True)
         return _run(cfg, run_dir, overrides, run_fingerprint, world)
-
-
-def prepare_checked(task_cfg) -> None:
-    """The job's data prepared (or found) before its directory is written: bad content (a file and line) is a config
-    error, reported in one line with nothing left behind, as a sweep's plan reports it."""
-    try:
-        prepare(task_cfg)
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"preparing its data: {e}") from e
 
 
 def _run(cfg, run_dir: Path, overrides: list[str], run_fingerprint: dict, world: World | None) -> RunResult:
