@@ -1,7 +1,6 @@
 """The training loop on the toy corpus, in-process: optimiser contents, schedule, early stopping, budgets."""
 
 import json
-import math
 
 import pytest
 import torch
