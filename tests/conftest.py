@@ -1,7 +1,9 @@
 """Shared fixtures: composed real configs and a small synthetic parallel corpus in the text_files layout."""
 
+import os
 import random
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,10 @@ pytest_plugins = ["tests.slurm_cluster"]
 # shell (CI) has SIGINT ignored, and every process it starts would inherit that: restore Python's handler (a handler,
 # unlike SIG_IGN, resets to the default when a child execs)
 signal.signal(signal.SIGINT, signal.default_int_handler)
+# no network at test time: the hub is never asked (tests that resolve a revision serve its API themselves), and the
+# `datasets` cache of the hub-layout datasets the tests build is their own, not the user's
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_CACHE", tempfile.mkdtemp(prefix="frozen_sweep_tests_hf_"))
 CONF = ROOT / "frozen_sweep" / "conf"
 
 register_configs()

@@ -153,15 +153,16 @@ class FakeHubApi(BaseHTTPRequestHandler):
         pass
 
 
-RESOLVE = ("from frozen_sweep.data.hub import resolve_commit; from tests.conftest import compose_config; "
-           "print(resolve_commit(compose_config('task=wmt18_tren', 'task.dataset=org/data', "
-           "'task.cache_dir={cache}').task))")  # fmt: skip
+RESOLVE = ("from omegaconf import OmegaConf; from frozen_sweep.config import TaskConfig; "
+           "from frozen_sweep.data.hub import resolve_commit; "
+           "print(resolve_commit(OmegaConf.structured(TaskConfig(name='t', dataset='org/data', cache_dir='{cache}'))))")
 
 
 def test_an_unpinned_hub_name_is_resolved_once_and_kept_for_offline_jobs(tmp_path):
     server = HTTPServer(("127.0.0.1", 0), FakeHubApi)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    env = {"HF_ENDPOINT": f"http://127.0.0.1:{server.server_port}", "HF_HOME": str(tmp_path / "hf"), "PATH": ""}
+    env = {"HF_ENDPOINT": f"http://127.0.0.1:{server.server_port}", "HF_HOME": str(tmp_path / "hf"), "PATH": "",
+           "HF_HUB_OFFLINE": "0"}
 
     def resolve(**more):
         return subprocess.run([sys.executable, "-c", RESOLVE.format(cache=tmp_path)], cwd=ROOT, env=env | more,
