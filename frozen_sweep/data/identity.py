@@ -16,11 +16,10 @@ import time
 from pathlib import Path
 
 from frozen_sweep.config import BibleLabels, ConfigError, CorpusKind, TaskKind
-from frozen_sweep.data.text_files import langs_of
+from frozen_sweep.data.text_files import SPLITS, langs_of
 
 FORMAT_VERSION = 1  # of the prepared dataset (data/prepared.py): part of its key
 RACY_S = 2.0
-SPLITS = ("train", "valid", "test")
 HF_SETTINGS = ("train_split", "valid_split", "test_split", "valid_from_train", "text_column", "text_pair_column",
                "label_column", "src_column", "tgt_column")  # fmt: skip
 

@@ -15,6 +15,7 @@ from typing import Iterator
 from frozen_sweep.config import TaskKind
 
 CHUNK_LINES = 1 << 16
+SPLITS = ("train", "valid", "test")  # every corpus's, in this order
 
 
 def langs_of(task_cfg) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from frozen_sweep.config import ConfigError, CorpusKind, TaskKind
-from frozen_sweep.data.identity import SPLITS
+from frozen_sweep.data.text_files import SPLITS
 
 LAYOUTS = {2: "text<TAB>label", 3: "text_a<TAB>text_b<TAB>label"}
 KEYS = ("text_column", "text_pair_column", "label_column")
