@@ -13,6 +13,8 @@ or scored on, as a regression split whose every label is -1 is.
 from typing import Iterator
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from frozen_sweep.config import TaskKind
 from frozen_sweep.data.hub import check_split_choice, describe, load_split
@@ -136,10 +138,9 @@ class HubLabelledReader:
             if not all(map(all, texts)):
                 rows = [i for i, row in enumerate(zip(*texts)) if not all(row)]
                 empty, first = empty + len(rows), first if first is not None else self.lines + rows[0]
-            names, labels = self.names, batch[self.label]
-            shown = labels if names is None and not self.regression else [
-                str(label) if names is None else names[label] for label in labels]  # fmt: skip
-            yield texts[0], texts[1] if len(texts) == 2 else None, [str(label) for label in shown]
+            labels = batch[self.label]  # ints (a ClassLabel's ids: -1 refused above), strings or numbers
+            shown = [str(label) if self.names is None else self.names[label] for label in labels]
+            yield texts[0], texts[1] if len(texts) == 2 else None, shown
             self.lines += len(labels)
         self.refuse(empty, first, "an empty text")
         if not self.lines:
@@ -147,11 +148,9 @@ class HubLabelledReader:
 
     def check_labels(self) -> None:
         """Missing and withheld labels, counted in the label column alone (Arrow) before any text is read."""
-        import pyarrow.compute as pc
-
         column = self.dataset.with_format("arrow")[self.label]  # (N,) a pyarrow array: 4-8 bytes an example
         self.refuse(column.null_count, _first(pc.is_null(column)), "no label")
-        if pa_numeric(column.type):
+        if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
             withheld = pc.equal(column, WITHHELD)
             count = pc.sum(withheld).as_py() or 0
             if not self.regression or count == len(column):  # a number's -1 is withheld only where all are
@@ -165,16 +164,8 @@ class HubLabelledReader:
                              f"{self.role} examples are all trained or scored on{advice}")  # fmt: skip
 
 
-def pa_numeric(arrow_type) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
-
-
 def _first(mask) -> int | None:
     """The first true position of a pyarrow boolean array, or None."""
-    import pyarrow.compute as pc
-
     index = pc.index(mask, True).as_py()
     return None if index < 0 else index
 
