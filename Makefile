@@ -65,8 +65,9 @@ $(VENV)/.bench-installed: $(STAMP)
 	$(PY) -m pip install -q -e '.[test,bench]'
 	touch $@
 
+# Every core runs tests (pytest-xdist); the tests that share the machine's one SLURM cluster run in one worker.
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadgroup
 
 # The benchmark scripts that launch sweeps or rank processes, run end to end at tiny sizes (not timed): ≈4 min more.
 test-bench: setup

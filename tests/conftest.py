@@ -1,7 +1,9 @@
 """Shared fixtures: composed real configs and a small synthetic parallel corpus in the text_files layout."""
 
+import atexit
 import os
 import random
+import shutil
 import signal
 import tempfile
 from pathlib import Path
@@ -25,7 +27,9 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 # no network at test time: the hub is never asked (tests that resolve a revision serve its API themselves), and the
 # `datasets` cache of the hub-layout datasets the tests build is their own, not the user's
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_DATASETS_CACHE", tempfile.mkdtemp(prefix="frozen_sweep_tests_hf_"))
+if "HF_DATASETS_CACHE" not in os.environ:
+    os.environ["HF_DATASETS_CACHE"] = tempfile.mkdtemp(prefix="frozen_sweep_tests_hf_")
+    atexit.register(shutil.rmtree, os.environ["HF_DATASETS_CACHE"], ignore_errors=True)
 CONF = ROOT / "frozen_sweep" / "conf"
 
 register_configs()

@@ -42,3 +42,14 @@ def slurm_cluster() -> Iterator[None]:
             yield
         finally:
             subprocess.run([ROOT / "scripts" / "slurm_down.sh"], capture_output=True, timeout=120)
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Under pytest-xdist (`make test`), every test of the cluster runs in one worker, and first: a second worker would
+    wait on the machine-wide lock for the whole session of the first, and the cluster's tests, one after another, are
+    the suite's longest chain."""
+    on_cluster = [item for item in items if "slurm_cluster" in getattr(item, "fixturenames", ())]
+    for item in on_cluster:
+        item.add_marker(pytest.mark.xdist_group("slurm"))
+    first = set(on_cluster)
+    items[:] = on_cluster + [item for item in items if item not in first]

@@ -4,8 +4,10 @@ they wrote; a logger whose package is missing is refused before anything runs, n
 import json
 import struct
 import sys
+import time
 
 import pytest
+from google.protobuf.message import DecodeError
 
 from frozen_sweep.config import ConfigError
 from frozen_sweep.job.job_config import job_config
@@ -42,14 +44,29 @@ def wandb_records(path):
             payload = b""
 
 
+def finished_wandb_records(path, timeout_s: float = 60) -> list:
+    """The records once wandb's own process has written the run's exit record: `finish()` can return before that
+    process has written the last of the file (seen under pytest-xdist)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            records = list(wandb_records(path))
+        except DecodeError:  # a record still being written
+            records = []
+        if any(r.WhichOneof("record_type") == "exit" for r in records) or time.monotonic() > deadline:
+            return records
+        time.sleep(0.2)
+
+
 def test_wandb_offline_run_holds_the_metrics(tmp_path, micro_overrides, monkeypatch):
     pytest.importorskip("wandb", reason="wandb is not installed: pip install 'frozen_sweep[wandb]'")
     monkeypatch.setenv("WANDB_DISABLE_GIT", "true")
     fit(tmp_path, micro_overrides, *STEPS, "trainer.loggers=[jsonl,wandb]", "trainer.wandb.mode=offline", "seed=3")
     run_id = json.loads((tmp_path / TRACKING_RUNS_FILE).read_text())["wandb"]
     (run_file,) = (tmp_path / WANDB_DIR).glob(f"offline-run-*-{run_id}/run-{run_id}.wandb")
+    records = finished_wandb_records(run_file)
     history, run = {}, None
-    for record in wandb_records(run_file):
+    for record in records:
         if record.WhichOneof("record_type") == "history":
             items = {item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item}
             history.setdefault(items["_step"], {}).update(items)
