@@ -33,8 +33,11 @@ def test_a_sweep_started_with_nohup_stops_whole_on_kill_kill_int_and_kill_hup_th
                                    f"wait $!; echo $? > {status_file}"], cwd=ROOT, start_new_session=True)  # fmt: skip
         try:
             dirs = wait_for(lambda: len(found := training(sweep, attempt)) == 2 and found, "both jobs to train")
-            started = time.monotonic()
-            os.kill(int(pid_file.read_text()), signum)
+            started, launcher = time.monotonic(), int(pid_file.read_text())
+            os.kill(launcher, signum)
+            if signum == signal.SIGTERM:  # a second signal while it stops its jobs: answered, not obeyed halfway
+                wait_for(lambda: "Stopping 2 jobs" in output.read_text(), "the stop", timeout=30)
+                os.kill(launcher, signal.SIGINT)
             script.wait(timeout=60)
             took = time.monotonic() - started
         finally:
@@ -43,6 +46,7 @@ def test_a_sweep_started_with_nohup_stops_whole_on_kill_kill_int_and_kill_hup_th
         out = output.read_text()
         assert took < 30 and int(status_file.read_text()) != 0, (took, out)
         assert f"Stopped (the launcher got {signum.name}): 2 running jobs stopped" in out, out
+        assert signum != signal.SIGTERM or "Already stopping (SIGINT ignored)" in out, out
         assert "Traceback" not in out and "HYDRA_FULL_ERROR" not in out and "still run" not in out.split("Stopping")[1]
         assert session_processes(script.pid) == []  # nothing the script started is left: no orphan
         for job in dirs:
@@ -55,7 +59,7 @@ def test_a_sweep_started_with_nohup_stops_whole_on_kill_kill_int_and_kill_hup_th
     assert code == 0, out
     assert "2 jobs: 2 to run (2 resuming from a checkpoint)" in out, out
     assert re.search(r"status: 0 done, 2 running, 0 queued, 0 failed of 2 \| sweep ETA [^\n]+\n"
-                     r"  freeze=none: step \d+, epoch [\d.]+/30 \| valid bleu [\d.]+ \| [\d,]+ tok/s \| ETA ", out), out
+                     r"  freeze=none: step \d+, epoch [\d.]+/6 \| valid bleu [\d.]+ \| [\d,]+ tok/s \| ETA ", out), out
     assert out.count("\x1b[3F\x1b[J") >= 2, out  # the 3-line block erased before each redraw
     for job in job_dirs(sweep):
         assert [a["status"] for a in read_json(job / "attempts.json")] == ["interrupted"] * 3 + ["completed"]

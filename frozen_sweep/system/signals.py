@@ -16,7 +16,7 @@ when run again, and a launcher says what became of its jobs.
 
 import signal
 import threading
-from typing import Optional
+from typing import Callable, Optional
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # handled as Ctrl-C (SIGINT) is
 PREEMPTION_GRACE_S = 2.0  # on SLURM: how long a SIGTERM waits for a preemption's USR2 before it stops the job
@@ -47,6 +47,14 @@ def ignore_stops() -> None:
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, *STOP_SIGNALS):
             signal.signal(signum, signal.SIG_IGN)
+
+
+def answer_stops(answer: Callable[[str], None]) -> None:
+    """From now on SIGINT, SIGTERM and SIGHUP only call `answer` with the signal's name: a process that is already
+    stopping (a launcher stopping its jobs) says so to a second Ctrl-C or kill, instead of dying halfway."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, *STOP_SIGNALS):
+            signal.signal(signum, lambda number, _frame: answer(signal.Signals(number).name))
 
 
 def stop_on_sigterm(grace_s: float = 0.0, requeue_signal: Optional[signal.Signals] = None) -> None:

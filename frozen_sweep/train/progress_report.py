@@ -23,7 +23,7 @@ class ProgressReport:
         # disable=None: tqdm draws only on a terminal, so logs (SLURM, `make demo > log`) stay readable
         self.bar = tqdm(desc="train", unit="step", initial=state.step, disable=None if tr.progress else True)
         self.written = float("-inf")
-        self.valid: Optional[list] = None  # [name, value] of the latest validation
+        self.valid = shown_score(state.history[-1]) if state.history else None  # a resumed job's last one
         self.epoch = float(state.epoch)  # fractional: within the epoch too
 
     def step(self, state: TrainState, epoch: float, train_loss: Optional[float] = None) -> None:
@@ -35,8 +35,7 @@ class ProgressReport:
             self.write(state)
 
     def validated(self, state: TrainState, entry: dict) -> None:
-        name = next((name for name in SHOWN_SCORES if entry.get(f"valid_{name}") is not None), None)
-        self.valid = [name, entry[f"valid_{name}"]] if name else None
+        self.valid = shown_score(entry)
         self.write(state)
 
     def write(self, state: TrainState) -> None:
@@ -52,6 +51,12 @@ class ProgressReport:
 
     def close(self) -> None:
         self.bar.close()
+
+
+def shown_score(entry: dict) -> Optional[list]:
+    """[name, value] of the validation `entry`'s first score in SHOWN_SCORES, None without one."""
+    name = next((name for name in SHOWN_SCORES if entry.get(f"valid_{name}") is not None), None)
+    return [name, entry[f"valid_{name}"]] if name else None
 
 
 def tokens_per_s(state: TrainState) -> float:

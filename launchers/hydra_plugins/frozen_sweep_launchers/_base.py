@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from frozen_sweep.job.dry_run import same_run_message
 from frozen_sweep.run.directory import is_completed
 from frozen_sweep.run.lock import deepest_existing, describe_runner, remove_if_unused
-from frozen_sweep.system.signals import signal_name
+from frozen_sweep.system.signals import answer_stops, signal_name
 
 from ._batches import check_claims, later_batch, whole_sweep
 from ._bases import Bases
@@ -146,6 +146,8 @@ class SweepLauncher(Launcher):
             if todo or adopted:
                 self.run(todo, adopted, progress)
         except KeyboardInterrupt as interrupt:
+            answer_stops(lambda name: log.warning(
+                f"Already stopping ({name} ignored): within 30 s the launcher says what it stopped and how to resume"))
             raise SweepInterrupted(self.interrupted(f"the launcher got {signal_name(interrupt)}")) from None
 
     def task(self, job: PlannedJob) -> Any:

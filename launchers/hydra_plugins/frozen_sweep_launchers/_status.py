@@ -22,6 +22,12 @@ log = logging.getLogger(__name__)
 REDRAW_S = 1.0  # on a terminal
 
 
+def check_status_every(seconds: float) -> None:
+    """Refused as the launcher is built, before any job starts."""
+    if not seconds > 0:
+        raise ValueError(f"hydra.launcher.status_every_s={seconds}: must be > 0 (seconds between status lines)")
+
+
 class StatusBoard:
     def __init__(self, progress: Progress, every_s: float, slots: int, stream: Optional[TextIO] = None):
         self.progress, self.every_s, self.slots = progress, every_s, slots

@@ -1,8 +1,8 @@
 """Stopping a local sweep's jobs when its launcher is told to stop (SIGTERM, SIGINT, SIGHUP), as SLURM's scancel of an
 array or Ray's `ray stop` stop what they started: every process started for the sweep's jobs gets SIGTERM, which a
 job handles by recording itself `failed` (interrupted) beside its last checkpoint; whatever still runs after the
-grace is killed and its record marked. Nothing outlives the launcher, and a second signal meanwhile is answered,
-not obeyed halfway."""
+grace is killed and its record marked. Nothing outlives the launcher (a second signal meanwhile is only answered:
+_base.py)."""
 
 import logging
 import os
@@ -12,7 +12,6 @@ from pathlib import Path
 
 from frozen_sweep.run.directory import mark_failed
 from frozen_sweep.run.lock import live_runner
-from frozen_sweep.system.signals import STOP_SIGNALS
 
 from ._plan import PlannedJob
 from ._submission import local_processes
@@ -30,7 +29,6 @@ def stop_jobs(jobs: list[PlannedJob], why: str, grace_s: float = GRACE_S) -> lis
     stopped = [by_dir[directory] for directory in live]
     if not stopped:
         return []
-    _answer_further_signals(len(stopped))
     log.info(f"Stopping {len(stopped)} jobs ({why}): {', '.join(job.label for job in stopped)}")
     signalled: set[int] = set()
     deadline = time.monotonic() + grace_s
@@ -78,14 +76,3 @@ def _send(pid: int, signum: int) -> None:
         os.kill(pid, signum)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def _answer_further_signals(jobs: int) -> None:
-    def answer(signum: int, _frame) -> None:
-        log.warning(
-            f"Already stopping ({signal.Signals(signum).name} ignored): {jobs} jobs are recording themselves failed "
-            f"(interrupted); within {GRACE_S:.0f} s whatever still runs is killed"
-        )
-
-    for signum in (signal.SIGINT, *STOP_SIGNALS):
-        signal.signal(signum, answer)

@@ -27,7 +27,7 @@ from ._kill_point import kill_point
 from ._outcome import last_attempt, settle, settle_adopted
 from ._plan import PlannedJob, check_devices
 from ._progress import Progress
-from ._status import StatusBoard
+from ._status import StatusBoard, check_status_every
 from ._stop import stop_jobs
 from ._submission import JOB_DIR_VARIABLE, local_processes
 
@@ -69,6 +69,7 @@ class LocalGpusLauncher(SweepLauncher):
         gpu_slots = [gpu_set for _ in range(jobs_per_gpu) for gpu_set in sets]
         self.slots: list[Optional[tuple[int, ...]]] = gpu_slots or [None] * max_parallel
         self.poll_interval_s = poll_interval_s
+        check_status_every(status_every_s)
         self.status_every_s = status_every_s
 
     def threads_per_job(self) -> int:

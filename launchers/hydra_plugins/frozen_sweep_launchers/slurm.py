@@ -21,7 +21,7 @@ from ._kill_point import kill_point
 from ._outcome import Outcome, settle
 from ._plan import PlannedJob, check_devices
 from ._progress import Progress
-from ._status import StatusBoard
+from ._status import StatusBoard, check_status_every
 from ._submission import describe_tasks, new_comment, queued_tasks, read_submission, record_submissions, task_of
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,7 @@ class SlurmLauncher(SweepLauncher):
         self.max_num_timeout = max_num_timeout
         self.poll_interval_s = poll_interval_s
         self.cancel_on_exit = cancel_on_exit
+        check_status_every(status_every_s)
         self.status_every_s, self.array_parallelism = status_every_s, array_parallelism
         self.ranks = nodes * tasks_per_node  # each job's trainer.devices
         threads = f"export OMP_NUM_THREADS={cpus_per_task}"  # MKL follows it (frozen_sweep.system.cpu)
