@@ -44,7 +44,8 @@ class ProgressReport:
         self.written = time.monotonic()
         write_json_atomic(self.path, {
             "step": state.step, "epoch": round(self.epoch, 3), "max_steps": self.tr.max_steps,
-            "max_epochs": self.tr.max_epochs, "max_time_s": self.tr.max_time_s, "done": done_fraction(state, self.epoch, self.tr),
+            "max_epochs": self.tr.max_epochs, "max_time_s": self.tr.max_time_s,
+            "done": done_fraction(state, self.epoch, self.tr),
             "train_time_s": round(state.train_time_s, 1), "tokens_per_s": round(tokens_per_s(state)),
             "valid": self.valid, "at": time.time(),
         })  # fmt: skip

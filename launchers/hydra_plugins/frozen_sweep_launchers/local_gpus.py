@@ -129,10 +129,10 @@ class LocalGpusLauncher(SweepLauncher):
                     visible_gpus=() if slot is None else list(slot),
                 )
                 # OMP_NUM_THREADS: read by the job at start; MKL follows it (frozen_sweep.system.cpu). The job directory:
-                # marks every process of the job from its start, so that a next launcher finds it (_submission.py)
-                jobs_at_a_time = {JOBS_AT_A_TIME_VARIABLE: str(len(self.slots))}  # the record's jobs_at_a_time
-                with environment(OMP_NUM_THREADS=threads, **{JOB_DIR_VARIABLE: str(job.job_dir)}, **jobs_at_a_time), \
-                        sigint_ignored():
+                # marks every process of the job from its start, so that a next launcher finds it (_submission.py);
+                # the jobs at a time: the record's jobs_at_a_time
+                variables = {JOB_DIR_VARIABLE: str(job.job_dir), JOBS_AT_A_TIME_VARIABLE: str(len(self.slots))}
+                with environment(OMP_NUM_THREADS=threads, **variables), sigint_ignored():
                     running.append((slot, job, executor.submit(self.task(job))))
                 kill_point("after_submit")
             time.sleep(self.poll_interval_s)
