@@ -5,8 +5,8 @@ submissions at once, and none is lost.
 
 A sweep of --jobs micro jobs (the tests' small synthetic corpus, under a temporary directory), two at a time. A
 launcher is started and killed, --kills times, each a new launcher started at once; the last one runs to the end.
-Each kill is one of: SIGKILL to the launcher alone (its jobs live on), SIGINT to it alone, SIGINT to it alone and
-then the stop command its message advises (so that later launches submit again), SIGINT to its process group (Ctrl-C in a terminal: local jobs get it too), each at a random instant once the launcher has planned
+Each kill is one of: SIGKILL to the launcher alone (its jobs live on), SIGINT to it alone (local_gpus stops its
+jobs, on SLURM they stay), SIGINT to it alone and then the stop command its message advises (slurm) (so that later launches submit again), SIGINT to its process group (Ctrl-C in a terminal: local jobs get it too), each at a random instant once the launcher has planned
 (uniform over 0..--span s after its plan line), or the launcher killed exactly at a random named point of its
 submission (FROZEN_SWEEP_KILL_AT: before the records, between
 the records and sbatch, after sbatch before the array's ids are recorded, after a local job's start).
@@ -141,7 +141,8 @@ def chaos(launcher: str, args: argparse.Namespace, tmp: Path) -> dict:
         planned = wait(lambda: proc.poll() is not None or " jobs: " in output.read_text(), PLAN_TIMEOUT_S)
         try:
             proc.wait(timeout=(args.span if env else rng.uniform(0, args.span)) if planned else 0)
-            fired = env and (proc.returncode == -signal.SIGKILL or "Interrupted" in output.read_text())
+            text = output.read_text()  # local_gpus stops its jobs ("Stopped"); on SLURM they stay ("Interrupted")
+            fired = env and (proc.returncode == -signal.SIGKILL or "Interrupted" in text or "Stopped (" in text)
             kinds[kind if fired else f"{kind} (the launcher had ended: nothing left to do)"] += 1
             continue
         except subprocess.TimeoutExpired:

@@ -8,7 +8,6 @@ import contextlib
 import os
 import re
 import signal
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -71,7 +70,7 @@ def each_ran_once_to_its_end(sweep: Path, interrupted: set = frozenset()) -> Non
 
 
 @pytest.mark.slow
-def test_local_gpus_adopts_jobs_still_starting_when_the_launcher_died_and_its_stop_advice_stops_them(
+def test_local_gpus_adopts_jobs_still_starting_when_the_launcher_died_and_stops_them_when_interrupted(
     tmp_path, micro_overrides
 ):
     args = [*relative_paths(micro_overrides), LOCAL, "hydra.launcher.max_parallel=2", "trainer.threads=1",
@@ -91,29 +90,22 @@ def test_local_gpus_adopts_jobs_still_starting_when_the_launcher_died_and_its_st
         os.kill(pid, signal.SIGCONT)
     assert "3 jobs: 2 to run" in out
     assert re.search(r"still running: freeze=none \(starting on \S+ \(pid [\d ]+\)\)", out), out
-    # 3. Ctrl-C on the launcher alone, once two jobs train (held mid-run from here while launchers come and go):
-    # the message names them, and how to stop them
+    # 3. Ctrl-C on the launcher alone once two jobs train (the adopted one and one of its own): it stops both, each
+    # records failed (interrupted), and nothing of the sweep runs once it has exited
     wait_for(lambda: len(training(sweep)) == 2, "two jobs to train")
-    with held(sweep):
-        os.kill(second.pid, signal.SIGINT)
-        assert second.wait(timeout=60) != 0
-        out = (tmp_path / "second.txt").read_text()
-        assert "Interrupted: 2 jobs still run" in out and "Traceback" not in out and "not run:" not in out, out
-        # 4. a relaunch adopts both (running, with their pids): the advice stops the first while it waits for them,
-        # the second completes
-        third = start_sweep(sweep, *args, output=tmp_path / "third.txt")
-        wait_for(lambda: "2 still running from an earlier launch" in (tmp_path / "third.txt").read_text(), "the plan")
-        command, pids = out.split("stop them: ")[1].split(" (")[0].split(" ", 2)[1:]
-        subprocess.run(["kill", command, pids.split()[0]], check=True)
-    assert third.wait(timeout=120) != 0
-    out = (tmp_path / "third.txt").read_text()
-    assert "2 completed, 0 skipped (completed before), 1 failed" in out, out  # emb adopted, ffn run
-    assert "FAILED freeze=none: KeyboardInterrupt" in out
-    assert record(sweep, "freeze=none")["status"] == "failed"  # the record says so, not `running`
-    # 5. the last launch resumes the stopped one and runs the rest: each ran once at a time, to its end
+    running = {d.name for d in training(sweep)}
+    os.kill(second.pid, signal.SIGINT)
+    assert second.wait(timeout=40) != 0
+    out = (tmp_path / "second.txt").read_text()
+    assert "Stopped (the launcher got SIGINT): 2 running jobs stopped" in out, out
+    assert "Traceback" not in out and "still run" not in out.split("Stopping 2 jobs")[1], out
+    assert not [d for d in local_processes() if d.startswith(str(sweep))]
+    stopped = {freeze for freeze in FREEZES if any(d.name in running for d in job_dirs(sweep, f"freeze={freeze}"))}
+    assert "none" in stopped and all(record(sweep, f"freeze={f}")["status"] == "failed" for f in stopped)
+    # 4. the last launch resumes the stopped ones and runs the rest: each ran once at a time, to its end
     final = run_sweep(sweep, *args)
     assert final.returncode == 0, final.stdout
-    each_ran_once_to_its_end(sweep, interrupted={"none"})
+    each_ran_once_to_its_end(sweep, interrupted=stopped)
 
 
 class ArrayWatch:
@@ -154,28 +146,31 @@ def test_slurm_launchers_killed_between_records_and_sbatch_or_before_the_array_i
     (array,) = {task.array_id for task in queued_tasks(sweep)}
     records = [read_submission(path.parent) for path in sweep.glob("*/submission.json")]
     assert len(records) == 3 and all(r["state"] == "submitting" for r in records)
-    # 2. a relaunch adopts all three (pending ones by their SLURM id), submits nothing, and is interrupted
+    # 2. a relaunch adopts all three (pending ones by their SLURM id), submits nothing, and is stopped by plain kill:
+    # the array belongs to the cluster and stays, and the message says how to cancel it
     second = start_sweep(sweep, *args, output=tmp_path / "second.txt")
     wait_for(lambda: " jobs: " in (tmp_path / "second.txt").read_text(), "the plan")
     wait_for(lambda: len(training(sweep)) == 2, "two jobs to train")
     running = training(sweep)
     with held(sweep):  # mid-run from here while launchers come and go
-        os.kill(second.pid, signal.SIGINT)
+        os.kill(second.pid, signal.SIGTERM)
         assert second.wait(timeout=60) != 0
         out = (tmp_path / "second.txt").read_text()
         assert "3 jobs: 0 to run" in out and "slurm: submitted" not in out and "pid None" not in out, out
         assert re.search(rf"still running: freeze=\w+ \((pending|running)\S*( on \S+)?, SLURM job {array}_\d", out)
-        assert f"SLURM job {array} (2 running, 1 pending) stay on the cluster" in out, out
-        # 3. a relaunch adopts them all again; the advice stops them while it waits: the pending one cancelled, the
-        # running ones interrupted (their records say failed, not `running`)
+        assert f"(the launcher got SIGTERM): SLURM job {array} (2 running, 1 pending) stay on the cluster" in out, out
         assert f"stop them: scancel --state=PENDING {array}; scancel --signal=INT {array}" in out
-        third = start_sweep(sweep, *args, output=tmp_path / "third.txt")
+        assert len(queued_tasks(sweep)) == 3
+        # 3. a relaunch with cancel_on_exit=true adopts them all again and, stopped by kill -HUP, cancels them: the
+        # pending one cancelled, the running ones interrupted (their records say failed, not `running`)
+        third = start_sweep(sweep, *args, "hydra.launcher.cancel_on_exit=true", output=tmp_path / "third.txt")
         wait_for(lambda: "3 still running from an earlier launch" in (tmp_path / "third.txt").read_text(), "the plan")
-    subprocess.run(out.split("stop them: ")[1].splitlines()[0], shell=True, check=True)
+    os.kill(third.pid, signal.SIGHUP)
     assert third.wait(timeout=120) != 0
     out = (tmp_path / "third.txt").read_text()
-    assert "0 completed, 0 skipped (completed before), 3 failed" in out and "slurm: submitted" not in out, out
-    assert "FAILED freeze=ffn: SLURM ended the job without a result: CANCELLED" in out, out
+    assert f"(the launcher got SIGHUP; hydra.launcher.cancel_on_exit=true): cancelled SLURM job {array}" in out, out
+    assert "Traceback" not in out and "slurm: submitted" not in out, out
+    wait_for(lambda: not queued_tasks(sweep), "the array to end")
     for directory in running:
         assert read_json(directory / "result.json")["status"] == "failed"
         assert read_json(directory / "attempts.json")[-1]["status"] == "interrupted"

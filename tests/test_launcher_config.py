@@ -59,3 +59,12 @@ def test_slurm_jobs_are_named_after_the_sweep():
     assert compose_config("hydra/launcher=slurm", "name=paper", with_hydra=True).hydra.launcher.job_name == (
         "frozen_sweep_paper"
     )
+
+
+@pytest.mark.parametrize("name, launcher", [("local_gpus", LocalGpusLauncher), ("slurm", SlurmLauncher)])
+def test_a_status_interval_that_is_not_positive_is_refused_as_the_launcher_is_built(name, launcher):
+    settings = compose_config(f"hydra/launcher={name}", "hydra.launcher.status_every_s=0", with_hydra=True)
+    arguments = {k: v for k, v in settings.hydra.launcher.items() if k != "_target_"}
+    arguments.update(submitit_folder="unused", **({"job_name": "unused"} if name == "slurm" else {}))
+    with pytest.raises(ValueError, match=r"hydra.launcher.status_every_s=0.0: must be > 0"):
+        launcher(**arguments)

@@ -1,5 +1,6 @@
-"""A sweep as a script runs it: started in the background of a non-interactive shell, its jobs stopped by `kill -INT`
-and plain `kill`; and run again with a default written out, which must not train the finished jobs twice."""
+"""A sweep as a script runs it: started with nohup in the background of a non-interactive shell, stopped whole by
+`kill`, `kill -INT` and `kill -HUP` to its launcher, then resumed on a terminal; its status without one; and run
+again with a default written out, which must not train the finished jobs twice."""
 
 import os
 import re
@@ -7,47 +8,84 @@ import shlex
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
+from frozen_sweep.run.lock import live_runner
+
 from tests.conftest import ROOT
-from tests.helpers.sweeps import LOCAL, job_dir, job_dirs, read_json, run_sweep, sweep_command, wait_for
+from tests.helpers.processes import session_processes
+from tests.helpers.sweeps import (LOCAL, job_dir, job_dirs, read_json, run_sweep, run_sweep_on_terminal, sweep_command,
+                                  wait_for)
 
 
 @pytest.mark.slow
-def test_jobs_of_a_sweep_started_by_a_script_stop_on_kill_int_and_on_plain_kill(tmp_path, micro_overrides):
-    sweep, output = tmp_path / "sweep", tmp_path / "out.txt"
-    command = shlex.join(sweep_command(sweep, *micro_overrides, LOCAL, "hydra.launcher.max_parallel=2",
-                                       "trainer.max_epochs=50", "freeze=none,emb"))  # fmt: skip
-    # a background command of a non-interactive shell inherits SIGINT ignored, and so would every job it starts
-    script = subprocess.Popen(["bash", "-c", f"{command} > {output} 2>&1 & wait"], cwd=ROOT, start_new_session=True)
-    try:
-        dirs = {}
-        for freeze in ("none", "emb"):
-            dirs[freeze] = wait_for(lambda: (found := job_dirs(sweep, f"freeze={freeze}")) and
-                                    (found[0] / "checkpoint_last.pt").exists() and found[0], f"{freeze} to checkpoint")  # fmt: skip
-        os.kill(read_json(dirs["none"] / "attempts.json")[-1]["pid"], signal.SIGINT)
-        os.kill(read_json(dirs["emb"] / "attempts.json")[-1]["pid"], signal.SIGTERM)
-        assert script.wait(timeout=120) == 0  # bash's `wait` returns once the sweep has ended
-    finally:
-        if script.poll() is None:
-            os.killpg(script.pid, signal.SIGKILL)
-    out = output.read_text()
-    for freeze, error in (("none", "KeyboardInterrupt"), ("emb", "Interrupted: stopped by SIGTERM")):
-        record = read_json(dirs[freeze] / "result.json")
-        assert record["status"] == "failed" and record["error"].startswith(error), record["error"][:300]
-        assert read_json(dirs[freeze] / "attempts.json")[-1]["status"] == "interrupted"
-        assert (dirs[freeze] / "checkpoint_last.pt").exists()  # run again, it resumes from there
-    assert "0 completed, 0 skipped (completed before), 2 failed" in out, out
-    assert "HYDRA_FULL_ERROR" not in out and "Traceback" not in out, out
+def test_a_sweep_started_with_nohup_stops_whole_on_kill_kill_int_and_kill_hup_then_resumes_to_its_end(
+    tmp_path, micro_overrides
+):
+    sweep = tmp_path / "sweep"
+    args = [*micro_overrides, LOCAL, "hydra.launcher.max_parallel=2", "trainer.max_epochs=6", "freeze=none,emb"]
+    command = shlex.join(sweep_command(sweep, *args))
+    for attempt, signum in enumerate((signal.SIGTERM, signal.SIGINT, signal.SIGHUP), start=1):
+        output, pid_file, status_file = (tmp_path / f"{signum.name}.{kind}" for kind in ("txt", "pid", "status"))
+        # in the background of a script, under nohup: the launcher inherits SIGINT and SIGHUP ignored
+        script = subprocess.Popen(["bash", "-c", f"nohup {command} > {output} 2>&1 & echo $! > {pid_file}; "
+                                   f"wait $!; echo $? > {status_file}"], cwd=ROOT, start_new_session=True)  # fmt: skip
+        try:
+            dirs = wait_for(lambda: len(found := training(sweep, attempt)) == 2 and found, "both jobs to train")
+            started, launcher = time.monotonic(), int(pid_file.read_text())
+            os.kill(launcher, signum)
+            if signum == signal.SIGTERM:  # a second signal while it stops its jobs: answered, not obeyed halfway
+                wait_for(lambda: "Stopping 2 jobs" in output.read_text(), "the stop", timeout=30)
+                os.kill(launcher, signal.SIGINT)
+            script.wait(timeout=60)
+            took = time.monotonic() - started
+        finally:
+            if script.poll() is None:
+                os.killpg(script.pid, signal.SIGKILL)
+        out = output.read_text()
+        assert took < 30 and int(status_file.read_text()) != 0, (took, out)
+        assert f"Stopped (the launcher got {signum.name}): 2 running jobs stopped" in out, out
+        assert signum != signal.SIGTERM or "Already stopping (SIGINT ignored)" in out, out
+        assert "Traceback" not in out and "HYDRA_FULL_ERROR" not in out and "still run" not in out.split("Stopping")[1]
+        assert session_processes(script.pid) == []  # nothing the script started is left: no orphan
+        for job in dirs:
+            record = read_json(job / "result.json")
+            assert record["status"] == "failed" and "Interrupt" in record["error"].split(":")[0], record["error"]
+            assert read_json(job / "attempts.json")[-1]["status"] == "interrupted"
+            assert (job / "checkpoint_last.pt").exists()  # run again, it resumes from there
+    # resumed to its end from a terminal: one status block, redrawn in place (erased, then drawn again)
+    code, out = run_sweep_on_terminal(sweep, *args)
+    assert code == 0, out
+    assert "2 jobs: 2 to run (2 resuming from a checkpoint)" in out, out
+    assert re.search(r"status: 0 done, 2 running, 0 queued, 0 failed of 2 \| sweep ETA [^\n]+\n"
+                     r"  freeze=none: step \d+, epoch [\d.]+/6 \| valid bleu [\d.]+ \| [\d,]+ tok/s \| ETA ", out), out
+    assert out.count("\x1b[3F\x1b[J") >= 2, out  # the 3-line block erased before each redraw
+    for job in job_dirs(sweep):
+        assert [a["status"] for a in read_json(job / "attempts.json")] == ["interrupted"] * 3 + ["completed"]
+
+
+def training(sweep, attempt: int) -> list:
+    """The sweep's jobs that train in their `attempt`-th attempt, past their first checkpoint."""
+    return [
+        d for d in job_dirs(sweep)
+        if live_runner(d) and (d / "checkpoint_last.pt").exists()
+        and len(read_json(d / "attempts.json")) == attempt
+    ]  # fmt: skip
 
 
 @pytest.mark.slow
 def test_a_finished_job_is_not_run_again_under_another_directory_name(tmp_path, micro_overrides):
     sweep = tmp_path / "sweep"
-    first = run_sweep(sweep, *micro_overrides, LOCAL, "freeze=none")
+    first = run_sweep(sweep, *micro_overrides, LOCAL, "freeze=none", "hydra.launcher.status_every_s=0.5")
     assert first.returncode == 0, first.stdout
-    assert re.search(r"\[1/1\] \S+: test bleu \d+\.\d\d, \d+\.\d\d epochs \(max_epochs\), \d+ s", first.stdout), first.stdout
+    ended = r"\[1/1\] \S+: test bleu \d+\.\d\d, \d+\.\d\d epochs \(max_epochs\), (\d+) s wall \(training (\d+) s\)"
+    wall, training = map(int, re.search(ended, first.stdout).groups())
+    assert wall > training, first.stdout  # start-up, data and the test set take time too
+    # without a terminal: the status as plain lines, every hydra.launcher.status_every_s
+    status = r"status: 0 done, 1 running, 0 queued, 0 failed of 1 \| sweep ETA .+\n.*  \S*freeze=none\S*: step \d+"
+    assert re.search(status, first.stdout), first.stdout
     assert f"python -m frozen_sweep.collect {sweep}" in first.stdout  # the sweep's end says how to collect it
     finished = job_dir(sweep, "freeze=none")
     # seed=1 is the default: the same run, in a directory named differently; seed=2 is a new one

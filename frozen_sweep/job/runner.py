@@ -39,6 +39,7 @@ from frozen_sweep.run.lock import exclusive_run
 from frozen_sweep.run.record import RunResult
 from frozen_sweep.study import for_config
 from frozen_sweep.system import cpu
+from frozen_sweep.system.signals import ignore_stops
 from frozen_sweep.system.files import write_text_atomic  # fmt: skip
 from frozen_sweep.train.stopping import Diverged
 from frozen_sweep.train.trainer import Trainer
@@ -141,6 +142,8 @@ def _run(cfg, run_dir: Path, overrides: list[str], run_fingerprint: dict, world:
                 _train_and_test(cfg, run_dir, result, world or SINGLE)
         result.status = "completed"
     except BaseException as e:  # KeyboardInterrupt and SystemExit too: the record must say the job did not finish
+        if isinstance(e, KeyboardInterrupt):
+            ignore_stops()
         if spawns:  # the curve rank 0 recorded before the job failed
             result = result_of(read_record(run_dir) or result.to_dict())
         result.status = "failed"

@@ -38,6 +38,7 @@ TEST_HYPOTHESES, TEST_REFERENCES = "test.hyp.txt", "test.ref.txt"  # test transl
 LOCK_FILE = "job.lock"  # held by the job's one runner
 ATTEMPTS_FILE = "attempts.json"  # launchers: one entry per time the job ran: where, with which GPU, when, how it ended
 SUBMISSION_FILE = "submission.json"  # launchers: what was submitted for this directory, written before submitting
+PROGRESS_FILE = "progress.json"  # the job's step, budget, latest validation and speed, for a launcher's live status
 
 
 # ---- the result record ---------------------------------------------------------------------------------------------

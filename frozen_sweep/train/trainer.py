@@ -24,7 +24,6 @@ from typing import Optional
 
 import torch
 from torch import nn
-from tqdm import tqdm
 
 from frozen_sweep.config import TaskKind
 from frozen_sweep.data import Batch, Group, TaskData, plan
@@ -37,6 +36,7 @@ from frozen_sweep.train.loss import TrainingLoss
 from frozen_sweep.train.optim import optimizer_and_schedule
 from frozen_sweep.train.stopping import Diverged, TrainState, add_validation, best_loss, diverging
 from frozen_sweep.train.updates import rank_share, update_batches, updates_in_epoch
+from frozen_sweep.train.progress_report import ProgressReport
 from frozen_sweep.train.validation import Validation
 from frozen_sweep.weights.checkpoint import load_checkpoint, save_checkpoint
 from frozen_sweep.weights.freeze import trainable_parameters
@@ -200,17 +200,16 @@ class Trainer:
 
     def fit(self) -> TrainState:
         """Train until early stopping or a budget ends the run; returns the final state."""
-        # disable=None: tqdm draws only on a terminal, so logs (SLURM, `make demo > log`) stay readable
-        bar = tqdm(desc="train", unit="step", initial=self.state.step, disable=None if self.tr.progress else True)
+        self.report = ProgressReport(self.run_dir, self.tr, self.state, writes=self.world.is_main)
         self.metrics.open(self.state.step + 1)  # a resumed run drops what it logged after its checkpoint
         try:
-            self._train(bar)
+            self._train()
         finally:  # also when the run diverges: the loggers keep what they got
-            bar.close()
+            self.report.close()
             self.metrics.close()
         return self.state
 
-    def _train(self, bar: tqdm) -> None:
+    def _train(self) -> None:
         s, every = self.state, self.tr.validate_every_steps
         self._clock = time.perf_counter()
         per_update = self.batches_per_update
@@ -225,14 +224,13 @@ class Trainer:
                     s.epoch, s.batch_in_epoch = s.epoch + 1, 0
                 s.train_tokens += tokens
                 s.train_sentences += sentences
-                bar.update()
 
                 budget = self._budget_exhausted()
                 due = s.step % every == 0 if every else s.batch_in_epoch == 0
                 epoch = s.epoch + s.batch_in_epoch / len(groups)
-                if budget or due or s.step % self.tr.log_every_steps == 0:
-                    train_loss = self._read_loss(epoch)
-                    bar.set_postfix(loss=f"{train_loss:.3f}", tok_s=f"{s.train_tokens / s.step_time_s:,.0f}")
+                read = budget or due or s.step % self.tr.log_every_steps == 0
+                train_loss = self._read_loss(epoch) if read else None
+                self.report.step(s, epoch, train_loss)
                 if budget or due:
                     self._validate_on_main(epoch, train_loss, budget)
                     self._since_validation = [0.0, 0]
@@ -292,6 +290,7 @@ class Trainer:
         )
         self.metrics.validation(entry)
         self._save(best)
+        self.report.validated(s, entry)
         if self.on_validation:
             self.on_validation(s)
 

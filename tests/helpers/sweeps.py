@@ -99,3 +99,25 @@ def run_own_script(cwd: Path, sweep_dir: Path, *args: str) -> subprocess.Complet
          *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
+
+
+def run_sweep_on_terminal(sweep_dir: Path, *args: str, timeout: int = 300) -> tuple[int, str]:
+    """Run a sweep to its end with a pseudo-terminal as its stdout and stderr, as from an interactive shell;
+    returns its exit status and everything it wrote to the terminal (control sequences included)."""
+    import pty
+
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(sweep_command(sweep_dir, *args), cwd=ROOT, stdout=terminal, stderr=terminal,
+                            stdin=subprocess.DEVNULL)  # fmt: skip
+    os.close(terminal)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # EIO: every writer has closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(controller)
+    return proc.wait(timeout=timeout), b"".join(chunks).decode(errors="replace")

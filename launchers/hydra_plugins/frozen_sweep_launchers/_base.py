@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from frozen_sweep.job.dry_run import same_run_message
 from frozen_sweep.run.directory import is_completed
 from frozen_sweep.run.lock import deepest_existing, describe_runner, remove_if_unused
+from frozen_sweep.system.signals import answer_stops, signal_name
 
 from ._batches import check_claims, later_batch, whole_sweep
 from ._bases import Bases
@@ -58,8 +59,9 @@ class SweepLauncher(Launcher):
         changes nothing on the cluster."""
 
     @abstractmethod
-    def interrupted(self) -> str:
-        """What became of the started jobs when the launcher was interrupted, and how to reattach or stop them."""
+    def interrupted(self, why: str) -> str:
+        """Stop or leave the started jobs when the launcher is interrupted (`why`: by which signal), and say what
+        became of them and what to do next."""
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         sweep_dir = self.sweep_dir = Path(str(self.config.hydra.sweep.dir)).absolute()
@@ -143,8 +145,10 @@ class SweepLauncher(Launcher):
                 log.info(f"  still running: {job.label} ({describe_runner(job.runner)})")
             if todo or adopted:
                 self.run(todo, adopted, progress)
-        except KeyboardInterrupt:
-            raise SweepInterrupted(self.interrupted()) from None
+        except KeyboardInterrupt as interrupt:
+            answer_stops(lambda name: log.warning(
+                f"Already stopping ({name} ignored): within 30 s the launcher says what it stopped and how to resume"))
+            raise SweepInterrupted(self.interrupted(f"the launcher got {signal_name(interrupt)}")) from None
 
     def task(self, job: PlannedJob) -> Any:
         """The callable a submitit job runs for `job` (imported here: Hydra's plugin scan stays free of submitit)."""

@@ -1,12 +1,13 @@
 """How a job ended, read from its result.json first: a job that died without recording it is recorded as failed."""
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from hydra.core.utils import JobReturn
 
-from frozen_sweep.run.directory import is_completed, mark_failed, read_record
+from frozen_sweep.run.directory import ATTEMPTS_FILE, is_completed, mark_failed, read_record
 from frozen_sweep.run.lock import describe_runner, live_runner
 
 from ._plan import PlannedJob
@@ -81,3 +82,18 @@ def _why(error: Exception) -> str:
 
 def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), text)
+
+
+def last_attempt(job: PlannedJob) -> dict:
+    """The job's latest entry in its attempts record (written by the job's own process); {} when there is none."""
+    try:
+        return json.loads((job.job_dir / ATTEMPTS_FILE).read_text())[-1]
+    except (OSError, ValueError, IndexError):
+        return {}
+
+
+def attempt_wall(job: PlannedJob) -> Optional[float]:
+    """The wall time of the job's latest attempt (start to end of its process's run), None while unknown."""
+    attempt = last_attempt(job)
+    ended, started = attempt.get("ended"), attempt.get("started")
+    return ended - started if isinstance(ended, (int, float)) and isinstance(started, (int, float)) else None

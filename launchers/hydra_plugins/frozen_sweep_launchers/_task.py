@@ -17,7 +17,7 @@ from frozen_sweep.parallel.world import launched_world
 from frozen_sweep.run.directory import ATTEMPTS_FILE, mark_failed
 from frozen_sweep.run.lock import exclusive_run
 from frozen_sweep.system.files import write_json_atomic
-from frozen_sweep.system.signals import PREEMPTION_GRACE_S, restore_sigint, stop_on_sigterm
+from frozen_sweep.system.signals import PREEMPTION_GRACE_S, ignore_stops, restore_sigint, stop_on_sigterm
 
 
 class JobTask(submitit.helpers.Checkpointable):
@@ -76,6 +76,8 @@ class JobTask(submitit.helpers.Checkpointable):
                 hydra_context=self.hydra_context,
             )
         except BaseException as e:  # interrupted (Ctrl-C, kill, scancel), or stopped to be requeued
+            if isinstance(e, KeyboardInterrupt):
+                ignore_stops()
             if main:
                 _end_attempt(job_dir, "interrupted")
                 mark_failed(job_dir, f"{type(e).__name__}: {e}", list(self.config.hydra.overrides.task), stale=True)

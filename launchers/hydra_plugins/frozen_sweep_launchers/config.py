@@ -31,6 +31,7 @@ class LocalGpusConf:
     jobs_per_gpu: int = 1  # jobs sharing one GPU at a time: raise it for small models (demo: 4)
     gpus_per_job: int = 1  # GPUs each job gets, for trainer.devices ranks (the inverse of jobs_per_gpu; equal to it)
     poll_interval_s: float = 0.2  # how often running jobs are checked
+    status_every_s: float = 60  # without a terminal: the status lines' interval (on one: a block redrawn each second)
 
 
 @dataclass
@@ -62,6 +63,8 @@ class SlurmConf:
     setup: list[str] = field(default_factory=list)  # shell lines run before each job, e.g. ["module load cuda/12.4"]
     additional_parameters: dict[str, Any] = field(default_factory=dict)  # other sbatch options: {qos: high}
     poll_interval_s: float = 5  # how often sacct is asked for the jobs' states
+    status_every_s: float = 60  # without a terminal: the status lines' interval (on one: a block redrawn each second)
+    cancel_on_exit: bool = False  # a launcher stopped by a signal cancels its array (default: it stays on the cluster)
 
 
 @dataclass

@@ -8,9 +8,9 @@ submitit_local) does not allow.
 """
 
 import contextlib
-import json
 import logging
 import os
+import signal
 import socket
 import time
 from collections import deque
@@ -19,15 +19,16 @@ from typing import Iterator, Optional, Sequence
 
 from omegaconf import OmegaConf
 
-from frozen_sweep.run.directory import ATTEMPTS_FILE
 from frozen_sweep.run.lock import live_runner
 from frozen_sweep.run.record import JOBS_AT_A_TIME_VARIABLE
 
 from ._base import SweepLauncher
 from ._kill_point import kill_point
-from ._outcome import settle, settle_adopted
+from ._outcome import last_attempt, settle, settle_adopted
 from ._plan import PlannedJob, check_devices
 from ._progress import Progress
+from ._status import StatusBoard, check_status_every
+from ._stop import stop_jobs
 from ._submission import JOB_DIR_VARIABLE, local_processes
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ class LocalGpusLauncher(SweepLauncher):
         poll_interval_s: float,
         jobs_per_gpu: int = 1,
         gpus_per_job: int = 1,
+        status_every_s: float = 60,
     ):
         for key, value in (("max_parallel", max_parallel), ("jobs_per_gpu", jobs_per_gpu), ("gpus_per_job", gpus_per_job)):
             if value < 1:
@@ -67,6 +69,8 @@ class LocalGpusLauncher(SweepLauncher):
         gpu_slots = [gpu_set for _ in range(jobs_per_gpu) for gpu_set in sets]
         self.slots: list[Optional[tuple[int, ...]]] = gpu_slots or [None] * max_parallel
         self.poll_interval_s = poll_interval_s
+        check_status_every(status_every_s)
+        self.status_every_s = status_every_s
 
     def threads_per_job(self) -> int:
         """The cores // jobs at a time, fixed for each job's life, on GPUs and on the CPU alike: a job's numbers then
@@ -103,6 +107,18 @@ class LocalGpusLauncher(SweepLauncher):
         queue = deque(jobs)
         # (slot, planned job, submitit job; None for an adopted job, whose slot is taken until its runner lets go)
         self.running = [(take_slot(free, job), job, None) for job in adopted]
+        self.jobs, self.ended = [*adopted, *jobs], []  # what a stop must stop, and what ended before it
+        self.board = StatusBoard(progress, self.status_every_s, len(self.slots))
+        try:
+            self._run_all(executor, threads, queue, free, progress)
+        finally:
+            self.board.close()
+        if made_here:
+            with contextlib.suppress(OSError):  # not empty: not submitit's stray folder after all
+                unexpanded.rmdir()
+
+    def _run_all(self, executor, threads: str, queue: deque, free: list, progress: Progress) -> None:
+        """Start queued jobs as slots free up until every job has ended; the status board shows them meanwhile."""
         running = self.running
         while queue or running:
             while queue and free:
@@ -113,9 +129,10 @@ class LocalGpusLauncher(SweepLauncher):
                     visible_gpus=() if slot is None else list(slot),
                 )
                 # OMP_NUM_THREADS: read by the job at start; MKL follows it (frozen_sweep.system.cpu). The job directory:
-                # marks every process of the job from its start, so that a next launcher finds it (_submission.py)
-                jobs_at_a_time = {JOBS_AT_A_TIME_VARIABLE: str(len(self.slots))}  # the record's jobs_at_a_time
-                with environment(OMP_NUM_THREADS=threads, **{JOB_DIR_VARIABLE: str(job.job_dir)}, **jobs_at_a_time):
+                # marks every process of the job from its start, so that a next launcher finds it (_submission.py);
+                # the jobs at a time: the record's jobs_at_a_time
+                variables = {JOB_DIR_VARIABLE: str(job.job_dir), JOBS_AT_A_TIME_VARIABLE: str(len(self.slots))}
+                with environment(OMP_NUM_THREADS=threads, **variables), sigint_ignored():
                     running.append((slot, job, executor.submit(self.task(job))))
                 kill_point("after_submit")
             time.sleep(self.poll_interval_s)
@@ -128,31 +145,23 @@ class LocalGpusLauncher(SweepLauncher):
                     running.append((slot, job, None))
                     continue
                 free.append(slot)
+                self.ended.append(job)
                 outcome = settle(job, submitit_job, died=KILLED) if submitit_job else settle_adopted(job)
                 progress.finished(outcome, running=len(running))
-        if made_here:
-            with contextlib.suppress(OSError):  # not empty: not submitit's stray folder after all
-                unexpanded.rmdir()
+            self.board.show([job for _, job, _ in running], len(queue))
 
-    def interrupted(self) -> str:
-        time.sleep(2 * self.poll_interval_s + 1)  # a Ctrl-C reached the jobs too: give them time to record it
-        processes = local_processes()
-        live = {}  # job → the pids to interrupt: its own process once it holds its lock, else every one it started
-        for _, job, _ in getattr(self, "running", []):
-            runner = live_runner(job.job_dir)
-            pids = [runner.get("pid")] if runner else processes.get(str(job.job_dir))
-            if pids:
-                live[job] = pids
-        if not live:
-            return (
-                "Interrupted: the running jobs stopped with the launcher (Ctrl-C reaches them too). Run the same "
-                "command again to resume them from their checkpoints; completed jobs are skipped."
-            )
-        pids = " ".join(str(pid) for pids in live.values() for pid in pids)
+    def interrupted(self, why: str) -> str:
+        """Stop every job this launcher started or adopted (each records `failed`, interrupted), then say so."""
+        jobs = getattr(self, "jobs", [])
+        if hasattr(self, "board"):
+            self.board.close()
+        stopped = stop_jobs(jobs, why)
+        queued = len(jobs) - len(stopped) - len(getattr(self, "ended", []))
+        names = f": {', '.join(job.label for job in stopped)}" if stopped else ""
         return (
-            f"Interrupted: {len(live)} jobs still run ({', '.join(job.label for job in live)}). Run the same "
-            f"command again to wait for them (they are adopted, not run twice) and run the rest, or stop them: "
-            f"kill -INT {pids} (each records failed: interrupted, and resumes from its checkpoint when run again)"
+            f"Stopped ({why}): {len(stopped)} running jobs stopped{names}, each recorded failed (interrupted) beside "
+            f"its last checkpoint; {max(queued, 0)} queued jobs not started. Nothing of the sweep runs now. Run the "
+            "same command again to resume them from their checkpoints and run the rest; completed jobs are skipped."
         )
 
 
@@ -173,14 +182,6 @@ def outlived_wrapper(job: PlannedJob, submitit_job) -> Optional[dict]:
         return None
     runner = live_runner(job.job_dir)
     return runner if runner and runner.get("pid") == attempt.get("pid") else None
-
-
-def last_attempt(job: PlannedJob) -> dict:
-    """The job's latest entry in its attempts record (written by the job's own process); {} when there is none."""
-    try:
-        return json.loads((job.job_dir / ATTEMPTS_FILE).read_text())[-1]
-    except (OSError, ValueError, IndexError):
-        return {}
 
 
 def take_slot(free: list, job: PlannedJob) -> Optional[tuple[int, ...]]:
@@ -244,6 +245,18 @@ def visible_gpus(configured: Optional[Sequence[int]]) -> list[int]:
             break  # CUDA ignores an invalid id and every id after it
         ids.append(int(entry))
     return ids
+
+
+@contextlib.contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored while a job's controller starts, which inherits it so: a Ctrl-C on the terminal reaches the
+    whole foreground group, and submitit's controller would die of it with a traceback; the launcher stops the job
+    itself (_stop.py), and the job's own process handles SIGINT again (frozen_sweep.system.signals)."""
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ from ._kill_point import kill_point
 from ._outcome import Outcome, settle
 from ._plan import PlannedJob, check_devices
 from ._progress import Progress
+from ._status import StatusBoard, check_status_every
 from ._submission import describe_tasks, new_comment, queued_tasks, read_submission, record_submissions, task_of
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,8 @@ class SlurmLauncher(SweepLauncher):
         setup: Sequence[str],
         additional_parameters: dict[str, Any],
         poll_interval_s: float,
+        status_every_s: float = 60,
+        cancel_on_exit: bool = False,
     ):
         if gpus_per_node is not None and gpus_per_node > 1:  # nothing would use the others: refuse, not waste them
             raise ValueError(
@@ -66,6 +69,9 @@ class SlurmLauncher(SweepLauncher):
         self.cpus_per_task = cpus_per_task
         self.max_num_timeout = max_num_timeout
         self.poll_interval_s = poll_interval_s
+        self.cancel_on_exit = cancel_on_exit
+        check_status_every(status_every_s)
+        self.status_every_s, self.array_parallelism = status_every_s, array_parallelism
         self.ranks = nodes * tasks_per_node  # each job's trainer.devices
         threads = f"export OMP_NUM_THREADS={cpus_per_task}"  # MKL follows it (frozen_sweep.system.cpu)
         sbatch = {
@@ -144,6 +150,14 @@ class SlurmLauncher(SweepLauncher):
         if not waiting:
             return
         watcher = waiting[0][1].watcher  # shared by all jobs: one sacct call per poll
+        board = StatusBoard(progress, self.status_every_s, self.array_parallelism)
+        try:
+            self._wait(waiting, watcher, progress, board)
+        finally:
+            board.close()
+
+    def _wait(self, waiting: list, watcher: Any, progress: Progress, board: StatusBoard) -> None:
+        """Settle each job as it ends (its result, or SLURM's word that it died); the status board shows the rest."""
         asked = float("-inf")
         gone_since: dict[str, float] = {}  # job id → when sacct and squeue first both said it had ended
         while waiting:
@@ -164,19 +178,31 @@ class SlurmLauncher(SweepLauncher):
                 running = sum(watcher.get_state(other.job_id, mode="cache") == "RUNNING" for _, other in waiting)
                 state = watcher.get_state(sjob.job_id, mode="cache")
                 progress.finished(settle(job, sjob, died=_died(state)), running=running)
+            live = [job for job, sjob in waiting if watcher.get_state(sjob.job_id, mode="cache") == "RUNNING"]
+            board.show(live, len(waiting) - len(live))
 
-    def interrupted(self) -> str:
-        """What SLURM lists for this sweep now (asked afresh: the launcher may have been interrupted anywhere)."""
+    def interrupted(self, why: str) -> str:
+        """What SLURM lists for this sweep now (asked afresh: the launcher may have been interrupted anywhere). The
+        array belongs to the cluster and stays, unless hydra.launcher.cancel_on_exit=true: then it is cancelled."""
         tasks = queued_tasks(self.sweep_dir)
+        arrays = sorted({t.array_id for t in tasks})
+        if tasks and self.cancel_on_exit:
+            for command in stop_command(arrays).split("; "):
+                subprocess.run(command.split(), capture_output=True, text=True, timeout=120)
+            return (
+                f"Stopped ({why}; hydra.launcher.cancel_on_exit=true): cancelled {describe_tasks(tasks)}; each running "
+                "job records failed (interrupted) beside its last checkpoint. Run the same command again to resume."
+            )
         if not tasks:
             return (
                 "Interrupted: SLURM lists no job of this sweep, nothing is queued or running. Run the same command "
                 "again to start (completed jobs are skipped)."
             )
         return (
-            f"Interrupted: {describe_tasks(tasks)} stay on the cluster; their results land in their directories. "
-            "Run the same command again to reattach (completed jobs are skipped, queued and running ones adopted: "
-            f"nothing is submitted twice), or stop them: {stop_command(sorted({t.array_id for t in tasks}))}"
+            f"Interrupted ({why}): {describe_tasks(tasks)} stay on the cluster; their results land in their "
+            "directories. Run the same command again to reattach (completed jobs are skipped, queued and running ones "
+            f"adopted: nothing is submitted twice), or stop them: {stop_command(arrays)} "
+            "(or hydra.launcher.cancel_on_exit=true: a stopped launcher cancels its array)"
         )
 
 

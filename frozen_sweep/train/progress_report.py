@@ -1,0 +1,74 @@
+"""How far a job has come, for whoever watches it: tqdm's bar on the job's own terminal, and `progress.json` in its
+run directory, which a sweep's launcher reads for its live status (also across a cluster's shared file system: no
+server, no socket). The file is replaced atomically, at most every REPORT_EVERY_S and at each validation."""
+
+import time
+from pathlib import Path
+from typing import Optional
+
+from tqdm import tqdm
+
+from frozen_sweep.run.directory import PROGRESS_FILE
+from frozen_sweep.system.files import write_json_atomic
+from frozen_sweep.train.stopping import TrainState
+
+REPORT_EVERY_S = 2.0
+SHOWN_SCORES = ("bleu", "accuracy", "pearson", "ppl", "loss")  # the first one a validation has is shown
+
+
+class ProgressReport:
+    def __init__(self, run_dir: Path, tr, state: TrainState, writes: bool):
+        """`writes`: whether this process writes the file (rank 0 of a job does)."""
+        self.path, self.tr, self.writes = Path(run_dir) / PROGRESS_FILE, tr, writes
+        # disable=None: tqdm draws only on a terminal, so logs (SLURM, `make demo > log`) stay readable
+        self.bar = tqdm(desc="train", unit="step", initial=state.step, disable=None if tr.progress else True)
+        self.written = float("-inf")
+        self.valid = shown_score(state.history[-1]) if state.history else None  # a resumed job's last one
+        self.epoch = float(state.epoch)  # fractional: within the epoch too
+
+    def step(self, state: TrainState, epoch: float, train_loss: Optional[float] = None) -> None:
+        self.bar.update()
+        self.epoch = epoch
+        if train_loss is not None:
+            self.bar.set_postfix(loss=f"{train_loss:.3f}", tok_s=f"{tokens_per_s(state):,.0f}")
+        if time.monotonic() - self.written >= REPORT_EVERY_S:
+            self.write(state)
+
+    def validated(self, state: TrainState, entry: dict) -> None:
+        self.valid = shown_score(entry)
+        self.write(state)
+
+    def write(self, state: TrainState) -> None:
+        if not self.writes:
+            return
+        self.written = time.monotonic()
+        write_json_atomic(self.path, {
+            "step": state.step, "epoch": round(self.epoch, 3), "max_steps": self.tr.max_steps,
+            "max_epochs": self.tr.max_epochs, "max_time_s": self.tr.max_time_s,
+            "done": done_fraction(state, self.epoch, self.tr),
+            "train_time_s": round(state.train_time_s, 1), "tokens_per_s": round(tokens_per_s(state)),
+            "valid": self.valid, "at": time.time(),
+        })  # fmt: skip
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def shown_score(entry: dict) -> Optional[list]:
+    """[name, value] of the validation `entry`'s first score in SHOWN_SCORES, None without one."""
+    name = next((name for name in SHOWN_SCORES if entry.get(f"valid_{name}") is not None), None)
+    return [name, entry[f"valid_{name}"]] if name else None
+
+
+def tokens_per_s(state: TrainState) -> float:
+    return state.train_tokens / state.step_time_s if state.step_time_s else 0.0
+
+
+def done_fraction(state: TrainState, epoch: float, tr) -> Optional[float]:
+    """How much of its first budget to run out the job has used (early stopping may end it sooner); None without
+    a budget."""
+    fractions = [state.step / tr.max_steps if tr.max_steps else None,
+                 epoch / tr.max_epochs if tr.max_epochs else None,
+                 state.train_time_s / tr.max_time_s if tr.max_time_s else None]  # fmt: skip
+    known = [f for f in fractions if f is not None]
+    return round(min(1.0, max(known)), 4) if known else None

@@ -1,0 +1,22 @@
+"""The process tree, read from /proc: what a test started is proved gone, not assumed gone."""
+
+from pathlib import Path
+
+
+def session_processes(session_id: int) -> list[str]:
+    """'pid command' of each live process of the session `session_id` (a test starts a script with
+    start_new_session=True: the script's pid; every process it starts stays in it, orphans included)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # the command may hold spaces and parentheses: the fields follow its closing one
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, IndexError):  # ended meanwhile
+            continue
+        state, session = fields[0], int(fields[3])
+        if session == session_id and state != "Z":
+            found.append(f"{entry.name} {command}")
+    return found
