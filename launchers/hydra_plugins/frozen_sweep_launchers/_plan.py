@@ -117,7 +117,7 @@ def plan_job(num: int, overrides: list[str], config: DictConfig, runs: "SameRuns
         config.hydra.runtime.output_dir = str(job_dir)
     absolute_paths(config, Path(config.hydra.runtime.cwd))  # checked here, read by the job: the same files
     try:
-        checked = job_config(task_config(config), overrides)
+        checked = job_config(task_config(config), overrides, copied=True)
         job_fingerprint = fingerprint(checked)
         previous = previous_record(job_dir, job_fingerprint, checked.force)
     except (ConfigError, OmegaConfBaseException) as e:  # e.g. a mandatory value left unset
