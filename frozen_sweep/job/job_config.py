@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from frozen_sweep.config import (
     BASE_KEYS,
     BASE_PREFIX,
+    Config,
     NEUTRAL_KEYS,
     SCRATCH,
     ConfigError,
@@ -215,8 +216,9 @@ def resolve_budgets(cfg: DictConfig, overrides: list[str]) -> DictConfig:
 
 
 def check_known_keys(node, path: str = "") -> None:
-    """Reject keys the schema does not know: Hydra's `+key=value` appends them even to a typed node."""
-    schema = OmegaConf.get_type(node)
+    """Reject keys the schema does not know: Hydra's `+key=value` appends them even to a typed node. The top level is
+    the Config schema's even when the node lost its type (a plan's copy without the hydra node)."""
+    schema = OmegaConf.get_type(node) if path else Config
     if dataclasses.is_dataclass(schema):
         known = {f.name for f in dataclasses.fields(schema)}
         unknown = [key for key in node if key not in known and not (path == "" and key == "hydra")]
