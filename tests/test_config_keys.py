@@ -20,6 +20,8 @@ from tests.conftest import ROOT, compose_config
     ("trainer.max_step=10", "did you mean trainer.max_steps"),
     ("trainr.max_steps=10", "did you mean trainer.max_steps"),  # the group's name, the rest kept
     ("model.dmodel=64", "did you mean model.d_model"),
+    ("+freez=emb", "did you mean freeze"),  # an append: no key a job reads is missing from the schema
+    ("++trainer.max_step=3", "did you mean trainer.max_steps"),
 ])  # fmt: skip
 def test_a_mistyped_key_gets_the_closest_allowed_keys(override, suggestion):
     assert suggestion in check_command_line([override])
@@ -45,7 +47,7 @@ def test_launcher_keys_pass_when_known_or_when_the_launcher_may_be_another():
 
 def test_known_keys_group_choices_appends_and_hydra_keys_pass():
     assert check_command_line(["model=tiny", "experiment=demo_table", "seed=2", "task.modules.es=x",
-                               "+trainer.new=1", "hydra.job.name=x", "trainer.max_steps=1,2"]) is None  # fmt: skip
+                               "+bases.mine=[seed=2]", "hydra.job.name=x", "trainer.max_steps=1,2"]) is None  # fmt: skip
 
 
 def test_the_command_says_did_you_mean_instead_of_hydras_append_advice(tmp_path):

@@ -93,8 +93,8 @@ def check_command_line(overrides: Sequence[str], launcher: Optional[str] = DEFAU
             launcher = override.value()
     for override in parsed:
         key = override.key_or_group
-        if override.is_add() or override.is_force_add() or override.is_delete():
-            continue
+        if override.is_delete():
+            continue  # `+key=` (add) and `++key=` are checked as `key=` is: the schema has every key a job reads
         if override.is_hydra_override():
             problem = unknown_launcher_key(key, launcher) if key.startswith(LAUNCHER_KEYS) else None
             if problem:
