@@ -86,3 +86,11 @@ def test_ranks_beyond_the_cores_are_said(caplog):
     caplog.clear()
     warn_oversubscribed([job], at_a_time=1)
     assert caplog.text == "" or cores < 2
+
+
+def test_a_run_directory_as_a_value_works_quoted_and_unquoted_says_how_to_quote_it():
+    run = "outputs/x/freeze=none,seed=1"  # Hydra's grammar reads its '=' and ',' as syntax
+    problem = check_command_line([f"finetune.base_checkpoint={run}", "seed=2"])
+    assert problem.startswith(f"finetune.base_checkpoint={run}: ") and f"finetune.base_checkpoint='{run}'" in problem
+    assert check_command_line([f"finetune.base_checkpoint='{run}'", "seed=2"]) is None
+    assert check_command_line(["seed=1=2"]) is None  # any other syntax error: Hydra's own message
