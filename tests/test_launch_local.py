@@ -56,6 +56,7 @@ def test_failed_and_killed_jobs_are_recorded_and_the_others_complete(tmp_path, m
     assert f"FAILED {bad} freeze=none: ValueError: no training example has at most task.max_len=1 subwords" in out
     assert f"FAILED {good} freeze=emb: the job's process died without a result" in out
     assert "logs: " in out and "done 1, failed 3, running 0, queued 0" in out
+    assert "Error executing job with overrides" in out and "trainer.threads=" not in out  # only what the user passed
 
 
 @pytest.mark.slow
