@@ -1,15 +1,17 @@
-"""How long the collector takes on a large sweep: 1,000 synthetic records by default.
+"""How long the collector takes on a large sweep: 1,000 synthetic records, then 10,000 of which half are duplicates.
 
-    python benchmarks/collect_records.py [--records 1000] [--quick: 40 records]
+    python benchmarks/collect_records.py [--records N --duplicates FRACTION] [--quick: 40 records, each case]
 
 Writes the records (several tasks, models, learning rates, all nine rows plus an unlisted pattern, several seeds, 20
 validations each; about 2% failed, 1% running, 1% corrupt) to a temporary directory, then times, in this process:
 loading, building the tables, rendering each format, and separately the plots; and the whole command line
-(`python -m frozen_sweep.collect DIR --format md`, interpreter start-up and imports included). Target: under 2 s
-to collect 1,000 records.
+(`python -m frozen_sweep.collect DIR --format md`, interpreter start-up and imports included). The second case adds,
+as collecting several sweep folders that share jobs (or `outputs/` after reruns) does, copies of the first half's
+records in a second folder: the collector flags them as duplicates. Target: under 2 s to collect either.
 """
 
 import itertools
+import os
 import random
 import subprocess
 import sys
@@ -56,16 +58,25 @@ def synthetic_record(rng: random.Random, task: str, model: str, metric_name: str
     ).to_dict()  # fmt: skip
 
 
-def write_records(root: Path, n: int) -> None:
+def write_records(root: Path, n: int, duplicates: float) -> None:
+    """n records: the first n × (1 - duplicates) distinct runs, the rest copies of the first ones in rerun/."""
     rng = random.Random(0)
+    distinct = round(n * (1 - duplicates))
     configs = itertools.cycle(itertools.product(SETUPS, ("5e-4", "1e-3"), [*paper.ROWS, None]))
-    for i, ((task, model, metric_name), lr, row) in enumerate(itertools.islice(configs, n)):
+    for i, ((task, model, metric_name), lr, row) in enumerate(itertools.islice(configs, distinct)):
         run_dir = root / f"{task}-{model}" / f"run{i:05d}"
         run_dir.mkdir(parents=True)
         if rng.random() < 0.01:
             (run_dir / "result.json").write_text('{"status": "completed", "task": ')  # torn write
         else:
-            write_result(run_dir, RunResult(**synthetic_record(rng, task, model, metric_name, row, lr, 1 + i // 80)))
+            record = synthetic_record(rng, task, model, metric_name, row, lr, 1 + i // 80)
+            write_result(run_dir, RunResult(**{**record, "fingerprint": {"sha256": f"{i:064x}"}}))
+    originals = sorted(root.glob("*/run*"))
+    for i in range(n - distinct):
+        original = originals[i % len(originals)]
+        copy = root / "rerun" / f"{original.parent.name}-{original.name}-{i // len(originals)}"
+        copy.mkdir(parents=True)
+        (copy / "result.json").write_bytes((original / "result.json").read_bytes())
 
 
 def timed(label: str, fn):
@@ -75,31 +86,39 @@ def timed(label: str, fn):
     return result
 
 
+def collect(tmp: Path, records: int, duplicates: float) -> None:
+    """One case: write the records, time each stage in this process and the whole command line."""
+    root = tmp / f"outputs{records}-{duplicates}"
+    print(f"{records} records, {duplicates:.0%} of them duplicates:")
+    timed(f"write {records} records", lambda: write_records(root, records, duplicates))
+    print("in process:")
+    started = time.perf_counter()
+    runs = timed("load", lambda: load_runs([str(root)]))
+    tables = timed("build tables", lambda: build_tables(runs, paper.REFERENCES["paper_big"]))
+    for name, render in (("markdown", markdown), ("latex", latex)):
+        timed(f"render {name}", lambda: render(tables, runs))
+    timed("render csv", lambda: csv(runs))
+    print(f"  {'total (load + tables + 3 formats)':<36} {time.perf_counter() - started:7.3f} s")
+    plots = timed(f"plots ({len(tables)} figures)", lambda: plot_tables(tables, tmp / "curves.png"))
+    command = [sys.executable, "-m", "frozen_sweep.collect", str(root), "--out", str(tmp / "t.md")]
+    started = time.perf_counter()
+    timed("command line, md (imports included)", lambda: subprocess.run(command, check=True, capture_output=True))
+    command_s = time.perf_counter() - started
+    counts = runs.status.value_counts().to_dict()
+    print(f"{len(runs)} runs {counts}, {len(tables)} tables, {len(plots)} plots")
+    common.verdict(f"command line on {records} records", command_s, 2.0, unit=" s", at_most=True)
+
+
 def main() -> None:
     parser = common.parser(__doc__)  # --threads is accepted for `make bench`: the collector is single-threaded
-    parser.add_argument("--records", type=int, default=1000)
+    parser.add_argument("--records", type=int, help="one case of N records instead of the two")
+    parser.add_argument("--duplicates", type=float, default=0.0, help="with --records: the fraction of copies")
     args = parser.parse_args()
-    if args.quick:
-        args.records = 40
+    cases = [(args.records, args.duplicates)] if args.records else [(1000, 0.0), (10_000, 0.5)]
+    print(f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())} at start")
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "outputs"
-        timed(f"write {args.records} records", lambda: write_records(root, args.records))
-        print("in process:")
-        started = time.perf_counter()
-        runs = timed("load", lambda: load_runs([str(root)]))
-        tables = timed("build tables", lambda: build_tables(runs, paper.REFERENCES["paper_big"]))
-        for name, render in (("markdown", markdown), ("latex", latex)):
-            timed(f"render {name}", lambda: render(tables, runs))
-        timed("render csv", lambda: csv(runs))
-        print(f"  {'total (load + tables + 3 formats)':<36} {time.perf_counter() - started:7.3f} s")
-        plots = timed(f"plots ({len(tables)} figures)", lambda: plot_tables(tables, Path(tmp) / "curves.png"))
-        command = [sys.executable, "-m", "frozen_sweep.collect", str(root), "--out", str(Path(tmp) / "t.md")]
-        started = time.perf_counter()
-        timed("command line, md (imports included)", lambda: subprocess.run(command, check=True, capture_output=True))
-        command_s = time.perf_counter() - started
-        counts = runs.status.value_counts().to_dict()
-        print(f"{len(runs)} runs {counts}, {len(tables)} tables, {len(plots)} plots")
-        common.verdict(f"command line on {args.records} records", command_s, 2.0, unit=" s", at_most=True)
+        for records, duplicates in cases:
+            collect(Path(tmp), 40 if args.quick else records, duplicates)
 
 
 if __name__ == "__main__":

@@ -56,8 +56,13 @@ def main(argv: Optional[list[str]] = None) -> int:
             claims_out = args.out.with_suffix(".claims.csv")
             write_text_atomic(claims_out, checks)
             print(f"collect: wrote {claims_out}: the findings checked", file=sys.stderr)
-        for r in problems(runs).itertuples():  # in the file too, but easy to miss there
+        left_out = problems(runs)
+        duplicate = left_out.status == "duplicate"
+        for r in left_out[~duplicate].itertuples():  # in the file too, but easy to miss there
             print(f"collect: not included: {r.path} ({r.status}: {r.reason})", file=sys.stderr)
+        if duplicate.any():  # thousands, after reruns: each is listed in the file
+            print(f"collect: not included: {duplicate.sum()} duplicates of runs counted once (listed in {args.out})",
+                  file=sys.stderr)  # fmt: skip
     else:
         sys.stdout.write(text + (f"\n{checks}" if checks else ""))
     if args.plot:

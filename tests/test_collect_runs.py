@@ -49,3 +49,16 @@ def test_duplicates_are_flagged_not_averaged_as_seeds(tmp_path):
     table = build_tables(runs)[0]
     cell = table.rows.loc[table.rows.index[0]]
     assert "12.0 ± 2.8" in " ".join(map(str, cell.values)), cell  # n=2 seeds (10, 14), not n=3 with a copy
+
+
+def test_a_run_shared_by_two_experiments_counts_in_each(tmp_path):
+    fingerprint = {"sha256": "ef" * 32, "config": {}, "data": {}}
+    for experiment in ("finetune_reservoir", "random_embeddings_first"):  # the same scratch run in both sweeps
+        write_run(tmp_path / experiment, "(0)", fingerprint=fingerprint, overrides=(f"experiment={experiment}",))
+        write_run(tmp_path / experiment, "(1)", metric=8.0, overrides=(f"experiment={experiment}",))
+    rerun = write_run(tmp_path / "rerun", "(0)", fingerprint=fingerprint, overrides=("experiment=finetune_reservoir",))
+    runs = load_runs([str(tmp_path)])
+    assert runs.set_index("path").loc[str(rerun), "status"] == "duplicate"  # within one experiment: counted once
+    assert (runs.status == "completed").sum() == 4
+    tables = build_tables(runs)
+    assert len(tables) == 2 and all(len(t.runs) == 2 and "(0)" in set(t.runs.label) for t in tables)

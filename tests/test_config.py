@@ -1,6 +1,8 @@
 """Every option of every group composes; bad values fail at composition or validation, naming key and choices."""
 
+import dataclasses
 import os
+import typing
 import subprocess
 import sys
 
@@ -11,7 +13,8 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
 from frozen_sweep.config import NEUTRAL_KEYS, ConfigError
-from frozen_sweep.config.checks import RANGES, validate
+from frozen_sweep.config import Config
+from frozen_sweep.config.checks import RANGES, UNBOUNDED, validate
 from frozen_sweep.tables.runs import setting_of
 from tests.conftest import CONF, ROOT, compose_config
 
@@ -106,6 +109,46 @@ def test_every_range_row_names_a_key_of_the_schema():
     cfg = compose_config()
     missing = [key for key, _, _ in RANGES if OmegaConf.select(cfg, key, default=KeyError) is KeyError]
     assert not missing
+
+
+def numeric_keys(schema=Config, path: str = ""):
+    """Every key of the schema that holds a number or a list of numbers, dotted, with its type."""
+    hints = typing.get_type_hints(schema)
+    for field in dataclasses.fields(schema):
+        kind, args = hints[field.name], typing.get_args(hints[field.name])
+        kind = next(a for a in args if a is not type(None)) if type(None) in args else kind  # Optional[X] → X
+        if dataclasses.is_dataclass(kind):
+            yield from numeric_keys(kind, f"{path}{field.name}.")
+        elif kind in (int, float) or typing.get_args(kind)[:1] in ((int,), (float,)):
+            yield f"{path}{field.name}", kind
+
+
+def test_every_numeric_key_of_the_schema_refuses_a_value_out_of_range():
+    """A negative number (or a list holding one) for each numeric key, unless the key takes any number."""
+    keys = dict(numeric_keys())
+    assert len(keys) > 40 and set(UNBOUNDED) <= set(keys)
+    accepted = []
+    for key, kind in keys.items():
+        if key in UNBOUNDED:
+            continue
+        cfg = compose_config()
+        OmegaConf.update(cfg, key, -1 if kind in (int, float) else [-1, -1], merge=False)
+        try:
+            validate(cfg)
+            accepted.append(key)
+        except ConfigError as e:
+            assert str(e).startswith(f"{key}="), e
+    assert not accepted, f"accepted out of range: {accepted}"
+    for zero in ("trainer.validate_every_steps=0", "trainer.threads=0", "trainer.adam_eps=0"):
+        with pytest.raises(ConfigError, match=zero.replace(".", r"\.")):
+            validate(compose_config(zero))
+
+
+def test_the_longest_training_sequence_and_the_length_cap_fit_the_positions():
+    with pytest.raises(ConfigError, match=r"model.max_positions=16 is below .* 204 positions .* >= 204"):
+        validate(compose_config("model.max_positions=16"))
+    with pytest.raises(ConfigError, match=r"eval.max_len_a=6.0.*cap .* is 1216 tokens.*>= 1217"):
+        validate(compose_config("eval.max_len_a=6.0"))
 
 
 def test_directory_names_fingerprints_and_the_collector_share_the_neutral_keys():

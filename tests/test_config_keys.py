@@ -20,6 +20,8 @@ from tests.conftest import ROOT, compose_config
     ("trainer.max_step=10", "did you mean trainer.max_steps"),
     ("trainr.max_steps=10", "did you mean trainer.max_steps"),  # the group's name, the rest kept
     ("model.dmodel=64", "did you mean model.d_model"),
+    ("+freez=emb", "did you mean freeze"),  # an append: no key a job reads is missing from the schema
+    ("++trainer.max_step=3", "did you mean trainer.max_steps"),
 ])  # fmt: skip
 def test_a_mistyped_key_gets_the_closest_allowed_keys(override, suggestion):
     assert suggestion in check_command_line([override])
@@ -45,7 +47,7 @@ def test_launcher_keys_pass_when_known_or_when_the_launcher_may_be_another():
 
 def test_known_keys_group_choices_appends_and_hydra_keys_pass():
     assert check_command_line(["model=tiny", "experiment=demo_table", "seed=2", "task.modules.es=x",
-                               "+trainer.new=1", "hydra.job.name=x", "trainer.max_steps=1,2"]) is None  # fmt: skip
+                               "+bases.mine=[seed=2]", "hydra.job.name=x", "trainer.max_steps=1,2"]) is None  # fmt: skip
 
 
 def test_the_command_says_did_you_mean_instead_of_hydras_append_advice(tmp_path):
@@ -84,3 +86,11 @@ def test_ranks_beyond_the_cores_are_said(caplog):
     caplog.clear()
     warn_oversubscribed([job], at_a_time=1)
     assert caplog.text == "" or cores < 2
+
+
+def test_a_run_directory_as_a_value_works_quoted_and_unquoted_says_how_to_quote_it():
+    run = "outputs/x/freeze=none,seed=1"  # Hydra's grammar reads its '=' and ',' as syntax
+    problem = check_command_line([f"finetune.base_checkpoint={run}", "seed=2"])
+    assert problem.startswith(f"finetune.base_checkpoint={run}: ") and f"finetune.base_checkpoint='{run}'" in problem
+    assert check_command_line([f"finetune.base_checkpoint='{run}'", "seed=2"]) is None
+    assert check_command_line(["seed=1=2"]) is None  # any other syntax error: Hydra's own message

@@ -106,7 +106,8 @@ def test_bad_data_stops_a_single_job_before_its_directory_is_written(tmp_path, m
 def test_a_held_out_example_longer_than_the_models_positions_stops_the_job_before_it_starts(tmp_path, micro_overrides):
     """Held-out examples are scored whole (only training examples over task.max_len are dropped): one that the
     model's positions cannot hold would fail at the first validation, after training; it is refused up front."""
-    proc = run_cli(*micro_overrides, "model.max_positions=8", "task.max_len=6", f"hydra.run.dir={tmp_path / 'run'}")
+    proc = run_cli(*micro_overrides, "model.max_positions=8", "task.max_len=6", "eval.max_len_a=1", "eval.max_len_b=0",
+                   f"hydra.run.dir={tmp_path / 'run'}")  # the decoder's length cap within the positions too
     assert proc.returncode != 0 and "more than model.max_positions=8: raise model.max_positions to at least" in proc.stdout
     assert "Traceback" not in proc.stdout and not (tmp_path / "run").exists(), proc.stdout
 

@@ -56,6 +56,7 @@ def test_failed_and_killed_jobs_are_recorded_and_the_others_complete(tmp_path, m
     assert f"FAILED {bad} freeze=none: ValueError: no training example has at most task.max_len=1 subwords" in out
     assert f"FAILED {good} freeze=emb: the job's process died without a result" in out
     assert "logs: " in out and "done 1, failed 3, running 0, queued 0" in out
+    assert "Error executing job with overrides" in out and "trainer.threads=" not in out  # only what the user passed
 
 
 @pytest.mark.slow
@@ -192,3 +193,22 @@ def test_a_later_batch_may_not_take_a_directory_that_an_earlier_batch_took_with_
     check_claims([job(0, "seed=1")], [job(1, "seed=1")])  # the same job chosen again: skipped once completed
     with pytest.raises(SweepConfigError, match=r"jobs #0 and #1 would share .* No job of this batch was started"):
         check_claims([job(0, "seed=1", "name=a")], [job(1, "seed=1", "name=b")])
+
+
+@pytest.mark.parametrize(
+    "trap, message",
+    [
+        ("+freez=emb", "+freez=emb): freez: no such key in the config; did you mean freeze"),
+        ("trainer.warmup_steps=-10", "trainer.warmup_steps=-10): trainer.warmup_steps=-10: must be >= 0."),
+        ("freeze=none,emb_emb", "emb_emb"),  # Hydra's own error: a config group option that does not exist
+    ],
+)
+def test_each_refused_trap_leaves_the_sweep_folder_as_it_was(tmp_path, micro_overrides, trap, message):
+    sweep = tmp_path / "sweep"
+    (sweep / "earlier").mkdir(parents=True)  # a folder the user had: kept as it was, nothing added
+    (sweep / "earlier" / "notes.txt").write_text("mine")
+    before = sorted(p.relative_to(sweep) for p in sweep.rglob("*"))
+    proc = run_sweep(sweep, *micro_overrides, LOCAL, trap)
+    assert proc.returncode != 0 and message in proc.stdout, proc.stdout
+    assert "trainer.threads=" not in proc.stdout  # the launcher's own override is not the user's
+    assert sorted(p.relative_to(sweep) for p in sweep.rglob("*")) == before

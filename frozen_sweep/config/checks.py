@@ -31,6 +31,10 @@ def _fraction(value) -> bool:
     return 0.0 <= value < 1.0
 
 
+def _at_least(low):
+    return lambda value: value >= low
+
+
 def _positive_or_null(value) -> bool:
     return value is None or value > 0
 
@@ -61,7 +65,16 @@ RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("reservoir.conv_kernel", lambda v: v >= 1 and v % 2 == 1, "must be odd and >= 1"),
     ("finetune.max_unk_rate", lambda v: 0.0 <= v <= 1.0, "must be in [0, 1], e.g. 0.01"),
     ("relearn.thresholds", lambda v: all(0 < x < 1 for x in v), "must be fractions in (0, 1), e.g. [0.01, 0.05]"),
+    *((key, _at_least(0), "must be >= 0") for key in (
+        "task.valid_from_train", "trainer.weight_decay", "trainer.warmup_steps", "trainer.warmup_init_lr",
+        "trainer.clip_norm", "reservoir.count", "eval.max_len_a", "eval.max_len_b", "seed",
+    )),
+    *((key, _positive, "must be > 0") for key in ("task.max_length_ratio", "trainer.adam_eps")),
+    ("trainer.validate_every_steps", _positive_or_null, "must be > 0 (or null: at the end of every epoch)"),
+    ("trainer.valid_bleu_sentences", lambda v: v is None or v >= 0, "must be >= 0 (0: no validation BLEU; null: all)"),
+    ("trainer.threads", lambda v: v is None or v >= 1, "must be >= 1 (or null: the launcher's share of the cores)"),
 )  # fmt: skip
+UNBOUNDED = {"eval.len_penalty": "fairseq's --lenpen: any number (< 1 favours shorter hypotheses, > 1 longer)"}
 
 
 def validate(cfg) -> None:
@@ -77,6 +90,7 @@ def validate(cfg) -> None:
         raise ConfigError(f"model.heads={m.heads} must divide model.d_model={m.d_model}")
     if tr.max_tokens < t.max_len:
         raise ConfigError(f"trainer.max_tokens={tr.max_tokens} must be >= task.max_len={t.max_len}")
+    check_positions(cfg)
 
     validate_finetune(cfg)  # first: without its base, a fine-tuning job's model is not the one it will have
     validate_task_kind(cfg)
@@ -94,6 +108,27 @@ def validate(cfg) -> None:
                 raise ConfigError(f"task.modules has no SWORD module for language '{lang}'; has: {sorted(t.modules)}")
     validate_study(cfg)
     validate_relearn(cfg.relearn)
+
+
+def check_positions(cfg) -> None:
+    """The longest training sequence (task.max_len subwords + eos, padded to trainer.length_multiple) fits the
+    model's positions, and so does the decoder's length cap for such a source; else the job would fail (or cut
+    every long hypothesis) at its first long batch."""
+    m, t, e = cfg.model, cfg.task, cfg.eval
+    longest = -(-(t.max_len + 1) // cfg.trainer.length_multiple) * cfg.trainer.length_multiple
+    if longest > m.max_positions:
+        raise ConfigError(
+            f"model.max_positions={m.max_positions} is below the longest training sequence, {longest} positions "
+            f"(task.max_len={t.max_len} + eos, padded to trainer.length_multiple={cfg.trainer.length_multiple}): "
+            f"raise model.max_positions to >= {longest} or lower task.max_len"
+        )
+    cap = int(e.max_len_a * (t.max_len + 1) + e.max_len_b)
+    if t.kind == TaskKind.translation and cap > m.max_positions - 1:
+        raise ConfigError(
+            f"eval.max_len_a={e.max_len_a}, eval.max_len_b={e.max_len_b}: the decoder's length cap for a source of "
+            f"task.max_len={t.max_len} is {cap} tokens, more than model.max_positions={m.max_positions} allows "
+            f"({m.max_positions - 1} after bos): raise model.max_positions to >= {cap + 1} or lower eval.max_len_a"
+        )
 
 
 # task.kind → (model.encoder_layers > 0, model.decoder_layers > 0) it needs, and a model preset of that shape

@@ -78,14 +78,15 @@ def check_command_line(overrides: Sequence[str], launcher: Optional[str] = DEFAU
 
     `hydra.launcher.*` keys are checked against the settings of the launcher that `hydra/launcher=…` names, else of
     `launcher` (the configs' default; None: unknown, as under a user's own config directory, and then left to Hydra).
-    Group choices (`model=tiny`), Hydra's other keys and explicit appends (`+key=…`, checked later with the job's
-    config) and deletions pass."""
+    Group choices (`model=tiny`), Hydra's other keys and deletions pass; appends (`+key=…`) are checked as `key=…`.
+    A value Hydra's grammar cannot read because it holds `=` (a run directory) gets the key and the quoting."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
+    parser = OverridesParser.create()
     try:
-        parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except Exception:  # noqa: BLE001 - a syntax error: Hydra reports it, with its grammar
-        return None
+        parsed = parser.parse_overrides(list(overrides))
+    except Exception:  # noqa: BLE001 - a syntax error: Hydra reports it, with its grammar, unless it is a path's `=`
+        return next(filter(None, (unquoted_path(o, parser) for o in overrides)), None)
     for override in parsed:
         if override.key_or_group == "hydra.searchpath":  # another config directory may choose another launcher
             launcher = None
@@ -93,8 +94,8 @@ def check_command_line(overrides: Sequence[str], launcher: Optional[str] = DEFAU
             launcher = override.value()
     for override in parsed:
         key = override.key_or_group
-        if override.is_add() or override.is_force_add() or override.is_delete():
-            continue
+        if override.is_delete():
+            continue  # `+key=` (add) and `++key=` are checked as `key=` is: the schema has every key a job reads
         if override.is_hydra_override():
             problem = unknown_launcher_key(key, launcher) if key.startswith(LAUNCHER_KEYS) else None
             if problem:
@@ -105,6 +106,22 @@ def check_command_line(overrides: Sequence[str], launcher: Optional[str] = DEFAU
         problem = unknown_key(key)
         if problem:
             return problem
+    return None
+
+
+def unquoted_path(override: str, parser) -> Optional[str]:
+    """How to quote `key=value` when its value holds `=` (a run directory, e.g. outputs/x/freeze=none,seed=1) and
+    Hydra's grammar cannot read it; None for any other override."""
+    key, _, value = override.partition("=")
+    if "=" not in value or "/" not in value or value[:1] in "'\"":  # a path's `=`, unquoted
+        return None
+    try:
+        parser.parse_overrides([override])
+    except Exception:  # noqa: BLE001 - Hydra's grammar error, whatever its class
+        return (
+            f"{key}={value}: Hydra reads '=' and ',' in a value as its own syntax; quote a run directory: "
+            f"{key}='{value}' (in a shell: \"{key}='{value}'\")"
+        )
     return None
 
 

@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from frozen_sweep.config import (
     BASE_KEYS,
     BASE_PREFIX,
+    Config,
     NEUTRAL_KEYS,
     SCRATCH,
     ConfigError,
@@ -69,12 +70,13 @@ PATH_KEYS = ("task.path", "task.sword_dir", "task.cache_dir", "relearn.base_chec
 PATH_NAMES = frozenset({SCRATCH})  # values of PATH_KEYS that are no paths
 
 
-def job_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+def job_config(cfg: DictConfig, overrides: list[str], copied: bool = False) -> DictConfig:
     """The config the job runs: a copy of `cfg` with budgets resolved and a relearn or fine-tuning base adopted;
-    ConfigError (naming the key, or the file) for an unknown key, a bad value or missing data."""
+    ConfigError (naming the key, or the file) for an unknown key, a bad value or missing data. `copied`: `cfg` is
+    the caller's own copy, changed in place (a sweep's plan, which copies each job's config once)."""
     check_known_keys(cfg)
     check_no_base_reference(cfg)
-    cfg = resolve_budgets(cfg, overrides)
+    cfg = resolve_budgets(cfg if copied else copy.deepcopy(cfg), overrides)
     if StudyName(cfg.study) == StudyName.finetune and cfg.finetune.base_checkpoint not in (None, SCRATCH):
         cfg = adopt_finetune_base(cfg, overrides)  # first: the model it checks against the task is the base's
     elif cfg.finetune.base_checkpoint == SCRATCH:  # nothing pre-trained: frozen and freeze_from change nothing, so a
@@ -203,10 +205,9 @@ def override_key(override: str) -> str:
 
 
 def resolve_budgets(cfg: DictConfig, overrides: list[str]) -> DictConfig:
-    """Budgets named on the command line replace the configured ones: `trainer.max_steps=400` gives 400 steps, not
+    """(In place.) Budgets named on the command line replace the configured ones: `trainer.max_steps=400` gives 400 steps, not
     "400 steps unless the preset's time budget or epoch cap comes first". Budgets not named there become null."""
     given = {override_key(o).removeprefix("trainer.") for o in overrides} & set(BUDGETS)
-    cfg = copy.deepcopy(cfg)
     if given:
         with open_dict(cfg):
             for budget in set(BUDGETS) - given:
@@ -215,8 +216,9 @@ def resolve_budgets(cfg: DictConfig, overrides: list[str]) -> DictConfig:
 
 
 def check_known_keys(node, path: str = "") -> None:
-    """Reject keys the schema does not know: Hydra's `+key=value` appends them even to a typed node."""
-    schema = OmegaConf.get_type(node)
+    """Reject keys the schema does not know: Hydra's `+key=value` appends them even to a typed node. The top level is
+    the Config schema's even when the node lost its type (a plan's copy without the hydra node)."""
+    schema = OmegaConf.get_type(node) if path else Config
     if dataclasses.is_dataclass(schema):
         known = {f.name for f in dataclasses.fields(schema)}
         unknown = [key for key in node if key not in known and not (path == "" and key == "hydra")]

@@ -107,22 +107,36 @@ def dead_reason(path: Path, record: dict, now: Optional[datetime] = None) -> Opt
     )
 
 
+def experiment_of(overrides: list[str]) -> str:
+    """The `experiment=` a run was launched with ("" without one): a run counts once within each experiment."""
+    return next((o.partition("=")[2] for o in overrides if o.lstrip("+").startswith("experiment=")), "")
+
+
 def flag_duplicates(runs: pd.DataFrame) -> None:
-    """Completed runs of the same fingerprint (config, data and seed) are one result: the first (by path) counts, the
-    others get status "duplicate" instead of being averaged as if they were seeds. Records without a fingerprint
-    compare by study, task, model, freeze pattern, setting and seed."""
-    first: dict = {}
-    for i, run in runs[runs.status == "completed"].iterrows():
-        record = run.record
-        key = (record.get("fingerprint") or {}).get("sha256") or (
-            run.study, run.task, run.model, run.label, run.setting, run.seed
-        )
-        if key in first:
-            runs.loc[i, ["status", "reason"]] = [
-                "duplicate", f"same config, data and seed as {first[key]}: counted once, not as another seed"
-            ]
-        else:
-            first[key] = run.path
+    """Completed runs of the same fingerprint (config, data and seed) within one experiment are one result: the first
+    (by path) counts, the others get status "duplicate" instead of being averaged as if they were seeds. A run
+    repeated in another experiment counts in that experiment's tables too (docs/collect.md). Records without a
+    fingerprint compare by study, task, model, freeze pattern, setting and seed. One pass over the frame."""
+    done = runs[runs.status == "completed"]
+    if done.empty:
+        return
+    keys = pd.Series(
+        [
+            repr((experiment_of(record.get("overrides") or []),
+                  (record.get("fingerprint") or {}).get("sha256") or (study, task, model, label, setting, seed)))
+            for record, study, task, model, label, setting, seed in zip(
+                done.record, done.study, done.task, done.model, done.label, done.setting, done.seed)
+        ],
+        index=done.index,
+    )  # fmt: skip
+    repeated = keys.duplicated()
+    if not repeated.any():
+        return
+    first_path = done.path.groupby(keys).transform("first")[repeated]
+    runs.loc[first_path.index, "status"] = "duplicate"
+    runs.loc[first_path.index, "reason"] = (
+        "same config, data and seed as " + first_path + ": counted once, not as another seed"
+    )
 
 
 def run_row(path: Path) -> dict:

@@ -47,10 +47,11 @@ def paired_p_values(runs: pd.DataFrame) -> pd.Series:
     baseline = runs.index[runs.label == BASELINE]
     if len(baseline) != 1:
         return p
-    base, saved = baseline[0], {i: outputs(path) for i, path in runs.path.items()}
-    base_hyps, refs = saved[base]
+    base = baseline[0]
+    base_hyps, refs = outputs(runs.path[base])  # the other runs' files are read only when (0) saved its own
     if base_hyps is None or refs is None or len(base_hyps) != len(refs):
         return p
+    saved = {i: (base_hyps, refs) if i == base else outputs(path) for i, path in runs.path.items()}
     others = [i for i, (hyps, run_refs) in saved.items() if i != base and hyps is not None and run_refs == refs]
     different = [i for i in others if saved[i][0] != base_hyps]
     metric = BLEU(references=[refs])  # tokenised once, not once per system (PairedTest then takes references=None)
@@ -70,11 +71,11 @@ def paired_p_values(runs: pd.DataFrame) -> pd.Series:
 
 def p_values(runs: pd.DataFrame) -> pd.Series:
     """p against (0) of every completed freeze-study BLEU run, paired by task × model × setting × seed; NaN else."""
-    p = pd.Series(float("nan"), index=runs.index, name="p_vs_0")
     tested = runs[(runs.status == "completed") & (runs.study == "freeze") & (runs.metric_name == "bleu")]
-    for _, group in tested.groupby(["task", "model", "setting", "seed"], sort=False, dropna=False):
-        p.update(paired_p_values(group))
-    return p
+    groups = tested.groupby(["task", "model", "setting", "seed"], sort=False, dropna=False)
+    found = [paired_p_values(group) for _, group in groups]
+    found = pd.concat(found) if found else pd.Series(dtype=float)
+    return found.reindex(runs.index).rename("p_vs_0")
 
 
 def with_p_values(runs: pd.DataFrame) -> pd.DataFrame:

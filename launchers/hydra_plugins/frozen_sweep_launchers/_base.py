@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from frozen_sweep.job.dry_run import same_run_message
 from frozen_sweep.run.directory import is_completed
 from frozen_sweep.run.lock import deepest_existing, describe_runner, remove_if_unused
+from frozen_sweep.system.files import write_atomic
 from frozen_sweep.system.signals import answer_stops, signal_name
 
 from ._batches import check_claims, later_batch, whole_sweep
@@ -25,6 +26,7 @@ from ._plan import PlannedJob, SweepConfigError, dry_run, plan_jobs
 from ._progress import Progress
 
 log = logging.getLogger(__name__)
+MULTIRUN_FILE = "multirun.yaml"  # what Hydra's sweeper writes into the sweep's folder before the launcher runs
 
 
 class SweepInterrupted(CompactHydraException):
@@ -40,6 +42,8 @@ class SweepLauncher(Launcher):
         self.config = config
         # what existed before the sweeper made the sweep's folder: a dry run or a refused sweep removes only what it made
         self.existed = deepest_existing(Path(str(config.hydra.sweep.dir)))
+        multirun = Path(str(config.hydra.sweep.dir), MULTIRUN_FILE)  # an earlier sweep's, put back by a refused one
+        self.multirun_before = multirun.read_bytes() if multirun.is_file() else None
 
     @abstractmethod
     def threads_per_job(self) -> int:
@@ -91,15 +95,16 @@ class SweepLauncher(Launcher):
                 self.run_bases(pending)
                 bases.forget()
                 jobs = plan(job_overrides, initial_job_idx, threads)  # the dependent jobs are checked now
-        except SweepConfigError as error:
+        except Exception as error:  # ours, or Hydra's own (e.g. a config group option that does not exist)
             if initial_job_idx and not dry:
-                raise later_batch(error) from error
-            remove_if_unused(sweep_dir, {"multirun.yaml"}, self.existed)  # written by Hydra's sweeper: a config error leaves nothing
+                raise later_batch(error) if isinstance(error, SweepConfigError) else error from error
+            self.restore_multirun(sweep_dir)  # written by Hydra's sweeper: a refused sweep leaves the folder as it was
+            remove_if_unused(sweep_dir, set(), self.existed)
             raise
         finally:
             self.sweep_dir = sweep_dir
             if dry:  # the dry run's multirun.yaml goes too, and so does the sweep's folder if nothing else is there
-                (sweep_dir / "multirun.yaml").unlink(missing_ok=True)
+                self.restore_multirun(sweep_dir)
                 remove_if_unused(sweep_dir, set(), self.existed)
         self.claimed += jobs
         progress = Progress(jobs, sweep_dir)
@@ -109,6 +114,14 @@ class SweepLauncher(Launcher):
         self.run_phase([job for job in jobs if job.waits_for is None], progress)
         progress.summarise()
         return progress.job_returns()
+
+    def restore_multirun(self, sweep_dir: Path) -> None:
+        """The sweep folder's multirun.yaml as it was before Hydra's sweeper wrote this sweep's (none if none)."""
+        if self.multirun_before is None:
+            (sweep_dir / MULTIRUN_FILE).unlink(missing_ok=True)
+        else:
+            before = self.multirun_before
+            write_atomic(sweep_dir / MULTIRUN_FILE, lambda f: f.write(before))
 
     def run_bases(self, bases: list[PlannedJob]) -> None:
         """Run the bases the sweep's jobs start from, each folder of them as a sweep of its own (a SLURM launcher

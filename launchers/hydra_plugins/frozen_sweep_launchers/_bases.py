@@ -60,7 +60,7 @@ class Bases:
                                   "train that one first, or give its directory")  # fmt: skip
             folder = Path(str(config.hydra.sweep.dir)).absolute()
             runs = self.runs.setdefault(folder, SameRuns(folder))
-            base = plan_job(len(self.planned), overrides, config, runs, refuse_each=True)
+            base = plan_job(len(self.planned), overrides, config, runs, True, overrides)
             if base.refused:
                 raise ConfigError(f"bases.{name} ({' '.join(overrides)}): {base.refused}")
             base.label = f"{BASE_PREFIX}{name}"

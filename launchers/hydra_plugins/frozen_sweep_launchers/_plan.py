@@ -39,6 +39,7 @@ class PlannedJob:
     waits_for: Optional["PlannedJob"] = None  # the base run this job starts from, not completed yet (_bases.py)
     checked: Optional[DictConfig] = None  # the config the job runs (job_config), once checked
     checked_fingerprint: Optional[dict] = None
+    passed: Sequence[str] = ()  # the overrides the user gave (`overrides` less the launcher's), for what Hydra prints
 
     @property
     def already_completed(self) -> bool:
@@ -82,33 +83,37 @@ def plan_jobs(
     jobs, datasets = [], {}
     composer = JobComposer(hydra_context, sweep_config)
     runs = SameRuns(Path(str(sweep_config.hydra.sweep.dir)).absolute())
-    for num, overrides in enumerate(job_overrides, start=initial_job_idx):
-        overrides = with_launcher_overrides(overrides, launcher_overrides)
+    for num, passed in enumerate(job_overrides, start=initial_job_idx):
+        overrides = with_launcher_overrides(passed, launcher_overrides)  # messages name only the `passed` ones
         config = composer.compose(overrides)
         try:
             base = base_of and base_of(config)  # bases.NAME: the base's planned job; its directory in the config
         except ConfigError as e:
             if not refuse_each:
-                raise SweepConfigError(f"job #{num} ({' '.join(overrides)}): {e}. No job was started.") from e
+                raise SweepConfigError(f"job #{num} ({' '.join(passed)}): {e}. No job was started.") from e
             jobs.append(PlannedJob(num, overrides, config, _job_dir(config), None, refused=str(e)))
             continue
         if base is not None and not base.already_completed:  # checked once its base has completed
             jobs.append(PlannedJob(num, overrides, config, _job_dir(config), None, waits_for=base))
             continue
-        job = plan_job(num, overrides, config, runs, refuse_each)
+        job = plan_job(num, overrides, config, runs, refuse_each, passed)
         jobs.append(job)
         if job.checked is not None and not job.already_completed:
             datasets.setdefault(job.checked_fingerprint["prepared"], (num, job.checked.task))
     check_distinct_dirs(jobs)
     _prepare_data(datasets)
     shared = set.intersection(*(set(job.overrides) for job in jobs))
-    for job in jobs:
+    for job, passed in zip(jobs, job_overrides):
+        job.passed = list(passed)
         job.label = " ".join(o for o in job.overrides if o not in shared) or job.job_dir.name
     return jobs
 
 
-def plan_job(num: int, overrides: list[str], config: DictConfig, runs: "SameRuns", refuse_each: bool) -> PlannedJob:
-    """One composed job, checked as the job will check itself, with what its directory holds."""
+def plan_job(
+    num: int, overrides: list[str], config: DictConfig, runs: "SameRuns", refuse_each: bool, passed: Sequence[str]
+) -> PlannedJob:
+    """One composed job, checked as the job will check itself, with what its directory holds; a refusal names the
+    overrides the user `passed` (not those the launcher adds)."""
     with open_dict(config.hydra.job):
         config.hydra.job.num = num
         config.hydra.job.id = f"job_id_for_{num}"  # the submitit job id replaces it once the job runs
@@ -117,12 +122,12 @@ def plan_job(num: int, overrides: list[str], config: DictConfig, runs: "SameRuns
         config.hydra.runtime.output_dir = str(job_dir)
     absolute_paths(config, Path(config.hydra.runtime.cwd))  # checked here, read by the job: the same files
     try:
-        checked = job_config(task_config(config), overrides)
+        checked = job_config(task_config(config), overrides, copied=True)
         job_fingerprint = fingerprint(checked)
         previous = previous_record(job_dir, job_fingerprint, checked.force)
     except (ConfigError, OmegaConfBaseException) as e:  # e.g. a mandatory value left unset
         if not refuse_each:
-            raise SweepConfigError(f"job #{num} ({' '.join(overrides)}): {e}. No job was started.") from e
+            raise SweepConfigError(f"job #{num} ({' '.join(passed)}): {e}. No job was started.") from e
         return PlannedJob(num, overrides, config, job_dir, None, refused=str(e))
     job = PlannedJob(num, overrides, config, job_dir, previous, live_runner(job_dir))
     job.checked, job.checked_fingerprint = checked, job_fingerprint

@@ -82,7 +82,7 @@ class Progress:
         for job in self.jobs:
             outcome = self.outcomes[job.num]
             if outcome.status == "failed":
-                returns.append(JobReturn(overrides=job.overrides, status=JobStatus.FAILED, _return_value=error))
+                returns.append(JobReturn(overrides=list(job.passed), status=JobStatus.FAILED, _return_value=error))
             elif outcome.job_return is not None:
                 returns.append(outcome.job_return)
             else:  # skipped, or completed without handing back a return value: the record holds it
