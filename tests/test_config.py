@@ -30,8 +30,8 @@ def test_every_option_composes(group):
                 extra = [f"model={kind}_micro"]
         if group == "task" and option.startswith(("cls_", "glue_")):  # classification: an encoder with a head
             extra = ["model=mlm_micro"]
-        if group == "task" and option == "wikitext103":
-            extra = ["model=lm_micro"]
+        if group == "task" and option == "wikitext103":  # paragraphs of up to 512 subwords: the paper LM's positions
+            extra = ["model=lm_paper"]
         if group == "task" and option == "hf":
             extra = ["task.dataset=wmt/wmt16", "task.src_lang=ro"]
         if group == "task" and option == "text_files":
