@@ -7,9 +7,10 @@ from typing import Optional
 import pandas as pd
 
 from frozen_sweep.config import COMPONENTS, NEUTRAL_KEYS
-from frozen_sweep.run.directory import RESULT_FILE, load_result
+from frozen_sweep.run.directory import BEFORE_CPU, RESULT_FILE, load_result
 from frozen_sweep.run.lock import live_runner
 from frozen_sweep.tables.paper import ROWS
+from frozen_sweep.tables.untrained import untrained_column
 
 STALE_FACTOR, STALE_MARGIN_S = 2, 300  # a running record silent for longer than 2 × its validation interval + 5 min
 STALE_BEFORE_VALIDATION_S = 3600  # ... or for an hour before its first validation: its runner is gone
@@ -18,7 +19,7 @@ RECORD_KEYS = (
     "trainable_ratio", "params_trainable", "params_total", "steps", "wall_time_s", "test_accuracy",
 )  # fmt: skip
 CSV_COLUMNS = ["path", "status", "reason", "study", "task", "model", "row", "label", *COMPONENTS, *RECORD_KEYS,
-               "overrides"]  # fmt: skip
+               "untrained", "overrides"]  # fmt: skip
 
 
 def find_results(paths: list[str]) -> list[Path]:
@@ -108,21 +109,24 @@ def dead_reason(path: Path, record: dict, now: Optional[datetime] = None) -> Opt
 
 
 def flag_duplicates(runs: pd.DataFrame) -> None:
-    """Completed runs of the same fingerprint (config, data and seed) are one result: the first (by path) counts, the
-    others get status "duplicate" instead of being averaged as if they were seeds. Records without a fingerprint
-    compare by study, task, model, freeze pattern, setting and seed."""
+    """Completed runs of the same config, data and seed are one result: the first (by path) counts, the others get
+    status "duplicate" instead of being averaged as if they were seeds, with the thread counts when they differ (then
+    their numbers do too: the fingerprints differ only in their CPU part). Records without a fingerprint compare by
+    study, task, model, freeze pattern, setting and seed."""
     first: dict = {}
     for i, run in runs[runs.status == "completed"].iterrows():
-        record = run.record
-        key = (record.get("fingerprint") or {}).get("sha256") or (
+        fingerprint = run.record.get("fingerprint") or {}
+        key = fingerprint.get(BEFORE_CPU) or fingerprint.get("sha256") or (
             run.study, run.task, run.model, run.label, run.setting, run.seed
         )
-        if key in first:
-            runs.loc[i, ["status", "reason"]] = [
-                "duplicate", f"same config, data and seed as {first[key]}: counted once, not as another seed"
-            ]
-        else:
-            first[key] = run.path
+        if key not in first:
+            first[key] = run
+            continue
+        kept, threads = first[key], (first[key].record.get("threads"), run.record.get("threads"))
+        other = f" at {threads[1]} thread(s), it at {threads[0]}" if threads[0] != threads[1] else ""
+        runs.loc[i, ["status", "reason"]] = [
+            "duplicate", f"same config, data and seed as {kept.path}{other}: counted once, not as another seed"
+        ]
 
 
 def run_row(path: Path) -> dict:
@@ -161,6 +165,7 @@ def load_runs(paths: list[str]) -> pd.DataFrame:
     columns = [*CSV_COLUMNS, "setting", "history", "record"]
     runs = pd.DataFrame([run_row(p) for p in find_results(paths)], columns=columns)
     runs = runs.astype({k: "Int64" for k in ("seed", "params_trainable", "params_total", "steps")})
+    runs["untrained"] = untrained_column(runs)  # why a completed run counts as untrained (tables.untrained), else None
     flag_duplicates(runs)
     runs["order"] = runs.label.map({row: i for i, row in enumerate(ROWS)}).fillna(len(ROWS))
     return runs.sort_values(["task", "model", "order", "label", "seed", "path"], ignore_index=True)
