@@ -258,10 +258,12 @@ def finetune_checks(summary: pd.DataFrame, min_runs: int) -> list[Check]:
             continue
         results = [beats(pd.Series(a._asdict()), pd.Series(b._asdict()), margin) for a, b, margin in pairs]
         outcomes = [holds for holds, _ in results]
+        untrained = sorted({f"{r.pre_training} / {r.fine_tuned}" for a, b, _ in pairs for r in (a, b) if r.untrained})
         verdict = FAILS if False in outcomes else INCONCLUSIVE if None in outcomes else HOLDS
+        verdict = INCONCLUSIVE if untrained else verdict  # never ✓ or ✗ on a row no better than the floor
         seeds = sorted({n for a, b, _ in pairs for n in (a.n, b.n)})
         evidence = f"seeds per row: {', '.join(map(str, seeds))}; fine-tuning runs to a fixed update budget"
         one_seed = min(seeds) == 1 and verdict != INCONCLUSIVE  # a hint, not a finding
         checks.append(Check(key, statement, rule, verdict, "; ".join(t for _, t in results), evidence=evidence,
-                            indicative=one_seed))  # fmt: skip
+                            indicative=one_seed, untrained="; ".join(untrained)))  # fmt: skip
     return checks
