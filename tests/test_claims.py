@@ -146,6 +146,12 @@ def test_language_model_claim_f5(tmp_path):
     assert (table.checks[0].verdict, table.checks[0].compared) == (
         FAILS, "(1) is not the highest of (1) 118.4, (2) 47.5, (3) 130.0")
     assert verdicts(write_table(tmp_path / "few", {"(0)": 37.4, "(1)": 118.4, "(3)": 50.3}, **lm)) == {"F5": NOT_ENOUGH}
+    # a vocabulary of 100 pieces: (1)'s 118.4 is worse than a uniform guess, so (1) never learned and F5 says nothing
+    (table,) = build_tables(load_runs([str(write_table(tmp_path / "small", LM, **lm, data={"vocab_size": 100}))]),
+                            claims=True)  # fmt: skip
+    assert table.checks[0].verdict == INCONCLUSIVE
+    assert table.checks[0].untrained == "(1) 1 of 1 run: test PPL 118.4 ≥ vocabulary 100"
+    assert table.rows.droplevel(0, axis=1).set_index("Row").PPL["(1)"] == "118.4⊘"
 
 
 def test_ffn1024_claims_only_on_ffn1024_tables(tmp_path):

@@ -94,7 +94,7 @@ def markdown(tables: list[Table], runs: pd.DataFrame) -> str:
 LATEX_ESCAPES = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
     "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$", "≥": r"$\geq$", "≈": r"$\approx$",
-    "✓": r"$\checkmark$", "✗": r"$\times$", "†": r"$^\dagger$", "‡": r"$^\ddagger$",
+    "✓": r"$\checkmark$", "✗": r"$\times$", "†": r"$^\dagger$", "‡": r"$^\ddagger$", "⊘": r"$^\oslash$",
     "·": "--", "–": "--", "—": "---", "→": r"$\to$",
     "×": r"$\times$", ">": r"$>$", "<": r"$<$", "≤": r"$\leq$", "−": r"$-$", "|": r"$|$",
 }  # fmt: skip
