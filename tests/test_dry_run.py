@@ -15,7 +15,7 @@ from frozen_sweep.run.record import RunResult
 from tests.conftest import ROOT, compose_config
 from tests.helpers.sweeps import LOCAL, run_sweep
 
-SWEEP = ["seed=1,2,3,4,5", "trainer.max_steps=4"]
+SWEEP = ["seed=1,2,3,4,5", "trainer.max_steps=4", "trainer.threads=1"]  # the threads are in the fingerprint
 
 
 def decisions(output: str) -> dict[str, tuple[str, str, str]]:
@@ -32,7 +32,7 @@ def test_a_sweep_dry_run_tells_each_jobs_fate_and_starts_nothing(tmp_path, micro
     assert not sweep.exists() and not any("dry_run" in where.rsplit("/", 1)[1] for _, where, _ in first.values())  # a neutral key
 
     def job(seed: int):  # its directory and fingerprint, as the job computes them
-        overrides = [*micro_overrides, f"seed={seed}", "trainer.max_steps=4"]
+        overrides = [*micro_overrides, f"seed={seed}", "trainer.max_steps=4", "trainer.threads=1"]
         directory = sweep / first[f"seed={seed}"][1].rsplit("/", 1)[1]
         directory.mkdir(parents=True)
         return directory, fingerprint(job_config(compose_config(*overrides), overrides))

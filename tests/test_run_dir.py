@@ -45,9 +45,10 @@ def test_directory_names_are_injective_and_readable():
 
 
 def test_fingerprint_covers_what_changes_the_result_and_nothing_else(micro_overrides, toy_corpus, tmp_path):
-    base = fingerprint(checked(*micro_overrides))
-    neutral = fingerprint(checked(*micro_overrides, "trainer.threads=2", "name=elsewhere", "trainer.progress=true"))
+    base = fingerprint(checked(*micro_overrides, "trainer.threads=1"))
+    neutral = fingerprint(checked(*micro_overrides, "trainer.threads=1", "name=elsewhere", "trainer.progress=true"))
     assert neutral["sha256"] == base["sha256"]
+    micro_overrides = [*micro_overrides, "trainer.threads=1"]
     moved = tmp_path / "moved"
     shutil.copytree(toy_corpus, moved)
     at_new_path = [o if not o.startswith("task.path=") else f"task.path={moved}" for o in micro_overrides]
@@ -56,6 +57,25 @@ def test_fingerprint_covers_what_changes_the_result_and_nothing_else(micro_overr
     edited = fingerprint(checked(*at_new_path))
     assert edited["sha256"] != base["sha256"] and edited["data"]["train.en"] != base["data"]["train.en"]
     assert fingerprint(checked(*micro_overrides, "trainer.lr=0.01"))["config"]["trainer.lr"] == 0.01
+
+
+def test_the_thread_count_and_the_cpu_kernels_are_part_of_the_fingerprint(micro_overrides, tmp_path, monkeypatch):
+    """1 and 2 threads (trainer.threads, or OMP_NUM_THREADS where it is not set) and forced CPU kernels give other
+    numbers, so other fingerprints. A record from before the CPU part entered the fingerprint is still this job's run
+    when it ran with this job's threads, and another job's when it did not."""
+    one, two = (fingerprint(checked(*micro_overrides, f"trainer.threads={n}")) for n in (1, 2))
+    assert one["sha256"] != two["sha256"] and (one["config"]["cpu.threads"], two["config"]["cpu.threads"]) == (1, 2)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert fingerprint(checked(*micro_overrides, "trainer.threads=null"))["sha256"] == two["sha256"]
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    forced = fingerprint(checked(*micro_overrides, "trainer.threads=2"))
+    assert forced["sha256"] != two["sha256"] and forced["config"]["cpu.aten_cpu_capability"] == "avx2"
+    older = {**one, "sha256": one["sha256_before_cpu"],
+             "config": {k: v for k, v in one["config"].items() if not k.startswith("cpu.")}}  # fmt: skip
+    write_result(tmp_path, RunResult(status="completed", fingerprint=older, threads=1))
+    assert previous_record(tmp_path, one, force=False)["status"] == "completed"
+    with pytest.raises(FingerprintMismatch, match="cpu.threads: \\(absent\\) → 2"):
+        previous_record(tmp_path, two, force=False)
 
 
 def test_a_record_of_another_config_is_never_reused(micro_overrides, tmp_path):

@@ -10,6 +10,8 @@ key of the prepared dataset they give (frozen_sweep.data.identity).
 A job directory's result is reused or resumed only by a job with the same fingerprint (frozen_sweep.run.directory).
 Data-parallel jobs: `trainer.devices` and `trainer.update_freq` enter it only as their product, the batches per update
 (frozen_sweep.train.updates): 4 devices and 1 device accumulating 4 batches make the same updates.
+How the CPU computes enters it too (frozen_sweep.system.threads): the job's thread count and ATEN_CPU_CAPABILITY where
+set, since both change the numbers; where the job runs (the machine, the load) does not.
 """
 
 import copy
@@ -41,7 +43,8 @@ from frozen_sweep.config.checks import validate
 from frozen_sweep.config.stack_layout import parse_reset_layer
 from frozen_sweep.metrics.sinks import check_installed
 from frozen_sweep.run.base_run import BaseRunError, load_base_run
-from frozen_sweep.run.directory import BEST_CHECKPOINT, flatten
+from frozen_sweep.run.directory import BEFORE_CPU, BEST_CHECKPOINT, flatten
+from frozen_sweep.system.threads import cpu_identity
 
 # where the data (and a fine-tuning job's base run and vocabulary) are: their content is fingerprinted
 DATA_LOCATION_KEYS = frozenset({"task.path", "task.sword_dir", "task.vocab", "finetune.base_checkpoint"})
@@ -259,8 +262,14 @@ def fingerprint(cfg: DictConfig) -> dict:
     base = cfg.finetune.base_checkpoint
     if base is not None:  # what the job starts from: a changed base run is another job
         recipe["base"] = SCRATCH if base == SCRATCH else base_identity(base, cfg.task.cache_dir)
-    digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
-    return {"sha256": digest, "config": config, "data": data, "prepared": key, "recipe": FINGERPRINT_RECIPE}
+    before_cpu = digest(recipe)  # what records from before the CPU's part was fingerprinted hold
+    recipe["config"] = config = {**config, **cpu_identity(cfg.trainer.threads, cfg.trainer.follow_free_cores)}
+    return {"sha256": digest(recipe), "config": config, "data": data, "prepared": key, "recipe": FINGERPRINT_RECIPE,
+            BEFORE_CPU: before_cpu}  # fmt: skip
+
+
+def digest(recipe: dict) -> str:
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
 
 
 def base_identity(path: str, cache_dir: str) -> dict:

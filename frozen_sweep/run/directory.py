@@ -93,6 +93,22 @@ def dirname(override_dirname: str) -> str:
     return name
 
 
+# the sha256 a fingerprint would have without its CPU part (threads, kernels: system.threads.cpu_identity), which
+# records from before that part entered it hold as theirs: such a record, with this job's threads, is this job's run
+BEFORE_CPU = "sha256_before_cpu"
+
+
+def same_job(record: dict, fingerprint: dict) -> bool:
+    """Whether a record with a fingerprint is this fingerprint's run (records from before the CPU part: by the
+    fingerprint without it, and the threads they recorded)."""
+    old = record.get("fingerprint") or {}
+    if old.get("sha256") == fingerprint["sha256"]:
+        return True
+    threads = fingerprint["config"].get("cpu.threads")
+    older = "cpu.threads" not in (old.get("config") or {}) and old.get("sha256") == fingerprint.get(BEFORE_CPU)
+    return bool(older) and record.get("threads") in (None, threads)
+
+
 class FingerprintMismatch(ConfigError):
     """The directory holds a run of another config (or other data)."""
 
@@ -139,7 +155,7 @@ def previous_record(run_dir: Path, fingerprint: dict, force: bool) -> Optional[d
     if record is None:
         return None
     old = record.get("fingerprint")
-    if force or (old and old.get("sha256") == fingerprint["sha256"]):
+    if force or (old and same_job(record, fingerprint)):
         return record
     if old:
         changes = differences(old, fingerprint) or ["(the code's fingerprint recipe)"]

@@ -38,6 +38,9 @@ from typing import Optional
 
 import torch
 
+from frozen_sweep.system.threads import job_threads, usable_cores
+
+__all__ = ["job_threads", "usable_cores"]  # kept here too: the threads belong to this module's story
 CHECK_EVERY_S = 1.0  # how often the free cores are measured; a change in load costs at most about this long
 
 
@@ -48,28 +51,6 @@ def has_bf16() -> bool:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):  # a build without oneDNN
         return False
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity: taskset, cpusets, SLURM), not all the machine's."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity API on this platform (macOS)
-        return os.cpu_count() or 1
-
-
-def job_threads(requested: Optional[int], follow_free_cores: bool = False, environ=os.environ) -> int:
-    """The threads a job uses: trainer.threads when set (the launchers set it: their share of the cores); else
-    OMP_NUM_THREADS; else the cores this process may use. Following the free cores, the most it uses: every core
-    this process may use."""
-    if follow_free_cores:
-        return usable_cores()
-    if requested:
-        return requested
-    omp = environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-    if omp.isdigit() and int(omp) > 0:
-        return int(omp)
-    return usable_cores()
 
 
 @functools.cache

@@ -20,9 +20,10 @@ import pandas as pd
 
 from frozen_sweep.tables import finetune_tables, freeze_tables, reservoir_tables
 from frozen_sweep.tables.claim_noise import SeedChecks, seed_checks
-from frozen_sweep.tables.paper import CLAIMS, RESERVOIR_CLAIMS, Claim, Reference, ReservoirClaim
+from frozen_sweep.tables.paper import CLAIMS, RESERVOIR_CLAIMS, Claim, Reference, ReservoirClaim, shown
 from frozen_sweep.tables.plots import LABELLED_METRICS, higher_is_better
 from frozen_sweep.tables.render import Table
+from frozen_sweep.tables.untrained import row_reasons
 
 HOLDS, FAILS, INCONCLUSIVE, NOT_ENOUGH = "✓", "✗", "inconclusive", "not enough runs"
 RESERVOIR_ROW = ["updatable_layers", "reservoir_layers", "type", "pattern", "backskip"]  # a reservoir table's row
@@ -38,6 +39,7 @@ class Check:
     paper: str = ""  # the same check on the paper's numbers: "✓ (1)/(0) = ..." ("" without a reference)
     evidence: str = ""  # seeds per row, convergence, model, the seeds' agreement
     indicative: bool = False  # one seed, not separated by the bootstrap: a hint, not a finding
+    untrained: str = ""  # the rows it uses that never learned (tables.untrained): the verdict is INCONCLUSIVE
 
 
 def evaluate(claim: Claim, values: dict, why_missing: dict) -> tuple[str, str]:
@@ -133,7 +135,10 @@ def freeze_checks(table: Table, reference: Reference = None, min_runs: int = 1) 
         verdict, compared = evaluate(claim, *row_values(summary, claim.quantity, min_runs))
         check = Check(claim.key, claim.statement, claim.rule, verdict, compared, paper_check(claim, reference),
                       evidence(runs, claim.rows))  # fmt: skip
-        if verdict != NOT_ENOUGH:
+        untrained = row_reasons(runs[runs.label.isin(claim.rows)], "label")
+        if verdict != NOT_ENOUGH and untrained:  # no verdict, and no noise to weigh, on a model that never learned
+            check.verdict, check.untrained = INCONCLUSIVE, "; ".join(f"{r} {why}" for r, why in untrained.items())
+        elif verdict != NOT_ENOUGH:
             column = "epochs_to_convergence" if claim.quantity == "epochs" else "test_metric"
             bootstrap = claim.metric_name == "bleu" and claim.quantity == "metric"
             holds = lambda values, claim=claim: all(c.compare(values)[0] for c in claim.conditions)  # noqa: E731
@@ -157,7 +162,8 @@ def reservoir_outcome(claim: ReservoirClaim, summary: pd.DataFrame, higher: bool
             value = getattr(r, claim.column)
             holds = value > base if higher else value < base
             symbol = (">" if holds else "≤") if higher else ("<" if holds else "≥")
-            results.append((holds, f"depth {depth}: {r.type} {r.pattern} {value:.1f} {symbol} {base:.1f}"))
+            value_text, base_text = shown(value, base)
+            results.append((holds, f"depth {depth}: {r.type} {r.pattern} {value_text} {symbol} {base_text}"))
     return results
 
 
@@ -177,8 +183,12 @@ def reservoir_check(claim: ReservoirClaim, runs: pd.DataFrame, higher: bool, min
             seeds.agreeing.append(seed)
     verdict, indicative = judge(verdict, seeds)
     compared = "; ".join(text for _, text in results)
+    untrained = row_reasons(runs, RESERVOIR_ROW)  # every row takes part: the baselines and the reservoir rows
+    if untrained:
+        verdict, indicative = INCONCLUSIVE, False
     return Check(claim.key, claim.statement, claim.rule, verdict, compared, "",
-                 f"{evidence(runs, ())}; {seeds.describe()}", indicative)  # fmt: skip
+                 f"{evidence(runs, ())}; {seeds.describe()}", indicative,
+                 "; ".join(f"{' '.join(map(str, row))} {why}" for row, why in untrained.items()))  # fmt: skip
 
 
 def check_tables(tables: list[Table], reference: Reference = None, min_runs: int = 1) -> None:
@@ -248,10 +258,12 @@ def finetune_checks(summary: pd.DataFrame, min_runs: int) -> list[Check]:
             continue
         results = [beats(pd.Series(a._asdict()), pd.Series(b._asdict()), margin) for a, b, margin in pairs]
         outcomes = [holds for holds, _ in results]
+        untrained = sorted({f"{r.pre_training} / {r.fine_tuned}" for a, b, _ in pairs for r in (a, b) if r.untrained})
         verdict = FAILS if False in outcomes else INCONCLUSIVE if None in outcomes else HOLDS
+        verdict = INCONCLUSIVE if untrained else verdict  # never ✓ or ✗ on a row no better than the floor
         seeds = sorted({n for a, b, _ in pairs for n in (a.n, b.n)})
         evidence = f"seeds per row: {', '.join(map(str, seeds))}; fine-tuning runs to a fixed update budget"
         one_seed = min(seeds) == 1 and verdict != INCONCLUSIVE  # a hint, not a finding
         checks.append(Check(key, statement, rule, verdict, "; ".join(t for _, t in results), evidence=evidence,
-                            indicative=one_seed))  # fmt: skip
+                            indicative=one_seed, untrained="; ".join(untrained)))  # fmt: skip
     return checks

@@ -15,6 +15,7 @@ predictor's beside it), epochs, trainable/all and the wall-clock time to the bes
 
 import pandas as pd
 
+from frozen_sweep.tables import untrained
 from frozen_sweep.tables.plots import LABELLED_METRICS, METRIC_LABELS, curves, pyplot
 from frozen_sweep.tables.render import Table, fraction, number
 from frozen_sweep.tables.runs import pattern_label, setting_of
@@ -70,6 +71,7 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
     extra = beside(runs)
     runs = runs.assign(
         test=100 * runs.test_metric, valid=100 * runs.best_metric, **extra,
+        untrained=runs.get("untrained", pd.Series(None, index=runs.index, dtype=object)),
         base_ppl=runs.record.map(lambda r: (r.get("finetune") or {}).get("base_test_metric", float("nan"))),
         to_best=runs.record.map(time_to_best_s), epochs=runs.best_epoch,
     )  # fmt: skip
@@ -77,6 +79,7 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
         base_ppl=("base_ppl", "mean"), valid=("valid", "mean"), valid_std=("valid", "std"), test=("test", "mean"),
         test_std=("test", "std"), **{name: (name, "mean") for name in extra}, epochs=("epochs", "mean"),
         ratio=("trainable_ratio", "mean"), to_best=("to_best", "mean"), n=("test", "count"),
+        untrained=("untrained", "count"),  # runs no better than the majority class / the mean (tables.untrained)
     ).reset_index()  # fmt: skip
 
 
@@ -98,7 +101,8 @@ def display(summary: pd.DataFrame) -> pd.DataFrame:
         ("", "Fine-tuned"): summary.fine_tuned,
         ("", "Base MLM PPL"): summary.base_ppl.map(number),
         (metric, "valid"): spread(summary.valid, summary.valid_std, summary.n),
-        (metric, "test"): spread(summary.test, summary.test_std, summary.n),
+        (metric, "test"): spread(summary.test, summary.test_std, summary.n).mask(
+            summary.untrained > 0, spread(summary.test, summary.test_std, summary.n) + untrained.MARK),
         **extra,
         ("", "Epochs"): summary.epochs.map(lambda e: number(e, 2)),
         ("", "Trainable/All"): summary.ratio.map(fraction),
@@ -135,7 +139,9 @@ def finetune_tables(runs: pd.DataFrame) -> list[Table]:
         title = " · ".join(filter(None, [task, "fine-tuning", " ".join(setting)]))
         seeds = ", ".join(map(str, sorted(set(table_runs.seed))))
         notes = [class_balance(table_runs.record.iloc[0]), f"Seeds: {seeds}. {TIME_NOTE}"]
-        tables.append(Table(title, metric_name, display(summarise(table_runs)), table_runs, notes, plot_metric))
+        summary = summarise(table_runs)
+        notes += [untrained.NOTE] * bool(summary.untrained.any())
+        tables.append(Table(title, metric_name, display(summary), table_runs, notes, plot_metric))
     return tables
 
 

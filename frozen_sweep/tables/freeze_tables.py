@@ -18,6 +18,7 @@ from typing import Optional
 
 import pandas as pd
 
+from frozen_sweep.tables import untrained
 from frozen_sweep.tables.paper import BASELINE, SECTION_OF, Reference
 from frozen_sweep.tables.plots import LABELLED_METRICS, METRIC_LABELS, plot_convergence
 from frozen_sweep.tables.render import Table, fraction, mean_std, number
@@ -54,6 +55,7 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
         epochs=runs.epochs_to_convergence.fillna(runs.best_epoch),
         lower_bound=runs.epochs_to_convergence.isna() & runs.best_epoch.notna(),
         p_vs_0=runs.get("p_vs_0", float("nan")),
+        untrained=runs.get("untrained", pd.Series(None, index=runs.index, dtype=object)),
     )
     return runs.groupby("label", sort=False).agg(
         emb=("emb", "first"),
@@ -68,6 +70,7 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
         ratio=("trainable_ratio", "mean"),
         p=("p_vs_0", "max"),
         tested=("p_vs_0", "count"),
+        untrained=("untrained", "count"),  # runs that never learned (tables.untrained)
     )
 
 
@@ -91,10 +94,12 @@ def display(summary: pd.DataFrame, metric: str, reference: Optional[Reference]) 
     }
     if summary.accuracy.notna().any():
         columns[("", "Masked acc.")] = summary.accuracy.map(lambda x: number(100 * x) + "%" if pd.notna(x) else "–")
-    if summary.tested.any():
-        significant = (summary.tested == summary.n) & (summary.p < ALPHA)
+    if summary.tested.any():  # † only between two trained rows
+        trained = (summary.untrained == 0) & (summary.untrained.get(BASELINE, 0) == 0)
+        significant = (summary.tested == summary.n) & (summary.p < ALPHA) & trained
         columns[("", metric)] = columns[("", metric)].mask(significant, columns[("", metric)] + MARK)
         columns[("", "p vs (0)")] = p_cells(summary)
+    columns[("", metric)] = columns[("", metric)].mask(summary.untrained > 0, columns[("", metric)] + untrained.MARK)
     columns |= {
         ("", "Epochs"): epoch_cells.mask(summary.lower_bound, "≥" + epoch_cells),
         ("", "Trainable/All"): summary.ratio.map(fraction),
@@ -126,6 +131,7 @@ def freeze_tables(runs: pd.DataFrame, reference: Optional[Reference] = None) -> 
         summary = summarise(table_runs)
         footnotes = [LOWER_BOUND_NOTE] if summary.lower_bound.any() else []
         footnotes += [SIGNIFICANCE_NOTE] if summary.tested.any() else []
+        footnotes += [untrained.NOTE] if summary.untrained.any() else []
         if reference:
             footnotes.append(f"Paper: {reference.title}. {metric} / (0): as a fraction of row (0).")
             if summary.index.isin(reference.doubtful_ratios).any():

@@ -4,6 +4,7 @@ Kept free of torch so that the collector loads in a fraction of a second; tests 
 `frozen_sweep.weights.freeze.PAPER_ROWS`.
 """
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -95,8 +96,16 @@ def relation(left: float, op: str, right: float) -> tuple[bool, str]:
     return holds, holds_symbol if holds else fails_symbol
 
 
-def fmt(x: float) -> str:
-    return f"{x:.1f}"
+def shown(*values: float, least: int = 1) -> list[str]:
+    """The values printed with one number of decimals (at least `least`) that lets a reader check every comparison
+    between them: distinct values print distinct, and each nonzero value shows at least two significant digits
+    ("0.0015/0.0047", not "0.0/0.0")."""
+    finite = [float(v) for v in values if math.isfinite(v)]
+    need = [1 - math.floor(math.log10(abs(v))) for v in finite if v != 0]
+    decimals = min(max([least, *need]), 6)
+    while decimals < 6 and len({round(v, decimals) for v in finite}) < len(set(finite)):
+        decimals += 1
+    return [f"{v:.{decimals}f}" for v in values]
 
 
 class Condition:
@@ -130,7 +139,9 @@ class Ratio(Condition):
         base = min(self.of, key=lambda r: v[r])
         ratio = v[self.row] / v[base] if v[base] else float("inf")
         holds, symbol = relation(ratio, self.op, self.fraction)
-        return holds, f"{self.row}/{base} = {fmt(v[self.row])}/{fmt(v[base])} = {ratio:.2f} {symbol} {self.fraction:g}"
+        row, of = shown(v[self.row], v[base])
+        ratio_text, fraction = shown(ratio, self.fraction, least=2)
+        return holds, f"{self.row}/{base} = {row}/{of} = {ratio_text} {symbol} {fraction}"
 
 
 @dataclass(frozen=True)
@@ -149,7 +160,8 @@ class Compare(Condition):
 
     def compare(self, v: dict) -> tuple[bool, str]:
         holds, symbol = relation(v[self.left], self.op, v[self.right])
-        return holds, f"{self.left} {fmt(v[self.left])} {symbol} {self.right} {fmt(v[self.right])}"
+        left, right = shown(v[self.left], v[self.right])
+        return holds, f"{self.left} {left} {symbol} {self.right} {right}"
 
 
 @dataclass(frozen=True)
@@ -171,7 +183,8 @@ class Close(Condition):
         gap, allowed = abs(v[self.a] - v[self.b]), self.fraction * v[self.scale]
         holds, symbol = relation(gap, "<=", allowed)
         scale = f"{self.fraction:g} × {self.scale}"
-        return holds, f"|{self.a} − {self.b}| = {fmt(gap)} {symbol} {scale} = {fmt(allowed)}"
+        gap_text, allowed_text = shown(gap, allowed)
+        return holds, f"|{self.a} − {self.b}| = {gap_text} {symbol} {scale} = {allowed_text}"
 
 
 @dataclass(frozen=True)
@@ -191,7 +204,7 @@ class Extreme(Condition):
     def compare(self, v: dict) -> tuple[bool, str]:
         others = [v[r] for r in self.among if r != self.row]
         holds = v[self.row] > max(others) if self.highest else v[self.row] < min(others)
-        values = ", ".join(f"{r} {fmt(v[r])}" for r in self.among)
+        values = ", ".join(f"{r} {text}" for r, text in zip(self.among, shown(*(v[r] for r in self.among))))
         extreme = "highest" if self.highest else "lowest"
         return holds, f"{self.row} is {'' if holds else 'not '}the {extreme} of {values}"
 

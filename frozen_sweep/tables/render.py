@@ -25,14 +25,16 @@ class Table:
 
 
 CHECKS_HEADING = (
-    "Findings (✓ holds, ✗ does not, inconclusive: the seeds disagree; row means over seeds; rules: docs/collect.md)"
+    "Findings (✓ holds, ✗ does not, inconclusive: the seeds disagree or a row never learned; row means over seeds; "
+    "rules: docs/collect.md)"
 )
 
 
 def check_lines(table: Table) -> list[str]:
     """One line per check: key, verdict, statement, the numbers compared, the paper's when given, the evidence."""
     return [
-        f"{c.key} {c.verdict}{' (indicative)' * c.indicative} — {c.statement}: {c.compared}"
+        f"{c.key} {c.verdict}{' (indicative)' * c.indicative}{f' (untrained: {c.untrained})' * bool(c.untrained)}"
+        f" — {c.statement}: {c.compared}"
         + (f" (paper: {c.paper})" if c.paper else "") + (f" [evidence: {c.evidence}]" if c.evidence else "")
         for c in table.checks
     ]
@@ -92,7 +94,7 @@ def markdown(tables: list[Table], runs: pd.DataFrame) -> str:
 LATEX_ESCAPES = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
     "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$", "≥": r"$\geq$", "≈": r"$\approx$",
-    "✓": r"$\checkmark$", "✗": r"$\times$", "†": r"$^\dagger$", "‡": r"$^\ddagger$",
+    "✓": r"$\checkmark$", "✗": r"$\times$", "†": r"$^\dagger$", "‡": r"$^\ddagger$", "⊘": r"$^\oslash$",
     "·": "--", "–": "--", "—": "---", "→": r"$\to$",
     "×": r"$\times$", ">": r"$>$", "<": r"$<$", "≤": r"$\leq$", "−": r"$-$", "|": r"$|$",
 }  # fmt: skip
@@ -147,6 +149,6 @@ def csv(runs: pd.DataFrame) -> str:
 
 def checks_csv(tables: list[Table]) -> str:
     """One row per check: the table it was made on, the claim, its rule, the verdict and the numbers compared."""
-    fields = ("key", "statement", "rule", "verdict", "indicative", "compared", "paper", "evidence")
+    fields = ("key", "statement", "rule", "verdict", "indicative", "untrained", "compared", "paper", "evidence")
     rows = [{"table": t.title, **{f: getattr(c, f) for f in fields}} for t in tables for c in t.checks]
     return pd.DataFrame(rows, columns=["table", *fields]).to_csv(index=False)

@@ -17,6 +17,7 @@ import pandas as pd
 
 from frozen_sweep.metrics.efficiency import time_to_target
 from frozen_sweep.run.record import best_entry
+from frozen_sweep.tables import untrained
 from frozen_sweep.tables.plots import METRIC_LABELS, curves, higher_is_better, plotted_metric, pyplot
 from frozen_sweep.tables.render import Table, fraction, mean_std, number
 from frozen_sweep.tables.runs import completed, per_setting, setting_of
@@ -89,6 +90,7 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
         time_to_target_s=("time_to_target_s", "mean"),
         time_to_best_s=("time_to_best_s", "mean"),
         ratio=("trainable_ratio", "mean"),
+        untrained=("untrained", "count"),  # runs that never learned (tables.untrained)
     )
     return summary.reset_index()
 
@@ -100,7 +102,7 @@ def display(summary: pd.DataFrame, metric: str, step: Optional[int]) -> pd.DataF
         ("", "Reservoir"): summary.reservoir_layers.astype(str),
         ("", "Type"): summary.type,
         ("", "Pattern"): summary.pattern + summary.backskip.map({True: " (backskip)", False: ""}),
-        ("", metric): mean_std(summary),
+        ("", metric): mean_std(summary).mask(summary.untrained > 0, mean_std(summary) + untrained.MARK),
         **({("", f"{metric} @ {step:,} updates"): summary.metric_at_step.map(number)} if step is not None else {}),
         ("", "AUCC"): summary.aucc.map(number),
         ("", f"Time to {TARGET_FRACTION:.0%}"): summary.time_to_target_s.map(minutes),
@@ -140,8 +142,9 @@ def reservoir_tables(runs: pd.DataFrame) -> list[Table]:
         metric = METRIC_LABELS.get(metric_name, metric_name)
         table_runs, step = add_metric_at_shared_step(add_time_to_target(table_runs))
         title = " · ".join(filter(None, [task, model, "reservoirs", setting]))
-        rows = display(summarise(table_runs), metric, step)
-        tables.append(Table(title, metric_name, rows, table_runs, footnotes(table_runs, metric, step), plot_aucc))
+        summary = summarise(table_runs)
+        notes = footnotes(table_runs, metric, step) + [untrained.NOTE] * bool(summary.untrained.any())
+        tables.append(Table(title, metric_name, display(summary, metric, step), table_runs, notes, plot_aucc))
     return tables
 
 

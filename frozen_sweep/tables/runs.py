@@ -7,9 +7,10 @@ from typing import Optional
 import pandas as pd
 
 from frozen_sweep.config import COMPONENTS, NEUTRAL_KEYS
-from frozen_sweep.run.directory import RESULT_FILE, load_result
+from frozen_sweep.run.directory import BEFORE_CPU, RESULT_FILE, load_result
 from frozen_sweep.run.lock import live_runner
 from frozen_sweep.tables.paper import ROWS
+from frozen_sweep.tables.untrained import untrained_column
 
 STALE_FACTOR, STALE_MARGIN_S = 2, 300  # a running record silent for longer than 2 × its validation interval + 5 min
 STALE_BEFORE_VALIDATION_S = 3600  # ... or for an hour before its first validation: its runner is gone
@@ -18,7 +19,7 @@ RECORD_KEYS = (
     "trainable_ratio", "params_trainable", "params_total", "steps", "wall_time_s", "test_accuracy",
 )  # fmt: skip
 CSV_COLUMNS = ["path", "status", "reason", "study", "task", "model", "row", "label", *COMPONENTS, *RECORD_KEYS,
-               "overrides"]  # fmt: skip
+               "untrained", "overrides"]  # fmt: skip
 
 
 def find_results(paths: list[str]) -> list[Path]:
@@ -113,30 +114,39 @@ def experiment_of(overrides: list[str]) -> str:
 
 
 def flag_duplicates(runs: pd.DataFrame) -> None:
-    """Completed runs of the same fingerprint (config, data and seed) within one experiment are one result: the first
-    (by path) counts, the others get status "duplicate" instead of being averaged as if they were seeds. A run
-    repeated in another experiment counts in that experiment's tables too (docs/collect.md). Records without a
-    fingerprint compare by study, task, model, freeze pattern, setting and seed. One pass over the frame."""
+    """Completed runs of the same config, data and seed within one experiment are one result: the first (by path)
+    counts, the others get status "duplicate" instead of being averaged as if they were seeds, with the thread counts
+    when they differ (then their numbers do too: the fingerprints differ only in their CPU part). A run repeated in
+    another experiment counts in that experiment's tables too (docs/collect.md). Records without a fingerprint compare
+    by study, task, model, freeze pattern, setting and seed. One pass over the frame."""
     done = runs[runs.status == "completed"]
     if done.empty:
         return
+    fingerprints = [record.get("fingerprint") or {} for record in done.record]
     keys = pd.Series(
         [
             repr((experiment_of(record.get("overrides") or []),
-                  (record.get("fingerprint") or {}).get("sha256") or (study, task, model, label, setting, seed)))
-            for record, study, task, model, label, setting, seed in zip(
-                done.record, done.study, done.task, done.model, done.label, done.setting, done.seed)
+                  fingerprint.get(BEFORE_CPU) or fingerprint.get("sha256") or (study, task, model, label, setting, seed)))
+            for record, fingerprint, study, task, model, label, setting, seed in zip(
+                done.record, fingerprints, done.study, done.task, done.model, done.label, done.setting, done.seed)
         ],
         index=done.index,
     )  # fmt: skip
     repeated = keys.duplicated()
     if not repeated.any():
         return
+    threads = done.record.map(lambda record: record.get("threads"))
     first_path = done.path.groupby(keys).transform("first")[repeated]
+    first_threads = threads.groupby(keys).transform("first")[repeated]
+    other = [
+        f" at {own} thread(s), it at {kept}" if own != kept else ""
+        for own, kept in zip(threads[repeated], first_threads)
+    ]
     runs.loc[first_path.index, "status"] = "duplicate"
-    runs.loc[first_path.index, "reason"] = (
-        "same config, data and seed as " + first_path + ": counted once, not as another seed"
-    )
+    runs.loc[first_path.index, "reason"] = [
+        f"same config, data and seed as {path}{at}: counted once, not as another seed"
+        for path, at in zip(first_path, other)
+    ]
 
 
 def run_row(path: Path) -> dict:
@@ -175,6 +185,7 @@ def load_runs(paths: list[str]) -> pd.DataFrame:
     columns = [*CSV_COLUMNS, "setting", "history", "record"]
     runs = pd.DataFrame([run_row(p) for p in find_results(paths)], columns=columns)
     runs = runs.astype({k: "Int64" for k in ("seed", "params_trainable", "params_total", "steps")})
+    runs["untrained"] = untrained_column(runs)  # why a completed run counts as untrained (tables.untrained), else None
     flag_duplicates(runs)
     runs["order"] = runs.label.map({row: i for i, row in enumerate(ROWS)}).fillna(len(ROWS))
     return runs.sort_values(["task", "model", "order", "label", "seed", "path"], ignore_index=True)

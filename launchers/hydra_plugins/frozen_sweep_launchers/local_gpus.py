@@ -130,8 +130,9 @@ class LocalGpusLauncher(SweepLauncher):
                 )
                 # OMP_NUM_THREADS: read by the job at start; MKL follows it (frozen_sweep.system.cpu). The job directory:
                 # marks every process of the job from its start, so that a next launcher finds it (_submission.py);
-                # the jobs at a time: the record's jobs_at_a_time
-                variables = {JOB_DIR_VARIABLE: str(job.job_dir), JOBS_AT_A_TIME_VARIABLE: str(len(self.slots))}
+                # the record's jobs_at_a_time: the jobs running as it starts, itself and those starting with it
+                together = len(running) + 1 + min(len(queue), len(free))
+                variables = {JOB_DIR_VARIABLE: str(job.job_dir), JOBS_AT_A_TIME_VARIABLE: str(together)}
                 with environment(OMP_NUM_THREADS=threads, **variables), sigint_ignored():
                     running.append((slot, job, executor.submit(self.task(job))))
                 kill_point("after_submit")

@@ -1,0 +1,42 @@
+"""How many CPU threads a job uses, and what else of the CPU changes its numbers: no torch here, so that the
+fingerprint (frozen_sweep.job.job_config) can name them before any job starts (frozen_sweep.system.cpu sets them).
+
+The thread count and torch's CPU kernels (ATEN_CPU_CAPABILITY: default, avx2, avx512) change a job's numbers: matrix
+products split and vectorise their sums differently. Both enter the fingerprint (cpu_identity).
+"""
+
+import os
+from typing import Optional
+
+KERNELS_VARIABLE = "ATEN_CPU_CAPABILITY"  # torch's CPU kernels, when forced to other than the CPU's best
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: taskset, cpusets, SLURM), not all the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity API on this platform (macOS)
+        return os.cpu_count() or 1
+
+
+def job_threads(requested: Optional[int], follow_free_cores: bool = False, environ=os.environ) -> int:
+    """The threads a job uses: trainer.threads when set (the launchers set it: their share of the cores); else
+    OMP_NUM_THREADS; else the cores this process may use. Following the free cores, the most it uses: every core
+    this process may use."""
+    if follow_free_cores:
+        return usable_cores()
+    if requested:
+        return requested
+    omp = environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if omp.isdigit() and int(omp) > 0:
+        return int(omp)
+    return usable_cores()
+
+
+def cpu_identity(requested: Optional[int], follow_free_cores: bool = False, environ=os.environ) -> dict:
+    """The fingerprint's part of how the CPU computes: {"cpu.threads": the job's threads} and, where set,
+    {"cpu.aten_cpu_capability": ATEN_CPU_CAPABILITY}."""
+    identity = {"cpu.threads": job_threads(requested, follow_free_cores, environ)}
+    if environ.get(KERNELS_VARIABLE):
+        identity["cpu.aten_cpu_capability"] = environ[KERNELS_VARIABLE]
+    return identity

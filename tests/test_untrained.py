@@ -1,0 +1,29 @@
+"""Rows that never learned, from a real sweep: marked in the table, no verdict and no significance mark on them
+(frozen_sweep.tables.untrained; docs/collect.md, "Untrained rows")."""
+
+from frozen_sweep.tables.build import build_tables
+from frozen_sweep.tables.claims import INCONCLUSIVE
+from frozen_sweep.tables.render import markdown
+from frozen_sweep.tables.runs import load_runs
+from frozen_sweep.tables.significance import p_values
+from tests.helpers.sweeps import LOCAL, run_sweep
+
+
+def test_a_sweep_that_never_learned_gets_no_verdict_and_no_dagger(tmp_path, micro_overrides):
+    """A real sweep of (0), (4), (5), (6), side by side, stopped after 3 updates: nearly every test sentence runs to
+    the length cap, yet the bootstrap separates the rows (p 0.001). Every row is marked untrained, F2 and F3 (which use
+    them) come out inconclusive, never ✓ or ✗, and no BLEU gets a †; each record says 4 jobs ran at a time."""
+    proc = run_sweep(tmp_path / "sweep", *micro_overrides, LOCAL, "hydra.launcher.max_parallel=5",
+                     "trainer.max_steps=3", "freeze=none,emb_ffn,emb_att,att_ffn")  # fmt: skip
+    assert proc.returncode == 0, proc.stdout
+    runs = load_runs([str(tmp_path / "sweep")])
+    assert [r["jobs_at_a_time"] for r in runs.record] == [4] * 4  # the four that ran together, not the five slots
+    assert runs.untrained.str.contains("test hypotheses at the length cap").all() and len(runs) == 4
+    p = p_values(runs).dropna()
+    assert len(p) == 3 and (p < 0.05).all()  # "significant" differences between models that never learned
+    (table,) = build_tables(runs, claims=True)
+    cells = table.rows.droplevel(0, axis=1).BLEU
+    assert cells.str.endswith("⊘").all() and not cells.str.contains("†").any()
+    checks = {check.key: check for check in table.checks}
+    assert [checks[key].verdict for key in ("F2", "F3")] == [INCONCLUSIVE, INCONCLUSIVE]
+    assert "F3 inconclusive (untrained: (4) 1 of 1 run: " in markdown([table], runs)
