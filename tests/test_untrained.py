@@ -14,7 +14,8 @@ def test_a_sweep_that_never_learned_gets_no_verdict_and_no_dagger(tmp_path, micr
     the length cap, yet the bootstrap separates the rows (p 0.001). Every row is marked untrained, F2 and F3 (which use
     them) come out inconclusive, never ✓ or ✗, and no BLEU gets a †; each record says 4 jobs ran at a time."""
     proc = run_sweep(tmp_path / "sweep", *micro_overrides, LOCAL, "hydra.launcher.max_parallel=5",
-                     "trainer.max_steps=3", "freeze=none,emb_ffn,emb_att,att_ffn")  # fmt: skip
+                     "trainer.max_steps=3", "trainer.valid_bleu_sentences=0", "trainer.stop_metric=loss",
+                     "eval.beam=1", "eval.max_len_a=0", "eval.max_len_b=12", "freeze=none,emb_ffn,emb_att,att_ffn")  # fmt: skip
     assert proc.returncode == 0, proc.stdout
     runs = load_runs([str(tmp_path / "sweep")])
     assert [r["jobs_at_a_time"] for r in runs.record] == [4] * 4  # the four that ran together, not the five slots
