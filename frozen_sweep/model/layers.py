@@ -168,12 +168,15 @@ class DecoderLayer(nn.Module):
             if cache is None:
                 return self.self_attn(h, self.self_attn.project_kv(h), causal=True)
             start = cache["self_k"].shape[2] if "self_k" in cache else 0  # the position of h[:, 0]
+            if start and h.shape[1] > 1:
+                raise ValueError("decoding with a cache takes several positions in its first call only (a prompt)")
             k, v = self.self_attn.project_kv(h, start)
             if "self_k" in cache:  # append this step's keys/values to the earlier ones
                 k = torch.cat([cache["self_k"], k], dim=2)
                 v = torch.cat([cache["self_v"], v], dim=2)
             cache["self_k"], cache["self_v"] = k, v
-            return self.self_attn(h, (k, v), start=start)  # one query sees every cached position
+            # a prompt's positions see those before them; a later position sees every cached one
+            return self.self_attn(h, (k, v), causal=h.shape[1] > 1, start=start)
 
         def cross_attention(h: Tensor) -> Tensor:
             if cache is None:
