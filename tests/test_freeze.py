@@ -66,14 +66,19 @@ def train_steps(model, n=5):
         opt.step()
 
 
-@pytest.mark.parametrize("row", ["emb", "att", "ffn", "emb_ffn", "att_ffn"])
+LLAMA_GATE = ("model.norm=rms", "model.ffn=swiglu", "model.positions=rope", "model.kv_heads=1", "model.bias=false",
+              "freeze.gate.frozen=true")  # the LLaMA-style block, its SwiGLU gates frozen
+
+
+@pytest.mark.parametrize("row", ["emb", "att", "ffn", "emb_ffn", "att_ffn", "none-llama-gate", "emb-llama-gate"])
 def test_frozen_unchanged_trainable_changed(row):
-    cfg, model = build(f"freeze={row}")
+    cfg, model = build(f"freeze={row.split('-')[0]}", *(LLAMA_GATE if row.endswith("gate") else ()))
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     train_steps(model)
-    components = freeze.component_of_parameters(model)
+    plan = freeze.draw_plan(model, cfg.freeze)
+    assert any(".ffn.gate." in n for n, how in plan.items() if how.frozen) == row.endswith("gate")
     for name, p in model.named_parameters():
-        if cfg.freeze[components[name]].frozen:
+        if plan[name].frozen:
             assert not p.requires_grad and p.grad is None
             assert torch.equal(p, before[name]), name  # bit-identical
         elif p.dim() == 2:
