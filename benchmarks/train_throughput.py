@@ -215,8 +215,10 @@ def llama_step(name: str, args, repeats: int, device, transformers) -> list[str]
         models = {"ours": common.build(cfg, vocab)}
         _, ours_step = common.train_step(cfg, models["ours"], Path(tmp), vocab, device)
         models["nn causal stack"] = llama_reference.TorchDecoder(m, vocab).to(device)
-        steps = {"ours": ours_step, "nn causal stack": reference_step(models["nn causal stack"],
-                                                                      models["nn causal stack"], cfg.trainer)}
+        steps = {
+            "ours": ours_step,
+            "nn causal stack": reference_step(models["nn causal stack"], models["nn causal stack"], cfg.trainer),
+        }
         if transformers:
             models["LlamaForCausalLM"], forward = llama_reference.hf_llama(cfg, vocab)
             steps["LlamaForCausalLM"] = reference_step(models["LlamaForCausalLM"].to(device), forward, cfg.trainer)

@@ -51,5 +51,5 @@ def test_a_hf_export_is_llama_with_our_tokens_logits_and_greedy_continuations(ll
     for line in lines[:8]:
         prompt = tokenizer(" ".join(line.split()[:2]), return_tensors="pt").input_ids
         ours = greedy_continuation(model, prompt, new_tokens=12, eos=EOS)
-        theirs = llama.generate(prompt, max_new_tokens=12, do_sample=False)[0, prompt.shape[1]:].tolist()
+        theirs = llama.generate(prompt, max_new_tokens=12, do_sample=False)[0, prompt.shape[1] :].tolist()
         assert theirs == ours

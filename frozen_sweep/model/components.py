@@ -20,4 +20,3 @@ def component_of_parameters(model: nn.Module) -> dict[str, str]:
                 for p in module.parameters():
                     owner[id(p)] = component
     return {name: owner.get(id(p), "other") for name, p in model.named_parameters()}
-

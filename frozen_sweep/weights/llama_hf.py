@@ -67,8 +67,11 @@ LAYER_NAMES = {
 
 def llama_state_dict(model: Transformer) -> dict[str, torch.Tensor]:
     """Our parameters under LlamaForCausalLM's names."""
-    out = {"model.embed_tokens.weight": model.tgt_embed.tokens.weight,
-           "model.norm.weight": model.decoder.final_norm.weight, "lm_head.weight": model.output.weight}
+    out = {
+        "model.embed_tokens.weight": model.tgt_embed.tokens.weight,
+        "model.norm.weight": model.decoder.final_norm.weight,
+        "lm_head.weight": model.output.weight,
+    }
     for i, layer in enumerate(model.decoder.layers):
         params = dict(layer.named_parameters(remove_duplicate=False))
         for name, value in params.items():
