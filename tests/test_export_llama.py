@@ -53,3 +53,13 @@ def test_a_hf_export_is_llama_with_our_tokens_logits_and_greedy_continuations(ll
         ours = greedy_continuation(model, prompt, new_tokens=12, eos=EOS)
         theirs = llama.generate(prompt, max_new_tokens=12, do_sample=False)[0, prompt.shape[1] :].tolist()
         assert theirs == ours
+
+
+def test_a_seed_only_model_file_gives_the_same_logits_resident_or_drawn_on_the_fly(llama_run, tmp_path):
+    run_command(export.main, [str(llama_run.path), str(tmp_path / "model.safetensors")])
+    ids = torch.tensor([[BOS, *llama_run.vocab.encode_batch(["And God said"])[0]]])  # (1, T)
+    with torch.no_grad():
+        expected = llama_run.model.eval().decode(ids)
+        for frozen in ("resident", "on-the-fly"):
+            model = load_run(tmp_path / "model.safetensors", frozen=frozen).model.eval()
+            assert torch.equal(model.decode(ids), expected), frozen
