@@ -118,3 +118,14 @@ def test_rotary_scores_depend_on_relative_positions_only():
         return (rotary(q, m) * rotary(k, n)).sum()
 
     assert torch.allclose(score(3, 1), score(40, 38), atol=1e-5) and not torch.allclose(score(3, 1), score(3, 2))
+
+
+@pytest.mark.parametrize("head_outputs", [None, 3])  # a masked LM, a classifier
+def test_an_encoder_of_llama_style_blocks_ignores_padding(head_outputs):
+    options = ("model.norm=rms", "model.ffn=swiglu", "model.positions=rope", "model.kv_heads=1", "model.bias=false")
+    cfg = compose_config("task=mlm_bible_en", "model=mlm_micro", *options)
+    model = Transformer(cfg.model, V, PAD, head_outputs=head_outputs).eval()
+    ids = torch.randint(5, V, (1, 7))
+    padded = torch.cat([ids, torch.full((1, 3), PAD)], dim=1)
+    out, out_padded = model(None, ids), model(None, padded)
+    assert torch.allclose(out_padded if head_outputs else out_padded[:, :7], out, atol=1e-5)
