@@ -17,6 +17,13 @@ project's code), times side by side, interleaved, median over rounds:
 Achieved FLOP/s counts the matrix products of a step (benchmarks/common.py: step_flops). Targets: ours ≥ 1.3× the
 nn.Transformer's tokens/s and ≥ 1.5× MarianMT's; for `base`, ≥ 50% of the measured matmul peak.
 
+Then the LLaMA-style decoder (`--llama llama_paper`: `base`'s width, heads and 6 layers, SwiGLU 1536, 4 key/value
+heads; no dropout, as LLaMA) as a language model at the same batch: ours, Hugging Face LlamaForCausalLM of the same
+config, and torch.nn's causal pre-LayerNorm stack of the same width, heads, layers and FFN width (benchmarks/
+llama_reference.py), the same loss, Adam and schedule. Target: ours ≥ 1.2× LlamaForCausalLM's tokens/s. And the
+key/value cache of decoding 256 positions with kv_heads and with one key/value head per query head: grouped-query
+attention holds kv_heads/heads of it.
+
 `--device cuda`: every contender runs in bf16 autocast (the trainer's default there), the peak is a bf16
 8192² matmul in the same rounds, and the targets are big ≥ 45% and base ≥ 35% of it. The batch of docs/performance.md's GPU table:
     python benchmarks/train_throughput.py --device cuda --models base big --sentences 256 --length 48 --vocab 32000
@@ -28,6 +35,7 @@ import tempfile
 from pathlib import Path
 
 import common
+import llama_reference
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -114,11 +122,12 @@ def n_params(model: nn.Module) -> int:
 
 def main() -> None:
     p = common.parser(__doc__)
-    p.add_argument("--models", nargs="+", default=["tiny", "base"])
+    p.add_argument("--models", nargs="*", default=["tiny", "base"])
     p.add_argument("--sentences", type=int, default=64)
     p.add_argument("--length", type=int, default=32, help="tokens per side of every sentence (incl. bos/eos)")
     p.add_argument("--vocab", type=int, default=None, help="default: the task's vocab_size (4000)")
     p.add_argument("--no-marian", action="store_true")
+    p.add_argument("--llama", nargs="*", default=["llama_paper"], help="LLaMA-style decoders to time ('': none)")
     p.add_argument("--variant", action="append", default=[], metavar="NAME:OVERRIDE,...",
                    help="also time our step with these config overrides, as 'ours NAME'")  # fmt: skip
     p.add_argument(
@@ -129,7 +138,7 @@ def main() -> None:
     )
     args = p.parse_args()
     if args.quick:
-        args.models, args.sentences, args.length, args.repeats = ["micro"], 4, 8, 1
+        args.models, args.sentences, args.length, args.repeats, args.llama = ["micro"], 4, 8, 1, ["llama_micro"]
     repeats = args.repeats or 5
     device = common.setup(args)
     cuda = device.type == "cuda"
@@ -192,7 +201,45 @@ def main() -> None:
             checks.append(common.verdict(f"{name}: achieved / matmul peak", flops / times["ours"] / peak_rate * 100,
                                          peak_target[name], unit="%"))  # fmt: skip
         failures += [name for ok in checks if not ok]
+    for name in filter(None, args.llama):
+        failures += llama_step(name, args, repeats, device, transformers)
     print(f"\n{'all targets met' if not failures else 'targets not met: ' + ', '.join(sorted(set(failures)))}")
+
+
+def llama_step(name: str, args, repeats: int, device, transformers) -> list[str]:
+    """Our LLaMA-style language model's step beside LlamaForCausalLM's and torch.nn's; its GQA cache. Failures."""
+    cfg = common.compose_config("task=lm_bible_en", f"model={name}", "model.dropout=0.0")
+    m, vocab = cfg.model, args.vocab or cfg.task.vocab_size
+    batch = common.synthetic_batch(args.sentences, args.length, vocab).to(device)
+    with tempfile.TemporaryDirectory() as tmp:
+        models = {"ours": common.build(cfg, vocab)}
+        _, ours_step = common.train_step(cfg, models["ours"], Path(tmp), vocab, device)
+        models["nn causal stack"] = llama_reference.TorchDecoder(m, vocab).to(device)
+        steps = {
+            "ours": ours_step,
+            "nn causal stack": reference_step(models["nn causal stack"], models["nn causal stack"], cfg.trainer),
+        }
+        if transformers:
+            models["LlamaForCausalLM"], forward = llama_reference.hf_llama(cfg, vocab)
+            steps["LlamaForCausalLM"] = reference_step(models["LlamaForCausalLM"].to(device), forward, cfg.trainer)
+        print(f"\nmodel={name} (language model): {m.decoder_layers} layers, d {m.d_model}, SwiGLU {m.ffn_dim}, "
+              f"{m.heads} heads, {m.kv_heads} key/value heads, vocab {vocab}; batch {args.sentences}×{args.length} "
+              f"({batch.n_tokens} target tokens); {repeats} rounds, medians")  # fmt: skip
+        times = common.interleaved({k: (lambda s=s: s(batch)) for k, s in steps.items()}, repeats, 1, device)
+    common.table(["model", "params", "step", "tokens/s", "step / ours"],
+                 [[k, f"{n_params(models[k]) / 1e6:.1f}M", f"{t * 1e3:.0f} ms", f"{batch.n_tokens / t:,.0f}",
+                   f"{t / times['ours']:.2f}"] for k, t in times.items()])  # fmt: skip
+    length = min(256, m.max_positions)
+    gqa = llama_reference.kv_cache_bytes(models["ours"].cpu(), length)
+    mha_cfg = common.compose_config("task=lm_bible_en", f"model={name}", f"model.kv_heads={m.heads}")
+    mha = llama_reference.kv_cache_bytes(common.build(mha_cfg, vocab), length)
+    print(f"key/value cache after {length} positions: {gqa:,} bytes with {m.kv_heads} key/value heads, {mha:,} with "
+          f"{m.heads}: {gqa / mha:.3f} (kv_heads/heads = {m.kv_heads / m.heads:.3f})")  # fmt: skip
+    checks = [gqa * m.heads == mha * m.kv_heads]
+    if "LlamaForCausalLM" in times:
+        checks.append(common.verdict(f"{name}: ours / LlamaForCausalLM tokens/s",
+                                     times["LlamaForCausalLM"] / times["ours"], 1.2))  # fmt: skip
+    return [name for ok in checks if not ok]
 
 
 if __name__ == "__main__":

@@ -12,9 +12,12 @@ again from the base's seed. RUN may be a run directory or a model file.
 
     python -m frozen_sweep.export RUN OUT_DIR --format hf
 
-writes a translation run as a Hugging Face MarianMT directory instead (MarianMTModel.from_pretrained(OUT_DIR),
-MarianTokenizer.from_pretrained(OUT_DIR); needs `transformers`: pip install 'frozen_sweep[hf]'), all its weights
-included; greedy search gives the run's greedy translations. Runs MarianMT cannot express are refused, saying why.
+writes a Hugging Face directory instead, all its weights included (needs `transformers`: pip install
+'frozen_sweep[hf]'): a translation run as MarianMT (MarianMTModel.from_pretrained(OUT_DIR),
+MarianTokenizer.from_pretrained(OUT_DIR)), its greedy search giving the run's greedy translations; a LLaMA-style
+language model (model.norm=rms, model.ffn=swiglu, model.positions=rope) as LLaMA (LlamaForCausalLM.from_pretrained,
+AutoTokenizer.from_pretrained), its logits and greedy continuations the run's. Runs they cannot express are refused,
+saying why.
 """
 
 import argparse
@@ -43,7 +46,7 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     out = Path(args.out)
     if args.format == "hf":
-        return export_marian(args.run, out)
+        return export_hf(args.run, out)
     if out.is_dir():
         raise UsageError(f"{out} is a directory; OUT is the model file to write, e.g. {out / 'model.safetensors'}")
     if not out.parent.is_dir():
@@ -61,22 +64,32 @@ def main(argv=None) -> None:
           f"the rest drawn from seed {run.config.seed}", file=sys.stderr)  # fmt: skip
 
 
-def export_marian(run_path: str, out: Path) -> None:
-    """The run as a MarianMT directory, written beside OUT and renamed into place once complete."""
-    from frozen_sweep.weights.marian import not_expressible, write_marian
+def export_hf(run_path: str, out: Path) -> None:
+    """The run as a MarianMT (translation) or LLaMA (language model) directory, written beside OUT and renamed into
+    place once complete."""
+    from frozen_sweep.weights import llama_hf, marian
 
     if importlib.util.find_spec("transformers") is None:
         raise UsageError("--format hf needs Hugging Face transformers: pip install 'frozen_sweep[hf]'")
     if out.exists():
         raise UsageError(f"{out} exists; --format hf writes a new directory")
     run = load_run(run_path)
+    kind = TaskKind(run.config.task.kind)
+    formats = {TaskKind.translation: ("MarianMT", marian.not_expressible, marian.write_marian,
+                                      "greedy search gives the run's greedy translations"),
+               TaskKind.lm: ("LLaMA", llama_hf.not_expressible, llama_hf.write_llama,
+                             "its logits and greedy continuations are the run's")}  # fmt: skip
+    if kind not in formats:
+        raise UsageError(f"{run.path}: task.kind={kind.value}: --format hf writes translation runs (MarianMT) and "
+                         "language models (LLaMA)")  # fmt: skip
+    name, not_expressible, write, promise = formats[kind]
     reasons = not_expressible(run.config)
     if reasons:
-        raise UsageError(f"{run.path}: MarianMT cannot hold this model: {'; '.join(reasons)}")
+        raise UsageError(f"{run.path}: {name} cannot hold this model: {'; '.join(reasons)}")
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.") as tmp:
-        write_marian(Path(tmp) / "model", run.config, run.model.eval(), run.vocab)
+        write(Path(tmp) / "model", run.config, run.model.eval(), run.vocab)
         os.replace(Path(tmp) / "model", out)
-    print(f"{out}: MarianMT (transformers), greedy search gives the run's greedy translations", file=sys.stderr)
+    print(f"{out}: {name} (transformers), {promise}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,8 @@ def test_train_throughput_compares_with_references():
     if importlib.util.find_spec("transformers") is None:
         assert "MarianMT: skipped" in out
     else:
-        assert "ours / MarianMT" in out
+        assert "ours / MarianMT" in out and "ours / LlamaForCausalLM" in out
+    assert "key/value cache after 256 positions: 65,536 bytes with 2 key/value heads, 131,072 with 4: 0.500" in out
 
 
 @pytest.mark.bench

@@ -28,6 +28,8 @@ def test_every_option_composes(group):
                 extra = [f"task={kind}_bible_en"]
             if group == "task" and option.startswith(f"{kind}_"):
                 extra = [f"model={kind}_micro"]
+        if group == "model" and option.startswith("llama_"):  # LLaMA-style decoders: language models
+            extra = ["task=lm_bible_en"]
         if group == "task" and option.startswith(("cls_", "glue_")):  # classification: an encoder with a head
             extra = ["model=mlm_micro"]
         if group == "task" and option == "wikitext103":  # paragraphs of up to 512 subwords: the paper LM's positions
@@ -50,7 +52,9 @@ def test_default_config_is_the_embedded_demo():
     "override, error, words",
     [
         ("freeze.att.init=diagonal", ValidationError, ["random", "identity", "orthogonal"]),
-        ("model.norm=middle", ValidationError, ["post", "pre"]),
+        ("model.norm=middle", ValidationError, ["post", "pre", "rms"]),
+        ("model.ffn=geglu", ValidationError, ["mlp", "swiglu"]),
+        ("model.positions=alibi", ValidationError, ["sinusoidal", "rope"]),
         ("trainer.stop_metric=perplexity", ValidationError, ["loss", "bleu", "accuracy"]),
         ("model.layerz=3", ConfigKeyError, ["layerz"]),
         ("freeze=everything", ConfigCompositionException, ["freeze", "att_ffn", "emb"]),
@@ -75,6 +79,9 @@ def test_bad_values_fail_at_composition(override, error, words):
         (["task=text_files", "task.src_lang=tr", "task.tgt_lang=en"], ["task.path"]),
         (["task=lm_bible_en", "model=lm_micro", "trainer.stop_metric=bleu"], ["stop_metric", "loss"]),
         (["trainer.max_tokens=16"], ["trainer.max_tokens", "task.max_len"]),
+        (["model.kv_heads=3"], ["model.kv_heads=3 must divide model.heads=4"]),
+        (["model.positions=rope", "model.d_model=120", "model.heads=8"], ["model.positions=rope", "d_model/heads=15"]),
+        (["freeze.gate.frozen=true"], ["freeze.gate.frozen=true", "model.ffn=swiglu"]),
     ],
 )
 def test_cross_field_errors_name_the_key(overrides, words):
@@ -95,6 +102,7 @@ def test_cross_field_errors_name_the_key(overrides, words):
         ("trainer.aucc_cutoff_s=0", "trainer.aucc_cutoff_s=0.0: must be > 0 (or null)"),
         ("reservoir.conv_kernel=4", "reservoir.conv_kernel=4: must be odd and >= 1"),
         ("eval.beam=0", "eval.beam=0: must be > 0"),
+        ("model.rope_base=1", "model.rope_base=1.0: must be > 1"),
         ("trainer.devices=0", "trainer.devices=0: must be an integer >= 1"),
         ("trainer.update_freq=0", "trainer.update_freq=0: must be an integer >= 1"),
     ],

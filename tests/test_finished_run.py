@@ -19,7 +19,7 @@ VOCAB = 40
 
 def micro(model: str, *extra: str):
     """The preset's structure (norm, activation, ties, decoder-only or not) at micro size."""
-    lm = model.startswith("lm")
+    lm = model.startswith(("lm", "llama"))
     return compose_config(
         f"model={model}", *(["task=lm_bible_en"] if lm else []), "model.d_model=16", "model.ffn_dim=24",
         "model.heads=2", f"model.encoder_layers={0 if lm else 2}", "model.decoder_layers=2", "seed=7", *extra,

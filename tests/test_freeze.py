@@ -16,6 +16,9 @@ PAPER_BIG = {"(0)": 1, "(1)": .82, "(2)": .64, "(3)": .52, "(2.1)": .64, "(3.1)"
 # big_ffn1024: the paper's (2) and (4) cells look swapped (docs/concepts.md); we check our accounting against the swap.
 PAPER_BIG_FFN1024 = {"(0)": 1, "(1)": .73, "(2)": .45, "(3)": .82, "(4)": .55, "(5)": .18}
 PAPER_LM = {"(0)": 1, "(1)": .53, "(2)": .81, "(3)": .64, "(4)": .18, "(5)": .36, "(6)": .46}
+# no paper row: the LLaMA-style block of lm_paper's size (docs/concepts.md), its GQA attention smaller, its SwiGLU
+# FFN larger
+LLAMA_PAPER = {"(0)": 1, "(1)": .535, "(2)": .866, "(3)": .599, "(4)": .134, "(5)": .402, "(6)": .465}
 
 
 def ratios(model_name: str, vocab: int, extra=()) -> tuple[int, dict]:
@@ -39,6 +42,7 @@ def ratios(model_name: str, vocab: int, extra=()) -> tuple[int, dict]:
         ("big", 36000, (), PAPER_BIG, 0.01, 213.2),
         ("big_ffn1024", 36000, (), PAPER_BIG_FFN1024, 0.01, 137.7),
         ("lm_paper", 32000, ("task=lm_bible_en",), PAPER_LM, 0.015, 35.3),
+        ("llama_paper", 32000, ("task=lm_bible_en",), LLAMA_PAPER, 0.0005, 35.3),
     ],
 )
 def test_trainable_ratios_match_the_paper(model_name, vocab, extra, paper, tol, total_m):
@@ -66,14 +70,19 @@ def train_steps(model, n=5):
         opt.step()
 
 
-@pytest.mark.parametrize("row", ["emb", "att", "ffn", "emb_ffn", "att_ffn"])
+LLAMA_GATE = ("model.norm=rms", "model.ffn=swiglu", "model.positions=rope", "model.kv_heads=1", "model.bias=false",
+              "freeze.gate.frozen=true")  # the LLaMA-style block, its SwiGLU gates frozen
+
+
+@pytest.mark.parametrize("row", ["emb", "att", "ffn", "emb_ffn", "att_ffn", "none-llama-gate", "emb-llama-gate"])
 def test_frozen_unchanged_trainable_changed(row):
-    cfg, model = build(f"freeze={row}")
+    cfg, model = build(f"freeze={row.split('-')[0]}", *(LLAMA_GATE if row.endswith("gate") else ()))
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     train_steps(model)
-    components = freeze.component_of_parameters(model)
+    plan = freeze.draw_plan(model, cfg.freeze)
+    assert any(".ffn.gate." in n for n, how in plan.items() if how.frozen) == row.endswith("gate")
     for name, p in model.named_parameters():
-        if cfg.freeze[components[name]].frozen:
+        if plan[name].frozen:
             assert not p.requires_grad and p.grad is None
             assert torch.equal(p, before[name]), name  # bit-identical
         elif p.dim() == 2:

@@ -30,12 +30,16 @@ def test_shapes_and_causality(norm):
     assert not torch.allclose(model(src, changed)[:, 3:], logits[:, 3:])
 
 
+LLAMA_OPTIONS = ["model.norm=rms", "model.ffn=swiglu", "model.positions=rope", "model.kv_heads=1", "model.bias=false"]
 RESERVOIRS = {  # one reservoir of each type, in each stack it may sit in
     "none": [],
     **{f"encoder-{kind}": ["model.encoder_layers=3", f"reservoir={kind}", "reservoir.count=1"]
        for kind in ("transformer", "ffn", "bigru", "conv")},
     **{f"decoder-{kind}": ["model.decoder_layers=3", f"reservoir={kind}", "reservoir.count=1", "reservoir.stack=decoder"]
        for kind in ("transformer", "ffn")},
+    **{f"llama-{stack}-{kind}": [*LLAMA_OPTIONS, f"model.{stack}_layers=3", f"reservoir={kind}", "reservoir.count=1",
+                                 f"reservoir.stack={stack}"]  # the LLaMA-style block in both stacks
+       for stack, kind in (("encoder", "transformer"), ("decoder", "ffn"))},
 }  # fmt: skip
 
 

@@ -157,7 +157,11 @@ def test_a_hf_export_is_a_marian_model_whose_greedy_search_gives_the_runs(runs, 
         hyp = marian.generate(**batch, max_new_tokens=cap - 1)
         assert tokenizer.decode(hyp[0], skip_special_tokens=True) == ours
 
-    with pytest.raises(SystemExit):
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:  # the paper's language model: not LLaMA's block
         run_command(export.main, [str(runs["lm"]), str(tmp_path / "lm_hf"), "--format", "hf"])
-    assert "task.kind=lm: MarianMT is an encoder–decoder translation model" in capsys.readouterr().err
+    message = capsys.readouterr().err
+    assert stop.value.code == 2 and len(message.splitlines()) == 1
+    assert "LLaMA cannot hold this model: model.norm=post: LLaMA normalises with RMSNorm" in message
+    assert "model.ffn=mlp" in message and "model.positions=sinusoidal" in message
     assert not (tmp_path / "lm_hf").exists()

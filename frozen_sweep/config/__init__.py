@@ -5,7 +5,15 @@ the root (schema.py), gathered here so that every stage imports its names from `
 from frozen_sweep.config.finetune import SCRATCH, FinetuneConfig, FreezeFrom, FrozenMode
 from frozen_sweep.config.freeze import COMPONENTS, ComponentSpec, FreezeConfig, Init
 from frozen_sweep.config.loggers import LoggerName, MlflowConfig, WandbConfig
-from frozen_sweep.config.model import Activation, ModelConfig, NormPosition, Pooling, TieEmbeddings
+from frozen_sweep.config.model import (
+    Activation,
+    FfnKind,
+    ModelConfig,
+    NormPosition,
+    Pooling,
+    Positions,
+    TieEmbeddings,
+)
 from frozen_sweep.config.relearn import RelearnConfig, ResetParts
 from frozen_sweep.config.reservoir import Placement, ReservoirConfig, ReservoirType, StackName
 from frozen_sweep.config.schema import (
@@ -22,7 +30,7 @@ from frozen_sweep.config.trainer import Device, EvalConfig, StopMetric, TrainerC
 
 __all__ = [
     "BASE_KEYS", "BASE_PREFIX", "COMPONENTS", "NEUTRAL_KEYS", "SCRATCH", "Activation", "BibleLabels", "ComponentSpec", "Config", "ConfigError", "CorpusKind", "Device",
-    "EvalConfig", "FinetuneConfig", "FreezeConfig", "FreezeFrom", "FrozenMode", "Init", "LoggerName", "MlflowConfig", "ModelConfig", "NormPosition", "Placement", "Pooling",
+    "EvalConfig", "FfnKind", "FinetuneConfig", "FreezeConfig", "FreezeFrom", "FrozenMode", "Init", "LoggerName", "MlflowConfig", "ModelConfig", "NormPosition", "Placement", "Pooling", "Positions",
     "RelearnConfig", "ReservoirConfig", "ReservoirType", "ResetParts", "StackName", "StopMetric", "StudyName",
     "TaskConfig", "TaskKind", "TieEmbeddings", "TrainerConfig", "WandbConfig", "register_configs",
 ]  # fmt: skip

@@ -10,7 +10,9 @@ from frozen_sweep.config import (
     SCRATCH,
     ConfigError,
     CorpusKind,
+    FfnKind,
     Placement,
+    Positions,
     ReservoirType,
     StackName,
     StopMetric,
@@ -56,6 +58,8 @@ RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
       for key in ("mask_replace_prob", "random_replace_prob")),
     *((f"model.{key}", _fraction, "must be in [0, 1)")
       for key in ("dropout", "attention_dropout", "activation_dropout")),
+    ("model.rope_base", lambda v: v > 1, "must be > 1, e.g. 10000 (LLaMA 1, 2) or 500000 (LLaMA 3)"),
+    ("model.norm_eps", _positive, "must be > 0, e.g. 1e-5 or 1e-6"),
     ("trainer.label_smoothing", _fraction, "must be in [0, 1)"),
     ("trainer.compile_mode", COMPILE_MODES.__contains__, f"allowed: {', '.join(COMPILE_MODES)}"),
     *((f"trainer.{key}", lambda v: v > 1.0, "must be > 1 (a multiple of a validation loss)")
@@ -85,9 +89,8 @@ def validate(cfg) -> None:
         if not allowed(value):
             raise ConfigError(f"{key}={value}: {text}")
     check_read(cfg)
-    m, t, tr = cfg.model, cfg.task, cfg.trainer
-    if m.d_model % m.heads:
-        raise ConfigError(f"model.heads={m.heads} must divide model.d_model={m.d_model}")
+    t, tr = cfg.task, cfg.trainer
+    validate_model(cfg)
     if tr.max_tokens < t.max_len:
         raise ConfigError(f"trainer.max_tokens={tr.max_tokens} must be >= task.max_len={t.max_len}")
     check_positions(cfg)
@@ -129,6 +132,21 @@ def check_positions(cfg) -> None:
             f"task.max_len={t.max_len} is {cap} tokens, more than model.max_positions={m.max_positions} allows "
             f"({m.max_positions - 1} after bos): raise model.max_positions to >= {cap + 1} or lower eval.max_len_a"
         )
+
+
+def validate_model(cfg) -> None:
+    """Heads that split the width, key/value heads that split the heads, rotary pairs, a gate to freeze."""
+    m = cfg.model
+    if m.d_model % m.heads:
+        raise ConfigError(f"model.heads={m.heads} must divide model.d_model={m.d_model}")
+    if m.kv_heads is not None and (m.kv_heads < 1 or m.heads % m.kv_heads):
+        raise ConfigError(f"model.kv_heads={m.kv_heads} must divide model.heads={m.heads} (null: = heads)")
+    if m.positions == Positions.rope and (m.d_model // m.heads) % 2:
+        raise ConfigError(f"model.positions=rope needs an even head width: d_model/heads={m.d_model // m.heads}")
+    if cfg.freeze.gate.frozen and m.ffn != FfnKind.swiglu:
+        raise ConfigError(f"freeze.gate.frozen=true: model={m.name} has no gate; it needs model.ffn=swiglu")
+    if cfg.freeze.gate.frozen and StudyName(cfg.study) == StudyName.finetune:
+        raise ConfigError("freeze.gate.frozen=true: a fine-tuning job freezes whole components; allowed: ffn")
 
 
 # task.kind → (model.encoder_layers > 0, model.decoder_layers > 0) it needs, and a model preset of that shape

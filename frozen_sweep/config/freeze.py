@@ -28,3 +28,5 @@ class FreezeConfig:
     ffn: ComponentSpec = field(default_factory=ComponentSpec)
     other: ComponentSpec = field(default_factory=ComponentSpec)
     head: ComponentSpec = field(default_factory=ComponentSpec)  # a classifier's head (task.kind=classify)
+    # the gate matrices of a SwiGLU FFN (model.ffn=swiglu) alone: part of the ffn component, frozen when either is
+    gate: ComponentSpec = field(default_factory=ComponentSpec)

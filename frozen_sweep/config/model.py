@@ -2,18 +2,32 @@
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Optional
 
 from omegaconf import MISSING
 
 
 class NormPosition(Enum):
+    """Where the norms sit, and which norm: LayerNorm after or before each sublayer, or LLaMA's RMSNorm before."""
+
     post = "post"  # the original transformer and the paper: x = LN(x + f(x))
     pre = "pre"  # x = x + f(LN(x)), plus a final LN per stack
+    rms = "rms"  # x = x + f(RMSNorm(x)), plus a final RMSNorm per stack (LLaMA)
 
 
 class Activation(Enum):
     relu = "relu"
     gelu = "gelu"
+
+
+class FfnKind(Enum):
+    mlp = "mlp"  # fc2(act(fc1(x))), act = model.activation (the paper)
+    swiglu = "swiglu"  # down(silu(gate(x)) * up(x)), ffn_dim = the gate's and up's width (LLaMA's intermediate_size)
+
+
+class Positions(Enum):
+    sinusoidal = "sinusoidal"  # the fixed table added to sqrt(d)-scaled token embeddings (the paper)
+    rope = "rope"  # rotary: queries and keys of self-attention rotated by position; embeddings not scaled (LLaMA)
 
 
 class Pooling(Enum):
@@ -45,3 +59,10 @@ class ModelConfig:
     tie_embeddings: TieEmbeddings = TieEmbeddings.all
     max_positions: int = 1024
     pooling: Pooling = Pooling.first  # task.kind=classify or regression: what the head reads
+    # LLaMA-style options (docs/concepts.md); their defaults are the paper's transformer
+    ffn: FfnKind = FfnKind.mlp
+    positions: Positions = Positions.sinusoidal
+    rope_base: float = 10000.0  # positions=rope: the rotation frequencies are rope_base^(-2i/head_dim)
+    kv_heads: Optional[int] = None  # key/value heads, each shared by heads/kv_heads query heads (GQA); null: = heads
+    bias: bool = True  # biases in attention and FFN projections (LLaMA has none)
+    norm_eps: float = 1e-5  # the norms' epsilon (LayerNorm's default; LLaMA's RMSNorm uses 1e-6 or 1e-5)

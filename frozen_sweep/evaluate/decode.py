@@ -48,7 +48,7 @@ def beam_search_nbest(
     model.eval()
     B, K = src.shape[0], beam
     src_lens = (src != model.pad_id).sum(1)
-    max_positions = model.tgt_embed.positions.shape[0]
+    max_positions = model.tgt_embed.max_positions
     max_len = length_caps(src_lens, max_len_a, max_len_b, max_positions)  # (B,)
 
     memory, mask = model.encode(src)
@@ -137,7 +137,7 @@ def translate_nbest(
     end-of-sentence. Batches: sentences sorted by length, at most eval.batch_sentences each and, with `max_tokens`, at
     most that many padded source tokens; `on_batch(n)` is called after each batch of n sentences (progress).
     """
-    max_src = model.src_embed.positions.shape[0] - 1
+    max_src = model.src_embed.max_positions - 1
     out: list[list[tuple[float, str]]] = [[] for _ in sources]
     for idx in length_batches([len(s) + 1 for s in sources], eval_cfg.batch_sentences, max_tokens):
         src = pad_sequences([sources[i][:max_src] + [EOS] for i in idx])
@@ -154,7 +154,7 @@ def translate_nbest(
             nbest=nbest,
         )
         caps = length_caps((src != model.pad_id).sum(1), eval_cfg.max_len_a, eval_cfg.max_len_b,
-                           model.tgt_embed.positions.shape[0])  # fmt: skip
+                           model.tgt_embed.max_positions)  # fmt: skip
         for i, ranked, cap in zip(idx, hyps, caps.tolist()):
             out[i] = [(score, vocab.decode(hyp)) for score, hyp in ranked] or [(-math.inf, "")]
             best = ranked[0][1] if ranked else []

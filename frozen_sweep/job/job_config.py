@@ -57,7 +57,9 @@ LATER_DEFAULTS = {"freeze.head.frozen": (False,), "freeze.head.init": ("random",
                                                         "text_column", "text_pair_column", "label_column",
                                                         "src_column", "tgt_column")},
                   "task.train_split": ("train",), "task.valid_split": ("validation",), "task.test_split": ("test",),
-                  "task.valid_from_train": (0,)}  # fmt: skip
+                  "task.valid_from_train": (0,), "freeze.gate.frozen": (False,), "freeze.gate.init": ("random",),
+                  "model.ffn": ("mlp",), "model.positions": ("sinusoidal",), "model.rope_base": (10000.0,),
+                  "model.kv_heads": (None,), "model.bias": (True,), "model.norm_eps": (1e-05,)}  # fmt: skip
 # `study` only labels the record's table; it stays in directory names (study=freeze and study=reservoir runs never
 # share one), and records from before the key existed keep their fingerprint
 LABEL_KEYS = frozenset({"study"})

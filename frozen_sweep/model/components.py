@@ -4,11 +4,11 @@
 from torch import nn
 
 from frozen_sweep.model.head import ClassificationHead
-from frozen_sweep.model.layers import Attention, FeedForward
+from frozen_sweep.model.layers import Attention, FeedForward, SwiGLU
 from frozen_sweep.model.transformer import Embeddings, OutputProjection
 
 _MODULE_COMPONENT = ((Embeddings, "emb"), (OutputProjection, "emb"), (Attention, "att"), (FeedForward, "ffn"),
-                     (ClassificationHead, "head"))  # fmt: skip
+                     (SwiGLU, "ffn"), (ClassificationHead, "head"))  # fmt: skip
 
 
 def component_of_parameters(model: nn.Module) -> dict[str, str]:
@@ -20,4 +20,3 @@ def component_of_parameters(model: nn.Module) -> dict[str, str]:
                 for p in module.parameters():
                     owner[id(p)] = component
     return {name: owner.get(id(p), "other") for name, p in model.named_parameters()}
-

@@ -1,7 +1,8 @@
 """Transformer building blocks: attention, feed-forward, encoder and decoder layers.
 
 Module types matter: `frozen_sweep.model.components` sorts parameters into the paper's groups by the type of the
-module that owns them (`Attention` → att, `FeedForward` → ffn, anything else here, such as layer norms → other).
+module that owns them (`Attention` → att, `FeedForward` and `SwiGLU` → ffn, anything else here, such as norms →
+other). The model options (docs/concepts.md) pick the norm, the FFN, the positions, the key/value heads and biases.
 """
 
 import math
@@ -11,51 +12,66 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from frozen_sweep.config import Activation, NormPosition
+from frozen_sweep.config import Activation, FfnKind, NormPosition, Positions
+from frozen_sweep.model.rotary import Rotary
 
-# A per-layer decoding cache: projected keys and values, each (B, H, L, hd).
+# A per-layer decoding cache: projected keys and values, each (B, kv_heads, L, hd).
 LayerCache = dict[str, Tensor]
 
 
 class Attention(nn.Module):
-    """Multi-head attention on `scaled_dot_product_attention`, with an optional key/value cache for decoding."""
+    """Multi-head attention on `scaled_dot_product_attention`, with an optional key/value cache for decoding;
+    `kv_heads` < `heads`: grouped-query attention, query head h reading key/value head h // (heads / kv_heads);
+    `rotary`: queries and keys rotated by their positions (self-attention only)."""
 
-    def __init__(self, d_model: int, heads: int, dropout: float):
+    def __init__(self, d_model: int, heads: int, dropout: float, kv_heads: Optional[int] = None, bias: bool = True,
+                 rotary: Optional[Rotary] = None):  # fmt: skip
         super().__init__()
-        self.heads = heads
+        self.heads, self.kv_heads = heads, kv_heads or heads
         self.dropout = dropout
-        self.q_proj = nn.Linear(d_model, d_model)
-        self.k_proj = nn.Linear(d_model, d_model)
-        self.v_proj = nn.Linear(d_model, d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
+        kv_dim = self.kv_heads * (d_model // heads)
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, kv_dim, bias=bias)
+        self.v_proj = nn.Linear(d_model, kv_dim, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.rotary = rotary
 
-    def split_heads(self, x: Tensor) -> Tensor:
+    @staticmethod
+    def split_heads(x: Tensor, heads: int) -> Tensor:
         B, L, D = x.shape
-        return x.view(B, L, self.heads, D // self.heads).transpose(1, 2)  # (B, H, L, hd)
+        return x.view(B, L, heads, D // heads).transpose(1, 2)  # (B, heads, L, hd)
 
-    def project_kv(self, source: Tensor) -> tuple[Tensor, Tensor]:
-        return self.split_heads(self.k_proj(source)), self.split_heads(self.v_proj(source))
+    def project_kv(self, source: Tensor, start: int = 0) -> tuple[Tensor, Tensor]:
+        """Keys and values, each (B, kv_heads, S, hd); `start`: the position of source[:, 0] (rotary)."""
+        k = self.split_heads(self.k_proj(source), self.kv_heads)
+        if self.rotary is not None:
+            k = self.rotary(k, start)
+        return k, self.split_heads(self.v_proj(source), self.kv_heads)
 
     def forward(
         self,
         x: Tensor,  # (B, T, D) queries
-        kv: tuple[Tensor, Tensor],  # keys and values, each (B, H, S, hd)
+        kv: tuple[Tensor, Tensor],  # keys and values, each (B, kv_heads, S, hd)
         mask: Optional[Tensor] = None,  # (B, 1, 1, S) True where attention is allowed
         causal: bool = False,
+        start: int = 0,  # the position of x[:, 0] (rotary)
     ) -> Tensor:
-        q = self.split_heads(self.q_proj(x))  # (B, H, T, hd)
+        q = self.split_heads(self.q_proj(x), self.heads)  # (B, H, T, hd)
+        if self.rotary is not None:
+            q = self.rotary(q, start)
         k, v = kv
         p = self.dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal)
+        gqa = self.kv_heads != self.heads
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal, enable_gqa=gqa)
         B, H, T, hd = y.shape
         return self.out_proj(y.transpose(1, 2).reshape(B, T, H * hd))  # (B, T, D)
 
 
 class FeedForward(nn.Module):
-    def __init__(self, d_model: int, ffn_dim: int, activation: Activation, dropout: float):
+    def __init__(self, d_model: int, ffn_dim: int, activation: Activation, dropout: float, bias: bool = True):
         super().__init__()
-        self.fc1 = nn.Linear(d_model, ffn_dim)
-        self.fc2 = nn.Linear(ffn_dim, d_model)
+        self.fc1 = nn.Linear(d_model, ffn_dim, bias=bias)
+        self.fc2 = nn.Linear(ffn_dim, d_model, bias=bias)
         self.act = nn.ReLU() if activation == Activation.relu else nn.GELU()
         self.dropout = nn.Dropout(dropout)
 
@@ -63,14 +79,49 @@ class FeedForward(nn.Module):
         return self.fc2(self.dropout(self.act(self.fc1(x))))  # (B, T, D)
 
 
+class SwiGLU(nn.Module):
+    """LLaMA's gated feed-forward block: down(silu(gate(x)) * up(x)); gate and up are d → ffn_dim, down ffn_dim → d."""
+
+    def __init__(self, d_model: int, ffn_dim: int, dropout: float, bias: bool = True):
+        super().__init__()
+        self.gate = nn.Linear(d_model, ffn_dim, bias=bias)
+        self.up = nn.Linear(d_model, ffn_dim, bias=bias)
+        self.down = nn.Linear(ffn_dim, d_model, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:  # (B, T, D)
+        return self.down(self.dropout(F.silu(self.gate(x)) * self.up(x)))  # (B, T, D)
+
+
+def make_ffn(cfg) -> nn.Module:
+    if cfg.ffn == FfnKind.swiglu:
+        return SwiGLU(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout, cfg.bias)
+    return FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.activation_dropout, cfg.bias)
+
+
+def make_attention(cfg, self_attention: bool) -> Attention:
+    """Self- or cross-attention; rotary positions rotate self-attention only (a source position and a target
+    position are not on one axis)."""
+    rotary = None
+    if self_attention and cfg.positions == Positions.rope:
+        rotary = Rotary(cfg.d_model // cfg.heads, cfg.max_positions, cfg.rope_base)
+    return Attention(cfg.d_model, cfg.heads, cfg.attention_dropout, cfg.kv_heads, cfg.bias, rotary)
+
+
+def make_norm(cfg) -> nn.Module:
+    if cfg.norm == NormPosition.rms:
+        return nn.RMSNorm(cfg.d_model, eps=cfg.norm_eps)
+    return nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias)
+
+
 class Residual(nn.Module):
     """Wraps a sublayer with dropout, the residual connection and its layer norm (post- or pre-norm)."""
 
-    def __init__(self, d_model: int, norm: NormPosition, dropout: float):
+    def __init__(self, cfg):
         super().__init__()
-        self.pre = norm == NormPosition.pre
-        self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.pre = cfg.norm != NormPosition.post
+        self.norm = make_norm(cfg)
+        self.dropout = nn.Dropout(cfg.dropout)
 
     def forward(self, x: Tensor, sublayer) -> Tensor:
         if self.pre:
@@ -81,10 +132,10 @@ class Residual(nn.Module):
 class EncoderLayer(nn.Module):
     def __init__(self, cfg):
         super().__init__()
-        self.self_attn = Attention(cfg.d_model, cfg.heads, cfg.attention_dropout)
-        self.self_attn_res = Residual(cfg.d_model, cfg.norm, cfg.dropout)
-        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.activation_dropout)
-        self.ffn_res = Residual(cfg.d_model, cfg.norm, cfg.dropout)
+        self.self_attn = make_attention(cfg, self_attention=True)
+        self.self_attn_res = Residual(cfg)
+        self.ffn = make_ffn(cfg)
+        self.ffn_res = Residual(cfg)
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:  # x (B, S, D), mask (B, 1, 1, S)
         x = self.self_attn_res(x, lambda h: self.self_attn(h, self.self_attn.project_kv(h), mask))
@@ -96,15 +147,15 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, cfg, cross_attention: bool):
         super().__init__()
-        self.self_attn = Attention(cfg.d_model, cfg.heads, cfg.attention_dropout)
-        self.self_attn_res = Residual(cfg.d_model, cfg.norm, cfg.dropout)
+        self.self_attn = make_attention(cfg, self_attention=True)
+        self.self_attn_res = Residual(cfg)
         if cross_attention:
-            self.cross_attn = Attention(cfg.d_model, cfg.heads, cfg.attention_dropout)
-            self.cross_attn_res = Residual(cfg.d_model, cfg.norm, cfg.dropout)
+            self.cross_attn = make_attention(cfg, self_attention=False)
+            self.cross_attn_res = Residual(cfg)
         else:
             self.cross_attn = None
-        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.activation_dropout)
-        self.ffn_res = Residual(cfg.d_model, cfg.norm, cfg.dropout)
+        self.ffn = make_ffn(cfg)
+        self.ffn_res = Residual(cfg)
 
     def forward(
         self,
@@ -114,14 +165,18 @@ class DecoderLayer(nn.Module):
         cache: Optional[LayerCache] = None,  # incremental decoding: x holds only the newest position
     ) -> Tensor:
         def self_attention(h: Tensor) -> Tensor:
-            k, v = self.self_attn.project_kv(h)
             if cache is None:
-                return self.self_attn(h, (k, v), causal=True)
+                return self.self_attn(h, self.self_attn.project_kv(h), causal=True)
+            start = cache["self_k"].shape[2] if "self_k" in cache else 0  # the position of h[:, 0]
+            if start and h.shape[1] > 1:
+                raise ValueError("decoding with a cache takes several positions in its first call only (a prompt)")
+            k, v = self.self_attn.project_kv(h, start)
             if "self_k" in cache:  # append this step's keys/values to the earlier ones
                 k = torch.cat([cache["self_k"], k], dim=2)
                 v = torch.cat([cache["self_v"], v], dim=2)
             cache["self_k"], cache["self_v"] = k, v
-            return self.self_attn(h, (k, v))  # one query sees every cached position
+            # a prompt's positions see those before them; a later position sees every cached one
+            return self.self_attn(h, (k, v), causal=h.shape[1] > 1, start=start)
 
         def cross_attention(h: Tensor) -> Tensor:
             if cache is None:

@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from frozen_sweep.config import Init, ReservoirType
-from frozen_sweep.model.layers import DecoderLayer, EncoderLayer, FeedForward
+from frozen_sweep.model.layers import DecoderLayer, EncoderLayer, make_ffn, make_norm
 
 
 class Reservoir(nn.Module):
@@ -36,12 +36,12 @@ class Reservoir(nn.Module):
 
 
 class FfnReservoir(nn.Module):
-    """x + FFN(LN(x)): position-wise, so it serves encoders and decoders alike (decoder arguments are ignored)."""
+    """x + FFN(norm(x)): position-wise, so it serves encoders and decoders alike (decoder arguments are ignored)."""
 
     def __init__(self, cfg):
         super().__init__()
-        self.norm = nn.LayerNorm(cfg.d_model)
-        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.activation_dropout)
+        self.norm = make_norm(cfg)
+        self.ffn = make_ffn(cfg)
 
     def forward(self, x: Tensor, *unused, **unused_kwargs) -> Tensor:  # (B, T, D) → (B, T, D)
         return x + self.ffn(self.norm(x))
@@ -52,7 +52,7 @@ class BiGruReservoir(nn.Module):
 
     def __init__(self, cfg):
         super().__init__()
-        self.norm = nn.LayerNorm(cfg.d_model)
+        self.norm = make_norm(cfg)
         self.gru = nn.GRU(cfg.d_model, cfg.d_model // 2, batch_first=True, bidirectional=True)
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:  # x (B, S, D), mask (B, 1, 1, S)
@@ -67,7 +67,7 @@ class ConvReservoir(nn.Module):
 
     def __init__(self, cfg, kernel: int):
         super().__init__()
-        self.norm = nn.LayerNorm(cfg.d_model)
+        self.norm = make_norm(cfg)
         self.conv = nn.Conv1d(cfg.d_model, cfg.d_model, kernel, padding=kernel // 2)
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:  # x (B, S, D), mask (B, 1, 1, S)

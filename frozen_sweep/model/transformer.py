@@ -7,37 +7,44 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from frozen_sweep.config import NormPosition, StackName, TieEmbeddings
+from frozen_sweep.config import NormPosition, Positions, StackName, TieEmbeddings
 from frozen_sweep.config.stack_layout import reservoir_pattern
 from frozen_sweep.model.head import ClassificationHead
-from frozen_sweep.model.layers import DecoderLayer, EncoderLayer, LayerCache, sinusoidal_positions
+from frozen_sweep.model.layers import DecoderLayer, EncoderLayer, LayerCache, make_norm, sinusoidal_positions
 from frozen_sweep.model.reservoir import Reservoir, make_reservoir, run_reservoir
 
 
 class Embeddings(nn.Module):
-    """Token embeddings scaled by sqrt(d), plus fixed sinusoidal positions, then dropout."""
+    """Token embeddings scaled by sqrt(d), plus fixed sinusoidal positions, then dropout; with rotary positions
+    (applied in attention) the token embeddings alone, unscaled, as LLaMA's."""
 
-    def __init__(self, vocab_size: int, d_model: int, pad_id: int, max_positions: int, dropout: float):
+    def __init__(self, vocab_size: int, d_model: int, pad_id: int, max_positions: int, dropout: float,
+                 sinusoidal: bool = True):  # fmt: skip
         super().__init__()
         self.tokens = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
-        self.scale = math.sqrt(d_model)
-        self.register_buffer("positions", sinusoidal_positions(max_positions, d_model), persistent=False)
+        self.max_positions = max_positions
+        self.sinusoidal = sinusoidal
+        if sinusoidal:
+            self.scale = math.sqrt(d_model)
+            self.register_buffer("positions", sinusoidal_positions(max_positions, d_model), persistent=False)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, ids: Tensor, start: int = 0) -> Tensor:  # ids (B, T) → (B, T, D)
         T = ids.shape[1]
-        if start + T > self.positions.shape[0]:
-            raise ValueError(f"sequence of {start + T} tokens exceeds model.max_positions={self.positions.shape[0]}")
+        if start + T > self.max_positions:
+            raise ValueError(f"sequence of {start + T} tokens exceeds model.max_positions={self.max_positions}")
+        if not self.sinusoidal:
+            return self.dropout(self.tokens(ids))
         return self.dropout(self.tokens(ids) * self.scale + self.positions[start : start + T])
 
 
 class Stack(nn.Module):
-    """A stack of layers, some of them possibly reservoirs; pre-norm stacks end with a layer norm of their own."""
+    """A stack of layers, some of them possibly reservoirs; pre-norm stacks end with a norm of their own."""
 
     def __init__(self, layers: list[nn.Module], cfg, backskip: bool = False):
         super().__init__()
         self.layers = nn.ModuleList(layers)
-        self.final_norm = nn.LayerNorm(cfg.d_model) if cfg.norm == NormPosition.pre else None
+        self.final_norm = make_norm(cfg) if cfg.norm != NormPosition.post else None
         self.backskip = backskip
 
     def forward(self, x: Tensor, *args, caches: Optional[list[LayerCache]] = None, **kwargs) -> Tensor:
@@ -80,7 +87,10 @@ class Transformer(nn.Module):
         self.is_lm = cfg.encoder_layers == 0
         self.is_encoder_only = cfg.decoder_layers == 0
         self.is_classifier = head_outputs is not None  # a classifier's or a regression's head
-        make_embeddings = lambda: Embeddings(vocab_size, cfg.d_model, pad_id, cfg.max_positions, cfg.dropout)  # noqa: E731
+
+        def make_embeddings() -> Embeddings:
+            sinusoidal = cfg.positions == Positions.sinusoidal
+            return Embeddings(vocab_size, cfg.d_model, pad_id, cfg.max_positions, cfg.dropout, sinusoidal)
 
         def make_stack(name: StackName, layers: int, make_layer) -> Stack:
             on_this_stack = reservoir is not None and StackName(reservoir.stack) == name

@@ -6,7 +6,7 @@ loading regenerates the frozen ones bit-exactly (checked against a stored SHA-25
 
 Inits (docs/concepts.md):
 - random: what a trainable component gets — Xavier-uniform linear weights, N(0, d^-1/2) embeddings, zero biases,
-  layer norms at (1, 0).
+  norms at (1, 0) (an RMSNorm's gain at 1).
 - identity: our reading of the paper's "diagonal zeroed" rows (2.1)/(3.1): every weight matrix is zeros with ones on
   its leading diagonal (for a rectangular matrix, the leading square block is the identity), biases zero, layer-norm
   gains one. The frozen block then applies no random transformation: a frozen identity FFN computes
@@ -24,6 +24,7 @@ from torch import Tensor, nn
 
 from frozen_sweep.config import COMPONENTS, Init
 from frozen_sweep.model import component_of_parameters
+from frozen_sweep.model.layers import SwiGLU
 from frozen_sweep.model.reservoir import Reservoir
 from frozen_sweep.model.transformer import OutputProjection
 from frozen_sweep.system import cpu
@@ -60,7 +61,7 @@ def parameter_owners(model: nn.Module) -> dict[str, nn.Module]:
 def init_parameter(param: Tensor, owner: nn.Module, attr: str, init: Init, generator: torch.Generator) -> None:
     """Fill one parameter in place; `owner` (the module holding it as `attr`) tells what kind of weight it is."""
     if param.dim() == 1:  # biases and norm parameters
-        is_norm_gain = isinstance(owner, nn.LayerNorm) and attr == "weight"
+        is_norm_gain = isinstance(owner, (nn.LayerNorm, nn.RMSNorm)) and attr == "weight"
         param.fill_(1.0 if is_norm_gain else 0.0)
     elif init == Init.identity:
         param.zero_()
@@ -97,7 +98,7 @@ def init_reservoir_parameter(param: Tensor, owner: nn.Module, attr: str, init: I
     U(±1/sqrt(fan_in)), fan_in = a GRU's hidden size)."""
     if param.dim() > 1:
         init_parameter(param, owner, attr, init, generator)
-    elif isinstance(owner, nn.LayerNorm):
+    elif isinstance(owner, (nn.LayerNorm, nn.RMSNorm)):
         param.fill_(1.0 if attr == "weight" else 0.0)
     else:
         fan_in = _fan_in(owner)
@@ -119,8 +120,10 @@ class Draw:
 
 
 def draw_plan(model: nn.Module, freeze_cfg) -> dict[str, Draw]:
-    """Parameter name → how it is drawn, for every distinct parameter (a tied weight under its first name)."""
+    """Parameter name → how it is drawn, for every distinct parameter (a tied weight under its first name). A SwiGLU
+    gate's parameters follow `freeze.gate` when it is frozen and their component, ffn, is not."""
     components = component_of_parameters(model)
+    gates = {id(p) for module in model.modules() if isinstance(module, SwiGLU) for p in module.gate.parameters()}
     reservoir_inits = {
         f"{module_name}.{name}": module.init
         for module_name, module in model.named_modules()
@@ -134,6 +137,8 @@ def draw_plan(model: nn.Module, freeze_cfg) -> dict[str, Draw]:
             if name not in components or name in plan:  # a tied weight's second holder
                 continue
             spec = freeze_cfg[components[name]]
+            if id(getattr(module, attr)) in gates and freeze_cfg.gate.frozen and not spec.frozen:
+                spec = freeze_cfg.gate
             reservoir = name in reservoir_inits
             init = reservoir_inits[name] if reservoir else Init(spec.init)
             plan[name] = Draw(module, attr, init, reservoir, spec.frozen or reservoir)
@@ -212,12 +217,17 @@ def describe(freeze_cfg) -> dict[str, str]:
             out[c] = "trainable" if init == "random" else f"trainable:{init}"
     if out["head"] == "trainable":
         del out["head"]
+    gate = freeze_cfg.gate
+    if gate.frozen:  # only when frozen: a record without it is the paper's FFN, gate included
+        out["gate"] = f"frozen:{Init(gate.init).value}"
     return out
 
 
 def paper_row(freeze_cfg) -> Optional[str]:
     """The paper's row label for this pattern, or None when the paper has no such row."""
     described = describe(freeze_cfg)
+    if "gate" in described:
+        return None
     if any(v.startswith("trainable:") for v in described.values()) or described["other"] != "trainable":
         return None
     key = tuple(sorted((c, v.split(":")[1]) for c, v in described.items() if v.startswith("frozen")))

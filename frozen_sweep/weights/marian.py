@@ -8,8 +8,8 @@ of the projections that read the stream, the outputs and biases of those that wr
 changes; the logits agree to float rounding (~1e-6).
 
 Not expressible (refused, saying which): language models and masked LMs (not MarianMT's shape), pre-norm models
-(Marian has no final stack norm), reservoirs other than transformer layers (FFN-only, BiGRU, convolution). The
-search differs too: MarianMT's `generate` has one length limit per batch where ours has max_len_a × source + max_len_b
+(Marian has no final stack norm), the LLaMA-style options, reservoirs other than transformer layers (FFN-only, BiGRU,
+convolution). The search differs too: MarianMT's `generate` has one length limit per batch where ours has max_len_a × source + max_len_b
 per sentence, and its beam search ends differently; greedy search of one sentence at a time with
 max_new_tokens = our cap − 1 and pad and bos banned gives our greedy translations.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from frozen_sweep.config import NormPosition, ReservoirType, TaskKind, TieEmbeddings
+from frozen_sweep.config import FfnKind, NormPosition, Positions, ReservoirType, TaskKind, TieEmbeddings
 from frozen_sweep.data.vocab import BOS, EOS, PAD, Vocab
 from frozen_sweep.model import Transformer
 from frozen_sweep.model.reservoir import Reservoir
@@ -30,8 +30,15 @@ def not_expressible(cfg) -> list[str]:
     reasons = []
     if TaskKind(cfg.task.kind) != TaskKind.translation:
         reasons.append(f"task.kind={TaskKind(cfg.task.kind).value}: MarianMT is an encoder–decoder translation model")
-    if NormPosition(cfg.model.norm) == NormPosition.pre:
-        reasons.append("model.norm=pre: MarianMT is post-norm only (no final layer norm per stack)")
+    m = cfg.model
+    if NormPosition(m.norm) != NormPosition.post:
+        reasons.append(f"model.norm={NormPosition(m.norm).value}: MarianMT is post-LayerNorm only (no final norm per "
+                       "stack)")  # fmt: skip
+    if FfnKind(m.ffn) != FfnKind.mlp or Positions(m.positions) != Positions.sinusoidal:
+        reasons.append("model.ffn=swiglu or model.positions=rope: MarianMT has the paper's FFN and sinusoidal positions")
+    if m.kv_heads not in (None, m.heads) or not m.bias or m.norm_eps != 1e-5:
+        reasons.append("model.kv_heads, model.bias=false or model.norm_eps: MarianMT has one key/value head per query "
+                       "head, biases and LayerNorm's eps 1e-5")  # fmt: skip
     if cfg.reservoir.count and ReservoirType(cfg.reservoir.type) != ReservoirType.transformer:
         reasons.append(f"reservoir.type={ReservoirType(cfg.reservoir.type).value}: MarianMT layers are transformer "
                        "layers only")  # fmt: skip
