@@ -116,7 +116,7 @@ def test_macro_f1_is_the_unweighted_mean_over_classes():
 
 def test_fine_tuning_findings_weigh_differences_against_the_seeds_noise():
     def row(pre, tuned, test, std, n):
-        return {"pre_training": pre, "fine_tuned": tuned, "test": test, "test_std": std, "n": n}
+        return {"pre_training": pre, "fine_tuned": tuned, "test": test, "test_std": std, "n": n, "untrained": 0}
 
     summary = pd.DataFrame([
         row("none", "all trainable", 40.0, 2.0, 3), row("none", "emb frozen", 30.0, 2.0, 3),

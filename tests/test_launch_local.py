@@ -198,7 +198,7 @@ def test_a_later_batch_may_not_take_a_directory_that_an_earlier_batch_took_with_
 @pytest.mark.parametrize(
     "trap, message",
     [
-        ("+freez=emb", "+freez=emb): freez: no such key in the config; did you mean freeze"),
+        ("+freez=emb", "freez: no such key in the config; did you mean freeze"),
         ("trainer.warmup_steps=-10", "trainer.warmup_steps=-10): trainer.warmup_steps=-10: must be >= 0."),
         ("freeze=none,emb_emb", "emb_emb"),  # Hydra's own error: a config group option that does not exist
     ],
