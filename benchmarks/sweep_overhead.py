@@ -112,7 +112,7 @@ def main() -> None:
         # the collector: the command line over few and many records
         few, many = 10, args.records
         for n in (few, many):
-            write_records(tmp / f"records{n}", n)
+            write_records(tmp / f"records{n}", n, duplicates=0)
         command = lambda n: [sys.executable, "-m", "frozen_sweep.collect", str(tmp / f"records{n}"),
                              "--out", str(tmp / f"table{n}.md")]  # fmt: skip
         times = common.interleaved({n: (lambda n=n: timed_command(command(n), tmp)) for n in (few, many)},

@@ -105,7 +105,7 @@ def test_the_wheel_runs_from_anywhere(install):
     assert all(str(base / "venv") in path for path in where.split()), where
 
     assert "name: bible_es_en" in ok(run(python, "-m", "frozen_sweep", "--cfg", "job", cwd=work, env=env))
-    assert "*demo, lm_demo" in ok(run(python, "-m", "frozen_sweep", "--help", cwd=work, env=env))  # its own template
+    assert "*demo, llama_demo" in ok(run(python, "-m", "frozen_sweep", "--help", cwd=work, env=env))  # its own template
     missing = run(python, "-m", "frozen_sweep", "--cfg", "job", "model=nope", cwd=work, env=env)
     assert missing.returncode != 0 and "pkg://frozen_sweep.conf" in missing.stdout  # names the search path
 
