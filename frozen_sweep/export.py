@@ -15,6 +15,14 @@ again from the base's seed. RUN may be a run directory or a model file.
 writes a translation run as a Hugging Face MarianMT directory instead (MarianMTModel.from_pretrained(OUT_DIR),
 MarianTokenizer.from_pretrained(OUT_DIR); needs `transformers`: pip install 'frozen_sweep[hf]'), all its weights
 included; greedy search gives the run's greedy translations. Runs MarianMT cannot express are refused, saying why.
+
+    python -m frozen_sweep.export RUN OUT_DIR --format ctranslate2 [--quantization int8|int16|float16]
+
+writes it as a CTranslate2 model directory (ctranslate2.Translator(OUT_DIR); needs `ctranslate2`: pip install
+'frozen_sweep[ctranslate2]'), weights quantised as asked (default float32), the SentencePiece model beside them as
+sentencepiece.model: all a deployment needs. Sources are given as SentencePiece pieces (`</s>` is appended by the
+model); float32 greedy search gives the run's greedy translations. Language models, classifiers and reservoirs other
+than transformer layers are refused, saying why (frozen_sweep.weights.ctranslate2_model).
 """
 
 import argparse
@@ -29,6 +37,7 @@ from omegaconf import OmegaConf
 from frozen_sweep.config import TaskKind
 from frozen_sweep.weights import command_line
 from frozen_sweep.weights.command_line import UsageError
+from frozen_sweep.weights.ctranslate2_model import QUANTIZATIONS
 from frozen_sweep.weights.finished_run import load_run, seed_drawn
 from frozen_sweep.weights.freeze import frozen_fingerprint, parameter_counts
 from frozen_sweep.weights.model_file import write_model_file
@@ -39,11 +48,15 @@ def main(argv=None) -> None:
     p.add_argument("run", metavar="RUN", help="a finished run's directory, or a model file")
     p.add_argument("out", metavar="OUT", help="the model file to write (replaced atomically if it exists); with "
                    "--format hf, a new directory")  # fmt: skip
-    p.add_argument("--format", choices=["safetensors", "hf"], default="safetensors")
+    p.add_argument("--format", choices=["safetensors", *DIRECTORY_FORMATS], default="safetensors")
+    p.add_argument("--quantization", choices=QUANTIZATIONS, default=None,
+                   help="--format ctranslate2: the weights' type (default float32)")  # fmt: skip
     args = p.parse_args(argv)
     out = Path(args.out)
-    if args.format == "hf":
-        return export_marian(args.run, out)
+    if args.quantization is not None and args.format != "ctranslate2":
+        raise UsageError(f"--quantization is for --format ctranslate2, not --format {args.format}")
+    if args.format in DIRECTORY_FORMATS:
+        return export_directory(args.run, out, args.format, args.quantization or "float32")
     if out.is_dir():
         raise UsageError(f"{out} is a directory; OUT is the model file to write, e.g. {out / 'model.safetensors'}")
     if not out.parent.is_dir():
@@ -61,22 +74,39 @@ def main(argv=None) -> None:
           f"the rest drawn from seed {run.config.seed}", file=sys.stderr)  # fmt: skip
 
 
-def export_marian(run_path: str, out: Path) -> None:
-    """The run as a MarianMT directory, written beside OUT and renamed into place once complete."""
-    from frozen_sweep.weights.marian import not_expressible, write_marian
+# --format → (the package it needs, the pip extra that installs it, what the directory is)
+DIRECTORY_FORMATS = {
+    "hf": ("transformers", "hf", "MarianMT (transformers)"),
+    "ctranslate2": ("ctranslate2", "ctranslate2", "CTranslate2 Translator"),
+}
 
-    if importlib.util.find_spec("transformers") is None:
-        raise UsageError("--format hf needs Hugging Face transformers: pip install 'frozen_sweep[hf]'")
+
+def export_directory(run_path: str, out: Path, fmt: str, quantization: str) -> None:
+    """The run as a MarianMT or CTranslate2 directory, written beside OUT and renamed into place once complete."""
+    from frozen_sweep.weights import ctranslate2_model, marian
+
+    package, extra, what = DIRECTORY_FORMATS[fmt]
+    if importlib.util.find_spec(package) is None:
+        raise UsageError(f"--format {fmt} needs {package}: pip install 'frozen_sweep[{extra}]'")
     if out.exists():
-        raise UsageError(f"{out} exists; --format hf writes a new directory")
+        raise UsageError(f"{out} exists; --format {fmt} writes a new directory")
+    if not out.parent.is_dir():
+        raise UsageError(f"{out.parent} does not exist: create it first")
     run = load_run(run_path)
-    reasons = not_expressible(run.config)
+    writer = marian if fmt == "hf" else ctranslate2_model
+    reasons = writer.not_expressible(run.config)
     if reasons:
-        raise UsageError(f"{run.path}: MarianMT cannot hold this model: {'; '.join(reasons)}")
+        raise UsageError(f"{run.path}: {what} cannot hold this model: {'; '.join(reasons)}")
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.") as tmp:
-        write_marian(Path(tmp) / "model", run.config, run.model.eval(), run.vocab)
+        if fmt == "hf":
+            marian.write_marian(Path(tmp) / "model", run.config, run.model.eval(), run.vocab)
+        else:
+            ctranslate2_model.write_ctranslate2(Path(tmp) / "model", run.config, run.model.eval(), run.vocab,
+                                                quantization)  # fmt: skip
         os.replace(Path(tmp) / "model", out)
-    print(f"{out}: MarianMT (transformers), greedy search gives the run's greedy translations", file=sys.stderr)
+    size = sum(f.stat().st_size for f in out.iterdir())
+    weights = f"{quantization} weights; float32 " if fmt == "ctranslate2" else ""
+    print(f"{out}: {what}, {size:,} bytes; {weights}greedy search gives the run's greedy translations", file=sys.stderr)
 
 
 if __name__ == "__main__":
