@@ -3,6 +3,7 @@ gives the run's, post- and pre-norm; quantised exports load and are smaller; wha
 runs trained on the toy corpus for a few seconds."""
 
 import pytest
+import torch
 from omegaconf import OmegaConf
 
 from frozen_sweep import export
@@ -72,6 +73,11 @@ def test_quantised_exports_load_and_are_smaller(runs, tmp_path):
         assert translator.translate_batch([["▁a"]], max_decoding_length=5)[0].hypotheses  # loads and translates
     assert sizes["int8"] < sizes["int16"] < sizes["float32"]
     assert sizes["float16"] < sizes["float32"]
+
+    run = load_run(runs["post"])  # quantising leaves the model it exported as it was
+    before = {name: p.clone() for name, p in run.model.named_parameters()}
+    ctranslate2_model.write_ctranslate2(tmp_path / "again", run.config, run.model, run.vocab, "int8")
+    assert all(torch.equal(p, before[name]) for name, p in run.model.named_parameters())
 
 
 @pytest.mark.parametrize(

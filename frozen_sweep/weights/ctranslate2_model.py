@@ -66,7 +66,8 @@ def transformer_spec(cfg, model: Transformer, vocab: Vocab):
     activation = common_spec.Activation.RELU if m.activation == Activation.relu else common_spec.Activation.GELU
     spec = TransformerSpec.from_config((m.encoder_layers, m.decoder_layers), m.heads,
                                        pre_norm=m.norm == NormPosition.pre, activation=activation)  # fmt: skip
-    ours = {name: p.detach().float().cpu() for name, p in model.named_parameters(remove_duplicate=False)}
+    # copies: CTranslate2's quantisation rewrites the arrays it is given in place, and the model may be used on
+    ours = {name: p.detach().float().cpu().clone() for name, p in model.named_parameters(remove_duplicate=False)}
 
     def linear(target, src: str) -> None:
         target.weight, target.bias = ours[f"{src}.weight"], ours[f"{src}.bias"]
