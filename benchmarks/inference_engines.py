@@ -99,6 +99,8 @@ def measure(args, model_name: str, sentences: int) -> bool:
     met, rows = True, []
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         translate_with = engines(model, data.vocab, cfg, Path(tmp), args.max_len)
+        sizes = {q: (Path(tmp) / q / "model.bin").stat().st_size / 1e6 for q in ("float32", "int8")}
+        print(f"  CTranslate2 model.bin: float32 {sizes['float32']:.1f} MB, int8 {sizes['int8']:.1f} MB")
         for threads in args.thread_counts:
             torch.set_num_threads(threads)
             for beam in (1, 4):
