@@ -47,7 +47,7 @@ bench-collect: setup
 # THREADS=1 for one thread. MarianMT needs the `bench` extra.
 THREADS ?= 2
 BENCHMARKS := train_throughput freeze_speedup reservoir_step decode checkpoint_size batching sweep_overhead logging_overhead \
-	busy_cpu sweep_tail cpu_bf16 collect_records data_scale hub_prepare distributed
+	busy_cpu sweep_tail cpu_bf16 collect_records data_scale hub_prepare distributed inference_engines
 bench: setup $(VENV)/.bench-installed
 	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py --threads $(THREADS) || exit 1; echo; done
 

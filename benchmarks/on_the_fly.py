@@ -13,6 +13,12 @@ model rarely ends a sentence, so every hypothesis runs to the cap of --max-len-b
 --src-len subwords. The resident process also writes the model file (`frozen_sweep.weights.model_file`, with a 1-byte
 stand-in vocabulary) and reports its size. A reservoir model (demo, reservoir=transformer) is measured too.
 
+With --memory, peak RSS split into weights and decoding instead, for --patterns (default rows (3) and (6)): one
+process per row, mode and setting, each reading its RSS once the model is built (torch + weights) and its peak RSS
+once the sentences are translated (decoding = the difference); settings: batch 1 greedy, the translate command's
+default batch (eval.batch_sentences sentences, --max-tokens 6,000 padded source tokens) at the default beam, and the
+same capped at --cap-tokens padded source tokens a batch. Sources --src-len subwords, hypotheses --max-len-b tokens.
+
 Targets: on the fly, the most weight bytes held ≤ trainable + the largest frozen tensor + 5%; row (3), 128 sentences
 a batch: on-the-fly sentences/s ≥ 0.5× resident's, greedy and beam 4.
 """
@@ -78,17 +84,68 @@ def worker(spec: dict) -> dict:
     return out
 
 
+def rss_now() -> int:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize()
+
+
+def memory_worker(spec: dict) -> dict:
+    """Peak RSS of one model, mode and setting, split into what building it left resident and what decoding added."""
+    cfg = common.compose_config(f"model={spec['model']}", f"freeze={spec['freeze']}")
+    vocab = VOCAB[spec["model"]]
+    resident = spec["mode"] == "resident"
+    model, hooks = (build_model(cfg, vocab), None) if resident else build_model_on_the_fly(cfg, vocab)
+    model.eval()
+    built = rss_now()  # torch, the weights at rest (and allocator slack)
+    search = OmegaConf.merge(cfg.eval, {"max_len_a": 0, "max_len_b": spec["max_len_b"],
+                                        "batch_sentences": spec["sentences"]})  # fmt: skip
+    sources = common.synthetic_sentences(spec["sentences"], spec["src_len"], spec["src_len"], vocab, seed=1)
+    translate(model, sources, common.StubVocab(vocab), torch.device("cpu"), search, beam=spec["beam"],
+              max_tokens=spec["max_tokens"])  # fmt: skip
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    held = sum(p.nbytes for p in model.parameters()) + (hooks.peak_held_bytes if hooks else 0)
+    return {"built": built, "peak": peak, "held": held}
+
+
+def measure_memory(args, model: str) -> None:
+    """The peak-RSS table of rows --patterns of `model`, resident against on the fly."""
+    default_batch = common.compose_config().eval
+    settings = {"batch 1, greedy": (1, 1, None), f"default: {default_batch.batch_sentences} sentences, beam "
+                f"{default_batch.beam}": (default_batch.batch_sentences, default_batch.beam, 6000),
+                f"capped: --max-tokens {args.cap_tokens}": (default_batch.batch_sentences, default_batch.beam,
+                                                              args.cap_tokens)}  # fmt: skip
+    rows = []
+    for freeze in args.patterns:
+        label = paper_row(common.compose_config(f"freeze={freeze}").freeze)
+        for setting, (sentences, beam, max_tokens) in settings.items():
+            got = {}
+            for mode in ("resident", "on-the-fly"):
+                spec = {"model": model, "freeze": freeze, "mode": mode, "sentences": sentences, "beam": beam,
+                        "max_tokens": max_tokens, "src_len": args.src_len, "max_len_b": args.max_len_b}  # fmt: skip
+                got[mode] = run_worker(args, spec, "--memory-worker")
+            res, otf = got["resident"], got["on-the-fly"]
+            rows.append([label, setting, *[f"{r[k] / MB:.0f}" for r in (res, otf) for k in ("held", "built", "peak")],
+                         f"{(res['peak'] - res['built']) / MB:.0f}", f"{(otf['peak'] - otf['built']) / MB:.0f}",
+                         f"{(res['peak'] - otf['peak']) / MB:.0f} ({1 - otf['peak'] / res['peak']:.0%})"])  # fmt: skip
+    print(f"\nmodel={model}: MB; sources {args.src_len} subwords, hypotheses {args.max_len_b} tokens")
+    common.table(["row", "setting", "weights res.", "built res.", "peak res.", "weights otf", "built otf", "peak otf",
+                  "decoding res.", "decoding otf", "saved"], rows)  # fmt: skip
+
+
+def run_worker(args, spec: dict, flag: str = "--worker") -> dict:
+    done = subprocess.run([sys.executable, __file__, "--threads", str(args.threads), flag, json.dumps(spec)],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    if done.returncode:
+        sys.exit(f"worker {spec} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def measure(args, model: str, freeze: str, extra: tuple = ()) -> dict:
     results = {}
     for mode in ("resident", "on-the-fly"):
         spec = {"model": model, "freeze": freeze, "extra": list(extra), "mode": mode, "batches": args.batches,
                 "src_len": args.src_len, "max_len_b": args.max_len_b,
                 "repeats": args.repeats or (1 if model == "big" else 3)}  # fmt: skip
-        done = subprocess.run([sys.executable, __file__, "--threads", str(args.threads), "--worker", json.dumps(spec)],
-                              capture_output=True, text=True, check=False)  # fmt: skip
-        if done.returncode:
-            sys.exit(f"worker {spec} failed:\n{done.stderr[-3000:]}")
-        results[mode] = json.loads(done.stdout.strip().splitlines()[-1])
+        results[mode] = run_worker(args, spec)
     return results
 
 
@@ -134,17 +191,28 @@ def main() -> None:
     p.add_argument("--max-len-b", type=int, default=8, help="tokens per hypothesis, end-of-sentence included")
     p.add_argument("--patterns", nargs="+", default=list(common.FREEZE_PATTERNS), help="freeze patterns (default: "
                    "the nine rows); the reservoir model is measured with demo when `none` is among them")  # fmt: skip
+    p.add_argument("--memory", action="store_true", help="the peak-RSS table instead (default rows (3) and (6))")
+    p.add_argument("--cap-tokens", type=int, default=1000, help="--memory: the capped setting's padded source tokens")
     p.add_argument("--worker", help=argparse.SUPPRESS)  # one measurement, in a process of its own
+    p.add_argument("--memory-worker", help=argparse.SUPPRESS)
     args = p.parse_args()
-    if args.worker:
+    if args.worker or args.memory_worker:
         common.cpu.set_threads(args.threads)
         common.keep_freed_memory()
-        print(json.dumps(worker(json.loads(args.worker))))
+        measured = worker(json.loads(args.worker)) if args.worker else memory_worker(json.loads(args.memory_worker))
+        print(json.dumps(measured))
         return
+    if args.memory and args.patterns == list(common.FREEZE_PATTERNS):
+        args.patterns = ["ffn", "att_ffn"]
     patterns = args.patterns
     if args.quick:
         args.models, args.batches, args.max_len_b, patterns = ["micro"], [1, 4], 4, ("none", "ffn")
+        args.patterns, args.cap_tokens = ["ffn"], 20
     common.setup(args)
+    if args.memory:
+        for model in args.models:
+            measure_memory(args, model)
+        return
     met = True
     for model in args.models:
         rows = {}

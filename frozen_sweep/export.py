@@ -18,9 +18,18 @@ MarianTokenizer.from_pretrained(OUT_DIR)), its greedy search giving the run's gr
 language model (model.norm=rms, model.ffn=swiglu, model.positions=rope) as LLaMA (LlamaForCausalLM.from_pretrained,
 AutoTokenizer.from_pretrained), its logits and greedy continuations the run's. Runs they cannot express are refused,
 saying why.
+
+    python -m frozen_sweep.export RUN OUT_DIR --format ctranslate2 [--quantization int8|int16|float16]
+
+writes a translation run as a CTranslate2 model directory (ctranslate2.Translator(OUT_DIR); needs `ctranslate2`: pip
+install 'frozen_sweep[ctranslate2]'), weights quantised as asked (default float32), the SentencePiece model beside
+them as sentencepiece.model: all a deployment needs. Sources are given as SentencePiece pieces (`</s>` is appended by
+the model); float32 greedy search gives the run's greedy translations. Language models, classifiers and reservoirs
+other than transformer layers are refused, saying why (frozen_sweep.weights.ctranslate2_model).
 """
 
 import argparse
+import functools
 import importlib.util
 import os
 import sys
@@ -32,21 +41,32 @@ from omegaconf import OmegaConf
 from frozen_sweep.config import TaskKind
 from frozen_sweep.weights import command_line
 from frozen_sweep.weights.command_line import UsageError
+from frozen_sweep.weights.ctranslate2_model import QUANTIZATIONS
 from frozen_sweep.weights.finished_run import load_run, seed_drawn
 from frozen_sweep.weights.freeze import frozen_fingerprint, parameter_counts
 from frozen_sweep.weights.model_file import write_model_file
+
+# --format → (the package it needs, the pip extra that installs it, the task kinds it writes)
+DIRECTORY_FORMATS = {
+    "hf": ("transformers", "hf", "translation runs (MarianMT) and language models (LLaMA)"),
+    "ctranslate2": ("ctranslate2", "ctranslate2", "translation runs (a CTranslate2 Translator)"),
+}
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run", metavar="RUN", help="a finished run's directory, or a model file")
     p.add_argument("out", metavar="OUT", help="the model file to write (replaced atomically if it exists); with "
-                   "--format hf, a new directory")  # fmt: skip
-    p.add_argument("--format", choices=["safetensors", "hf"], default="safetensors")
+                   "--format hf or ctranslate2, a new directory")  # fmt: skip
+    p.add_argument("--format", choices=["safetensors", *DIRECTORY_FORMATS], default="safetensors")
+    p.add_argument("--quantization", choices=QUANTIZATIONS, default=None,
+                   help="--format ctranslate2: the weights' type (default float32)")  # fmt: skip
     args = p.parse_args(argv)
     out = Path(args.out)
-    if args.format == "hf":
-        return export_hf(args.run, out)
+    if args.quantization is not None and args.format != "ctranslate2":
+        raise UsageError(f"--quantization is for --format ctranslate2, not --format {args.format}")
+    if args.format in DIRECTORY_FORMATS:
+        return export_directory(args.run, out, args.format, args.quantization or "float32")
     if out.is_dir():
         raise UsageError(f"{out} is a directory; OUT is the model file to write, e.g. {out / 'model.safetensors'}")
     if not out.parent.is_dir():
@@ -64,32 +84,43 @@ def main(argv=None) -> None:
           f"the rest drawn from seed {run.config.seed}", file=sys.stderr)  # fmt: skip
 
 
-def export_hf(run_path: str, out: Path) -> None:
-    """The run as a MarianMT (translation) or LLaMA (language model) directory, written beside OUT and renamed into
-    place once complete."""
-    from frozen_sweep.weights import llama_hf, marian
+def writers(fmt: str, quantization: str) -> dict:
+    """Task kind → (what the directory is, why a config cannot be held, the writer, what the export promises)."""
+    from frozen_sweep.weights import ctranslate2_model, llama_hf, marian
 
-    if importlib.util.find_spec("transformers") is None:
-        raise UsageError("--format hf needs Hugging Face transformers: pip install 'frozen_sweep[hf]'")
+    translations = "greedy search gives the run's greedy translations"
+    if fmt == "ctranslate2":
+        write = functools.partial(ctranslate2_model.write_ctranslate2, quantization=quantization)
+        promise = f"{quantization} weights; float32 {translations}"
+        return {TaskKind.translation: ("CTranslate2 Translator", ctranslate2_model.not_expressible, write, promise)}
+    return {TaskKind.translation: ("MarianMT", marian.not_expressible, marian.write_marian, translations),
+            TaskKind.lm: ("LLaMA", llama_hf.not_expressible, llama_hf.write_llama,
+                          "its logits and greedy continuations are the run's")}  # fmt: skip
+
+
+def export_directory(run_path: str, out: Path, fmt: str, quantization: str) -> None:
+    """The run as a MarianMT, LLaMA or CTranslate2 directory, written beside OUT and renamed into place once
+    complete."""
+    package, extra, kinds = DIRECTORY_FORMATS[fmt]
+    if importlib.util.find_spec(package) is None:
+        raise UsageError(f"--format {fmt} needs {package}: pip install 'frozen_sweep[{extra}]'")
     if out.exists():
-        raise UsageError(f"{out} exists; --format hf writes a new directory")
+        raise UsageError(f"{out} exists; --format {fmt} writes a new directory")
+    if not out.parent.is_dir():
+        raise UsageError(f"{out.parent} does not exist: create it first")
     run = load_run(run_path)
-    kind = TaskKind(run.config.task.kind)
-    formats = {TaskKind.translation: ("MarianMT", marian.not_expressible, marian.write_marian,
-                                      "greedy search gives the run's greedy translations"),
-               TaskKind.lm: ("LLaMA", llama_hf.not_expressible, llama_hf.write_llama,
-                             "its logits and greedy continuations are the run's")}  # fmt: skip
+    kind, formats = TaskKind(run.config.task.kind), writers(fmt, quantization)
     if kind not in formats:
-        raise UsageError(f"{run.path}: task.kind={kind.value}: --format hf writes translation runs (MarianMT) and "
-                         "language models (LLaMA)")  # fmt: skip
-    name, not_expressible, write, promise = formats[kind]
+        raise UsageError(f"{run.path}: task.kind={kind.value}: --format {fmt} writes {kinds}")
+    what, not_expressible, write, promise = formats[kind]
     reasons = not_expressible(run.config)
     if reasons:
-        raise UsageError(f"{run.path}: {name} cannot hold this model: {'; '.join(reasons)}")
+        raise UsageError(f"{run.path}: {what} cannot hold this model: {'; '.join(reasons)}")
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.") as tmp:
         write(Path(tmp) / "model", run.config, run.model.eval(), run.vocab)
         os.replace(Path(tmp) / "model", out)
-    print(f"{out}: {name} (transformers), {promise}", file=sys.stderr)
+    size = sum(f.stat().st_size for f in out.iterdir())
+    print(f"{out}: {what}, {size:,} bytes; {promise}", file=sys.stderr)
 
 
 if __name__ == "__main__":
