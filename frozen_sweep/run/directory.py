@@ -34,7 +34,8 @@ METRICS_FILE = "metrics.jsonl"  # metrics as they happen (frozen_sweep.metrics.l
 TENSORBOARD_DIR = "tensorboard"  # TensorBoard event files: `tensorboard --logdir outputs/`
 WANDB_DIR = "wandb"  # trainer.loggers=[wandb]: wandb's own files (an offline run's, to `wandb sync`)
 TRACKING_RUNS_FILE = "tracking_runs.json"  # the W&B and MLflow run ids of the job, so that a resumed job continues them
-TEST_HYPOTHESES, TEST_REFERENCES = "test.hyp.txt", "test.ref.txt"  # test translations, for significance tests
+# test translations, for significance tests, and the sources they translate
+TEST_HYPOTHESES, TEST_REFERENCES, TEST_SOURCES = "test.hyp.txt", "test.ref.txt", "test.src.txt"
 LOCK_FILE = "job.lock"  # held by the job's one runner
 ATTEMPTS_FILE = "attempts.json"  # launchers: one entry per time the job ran: where, with which GPU, when, how it ended
 SUBMISSION_FILE = "submission.json"  # launchers: what was submitted for this directory, written before submitting

@@ -1,29 +1,25 @@
 """What the commands that use a finished run share (python -m frozen_sweep.translate, .score, ...): the RUN argument,
-its kind, where its frozen weights live, the device, the input read whole and checked before any output, and the
-output written whole (a file atomically), so that a bad line or run leaves nothing half-written."""
+where its frozen weights live, the device and threads, the input read whole and checked before any output and the
+output written whole (a file atomically), so that a bad line or run leaves nothing half-written — or, with --stream,
+a batch of lines read and its output written before the next is read — and the speed on standard error at the end."""
 
 import argparse
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
-import torch
-
-from frozen_sweep.config import TaskKind
 from frozen_sweep.data.text_files import decode_lines
 from frozen_sweep.run.base_run import BaseRunError
 from frozen_sweep.system.files import write_text_atomic
+from frozen_sweep.use.errors import UsageError
+from frozen_sweep.use.run import Run, Speed, load_run
+from frozen_sweep.use.streaming import stream_batches
 from frozen_sweep.weights.build import FROZEN_MODES
 from frozen_sweep.weights.checkpoint import CheckpointError
-from frozen_sweep.weights.finished_run import FinishedRun, load_run
+from frozen_sweep.weights.integrity import IntegrityError
 from frozen_sweep.weights.model_file import ModelFileError
 
-COMMAND_OF_KIND = {TaskKind.translation: "translate", TaskKind.lm: "score", TaskKind.mlm: "score",
-                   TaskKind.classify: "classify", TaskKind.regression: "classify"}
-
-
-class UsageError(Exception):
-    """Bad input or run: the message says which and what is allowed."""
+STREAM_LINES, STREAM_WAIT_MS = 32, 20  # a streamed batch: the lines that came within this long of its first, at most
 
 
 def parser(description: str) -> argparse.ArgumentParser:
@@ -36,26 +32,43 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--frozen", choices=FROZEN_MODES, default="resident",
                    help="frozen weights held in memory, or drawn from the seed just before each module that uses "
                    "them and freed after it (same outputs, less memory)")  # fmt: skip
+    p.add_argument("--threads", type=int, help="CPU threads (default: the job's: the threads its record says it ran "
+                   "with, else trainer.threads, OMP_NUM_THREADS or the cores)")  # fmt: skip
+    p.add_argument("--stream", action="store_true", help="read a batch of lines (those that came within "
+                   "--stream-wait-ms of its first, at most --stream-lines) and write its output before reading on: "
+                   "for a pipe; output to standard output")  # fmt: skip
+    p.add_argument("--stream-lines", type=int, default=STREAM_LINES, help=f"default {STREAM_LINES}")
+    p.add_argument("--stream-wait-ms", type=float, default=STREAM_WAIT_MS, help=f"default {STREAM_WAIT_MS}")
     return p
 
 
-def open_run(args, command: str, kinds: tuple[TaskKind, ...]) -> FinishedRun:
-    """The run of `args.run`, on `args.device`; UsageError unless its task kind is one of `kinds`."""
-    run = load_run(args.run, frozen=args.frozen)
-    kind = TaskKind(run.config.task.kind)
-    if kind not in kinds:
-        other = COMMAND_OF_KIND.get(kind)
-        hint = f": use python -m frozen_sweep.{other}" if other else ""
-        allowed = " or ".join(f"task.kind={k.value}" for k in kinds)
-        raise UsageError(f"{run.path} is a task.kind={kind.value} run; {command} takes {allowed} runs{hint}")
-    run.model.to(device(args.device)).eval()
-    return run
+def open_run(args) -> Run:
+    """The run of `args.run`, on `args.device`, at `args.threads`."""
+    if args.stream and args.output:
+        raise UsageError("--stream writes standard output as it goes; --output is for a file written whole")
+    if args.stream_lines < 1 or args.stream_wait_ms < 0:
+        raise UsageError("--stream-lines must be at least 1 and --stream-wait-ms at least 0")
+    return load_run(args.run, frozen=args.frozen, device=args.device, threads=args.threads)
 
 
-def device(name: str) -> torch.device:
-    if name == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda: no CUDA device is visible; allowed here: auto, cpu")
-    return torch.device("cuda" if name != "cpu" and torch.cuda.is_available() else "cpu")
+def serve(args, run: Run, answer: Callable[[list[str], str, int], str]) -> None:
+    """`answer(lines, source, first_line)` → their output text: for the whole input (read and checked first, the
+    output written once it all succeeded), or with --stream for each batch, written and flushed before reading on.
+    The speed summary ends standard error."""
+    source = args.input or "standard input"
+    if not args.stream:
+        write_output(args.output, answer(read_lines(args.input), source, 1))
+        total = run.speed
+    else:
+        total = Speed(0, 0, 0.0)
+        with open(args.input, "rb") if args.input else sys.stdin.buffer as raw:
+            for first_line, batch in stream_batches(raw, source, args.stream_lines, args.stream_wait_ms / 1000):
+                sys.stdout.write(answer(batch, source, first_line))
+                sys.stdout.flush()
+                total = Speed(total.sentences + run.speed.sentences, total.tokens + run.speed.tokens,
+                              total.seconds + run.speed.seconds)  # fmt: skip
+    if total is not None:
+        print(total.summary(run.threads), file=sys.stderr)
 
 
 def read_lines(path: Optional[str]) -> list[str]:
@@ -70,14 +83,6 @@ def read_lines(path: Optional[str]) -> list[str]:
         raise UsageError(str(e)) from None
 
 
-def check_lengths(ids: list[list[int]], most: int, path: Optional[str], what: str) -> None:
-    """UsageError naming the first line longer than `most` subwords (`what` says which limit that is)."""
-    for number, row in enumerate(ids, start=1):
-        if len(row) > most:
-            raise UsageError(f"{path or 'standard input'} line {number} has {len(row)} subwords, more than {most} "
-                             f"({what})")  # fmt: skip
-
-
 def write_output(path: Optional[str], text: str) -> None:
     if path:
         write_text_atomic(Path(path), text)
@@ -90,6 +95,7 @@ def run_command(main, argv=None) -> None:
     """Run `main(argv)`; a bad run, file or line ends it with one line on stderr and exit status 2, no traceback."""
     try:
         main(argv)
-    except (UsageError, BaseRunError, CheckpointError, ModelFileError, OSError) as e:
+    except (UsageError, BaseRunError, CheckpointError, ModelFileError, IntegrityError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+

@@ -13,6 +13,7 @@ from typing import Callable, Optional
 
 import torch
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import SCRATCH, Config, FreezeFrom, FrozenMode, Init, StudyName, TaskKind
 from frozen_sweep.data.vocab import Vocab
@@ -22,7 +23,7 @@ from frozen_sweep.run.directory import BEST_CHECKPOINT, CONFIG_FILE
 from frozen_sweep.weights.build import FROZEN_MODES, build_model, build_model_on_the_fly
 from frozen_sweep.weights.checkpoint import load_checkpoint, restore
 from frozen_sweep.weights.freeze import draw, draw_plan, frozen_fingerprint, with_draws
-from frozen_sweep.weights.model_file import read_model_file
+from frozen_sweep.weights.model_file import ModelFileError, read_model_file
 from frozen_sweep.weights.on_the_fly import OnTheFly
 
 
@@ -91,7 +92,10 @@ def load_run(path, checkpoint: str = BEST_CHECKPOINT, frozen: str = "resident") 
 def _load_model_file(path: Path, frozen: str) -> FinishedRun:
     """The run in model file `path`: its stored tensors loaded, the frozen ones its seed draws drawn and verified."""
     saved = read_model_file(path)
-    config = _typed(OmegaConf.create(saved.config_yaml))
+    try:
+        config = _typed(OmegaConf.create(saved.config_yaml))
+    except (OmegaConfBaseException, ValueError) as e:  # hashed, so only a writer's mistake gets here
+        raise ModelFileError(f"{path}: its config does not fit this version's schema: {str(e).splitlines()[0]}")
     if saved.seed != config.seed:
         raise BaseRunError(f"{path}: its seed {saved.seed} is not its config's seed {config.seed}")
     labels = saved.classifier["labels"] if saved.classifier else None

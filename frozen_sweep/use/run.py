@@ -1,0 +1,144 @@
+"""The Python API of a finished run: `frozen_sweep.load_run(RUN)`, then `run.translate(lines)`, `run.score(lines)`
+or `run.classify(lines)`, with the checks and outputs of the commands (which call them).
+
+    from frozen_sweep import load_run
+    run = load_run("outputs/demo/(3)")            # a run directory, or a model file
+    run.translate(["el perro come pan"], beam=4)  # → ["the dog eats bread"]
+
+Work runs at the run's own thread count (the job's policy, docs/training.md: the threads its record says it ran
+with, so outputs reproduce the record's; else trainer.threads, OMP_NUM_THREADS or the cores) unless `threads` says
+otherwise. `speed` holds the last call's sentences, tokens and seconds.
+"""
+
+import time
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import torch
+
+from frozen_sweep.config import TaskKind
+from frozen_sweep.run.directory import BEST_CHECKPOINT
+from frozen_sweep.system import cpu
+from frozen_sweep.use import labelling, scoring, translating
+from frozen_sweep.use.errors import UsageError
+from frozen_sweep.weights.finished_run import FinishedRun
+from frozen_sweep.weights.finished_run import load_run as load_finished_run
+
+COMMAND_OF_KIND = {TaskKind.translation: "translate", TaskKind.lm: "score", TaskKind.mlm: "score",
+                   TaskKind.classify: "classify", TaskKind.regression: "classify"}  # fmt: skip
+INPUT = "input"  # how errors name the lines when the caller does not
+
+
+@dataclass
+class Speed:
+    sentences: int
+    tokens: int  # source subwords translated, tokens scored, subwords classified
+    seconds: float
+
+    def summary(self, threads: int) -> str:
+        per_s = lambda n: n / self.seconds if self.seconds > 0 else float("inf")  # noqa: E731
+        return (f"{self.sentences} sentences, {self.tokens} tokens in {self.seconds:.2f} s: "
+                f"{per_s(self.sentences):.2f} sentences/s, {per_s(self.tokens):.1f} tokens/s ({threads} "
+                f"thread{'s' * (threads != 1)})")  # fmt: skip
+
+
+def load_run(path, frozen: str = "resident", device: str = "auto", threads: Optional[int] = None,
+             checkpoint: str = BEST_CHECKPOINT) -> "Run":  # fmt: skip
+    """The run in directory or model file `path`, ready to use on `device` (auto: a GPU when there is one)."""
+    return Run(load_finished_run(path, checkpoint=checkpoint, frozen=frozen), device, threads)
+
+
+class Run:
+    """A finished run to use; its model, vocab, config and record are those of `finished` (weights.finished_run)."""
+
+    def __init__(self, finished: FinishedRun, device: str = "auto", threads: Optional[int] = None):
+        self.finished = finished
+        self.device = pick_device(device)
+        if threads is not None and threads < 1:
+            raise UsageError(f"threads={threads}: allowed: at least 1")
+        record_threads = (finished.record or {}).get("threads")
+        self.threads = threads or record_threads or cpu.job_threads(finished.config.trainer.threads)
+        self.follow_free_cores = threads is None and not record_threads and finished.config.trainer.follow_free_cores
+        self.speed: Optional[Speed] = None
+        finished.model.to(self.device).eval()
+
+    def __getattr__(self, name):  # model, vocab, config, record, labels, pairs, path, on_the_fly
+        return getattr(self.__dict__["finished"], name)
+
+    @property
+    def kind(self) -> TaskKind:
+        return TaskKind(self.config.task.kind)
+
+    def require(self, command: str, *kinds: TaskKind) -> None:
+        """UsageError unless this run's task kind is one of `kinds` (naming the command that takes it)."""
+        if self.kind not in kinds:
+            other = COMMAND_OF_KIND.get(self.kind)
+            hint = f": use python -m frozen_sweep.{other}" if other else ""
+            allowed = " or ".join(f"task.kind={k.value}" for k in kinds)
+            raise UsageError(f"{self.path} is a task.kind={self.kind.value} run; {command} takes {allowed} runs{hint}")
+
+    def _timed(self, sentences: int, work):
+        """`work()` at this run's threads, its speed kept; returns what `work` returns, its tokens dropped."""
+        start = time.perf_counter()
+        with cpu.threads_for_job(self.threads, self.follow_free_cores):
+            result, tokens = work()
+        self.speed = Speed(sentences, tokens, time.perf_counter() - start)
+        return result
+
+    def translate(self, lines: list[str], beam: Optional[int] = None, nbest: Optional[int] = None,
+                  len_penalty: Optional[float] = None, max_len_a: Optional[float] = None,
+                  max_len_b: Optional[int] = None, batch_sentences: Optional[int] = None,
+                  max_tokens: int = translating.MAX_TOKENS, source: str = INPUT, first_line: int = 1,
+                  on_batch=None) -> Union[list[str], list[list[tuple[float, str]]]]:  # fmt: skip
+        """One translation per line (an empty line: ""); with `nbest`, the nbest best (score, translation) per line,
+        best first (score: log-probability / length ** len_penalty). Search settings default to the run's."""
+        self.require("translate", TaskKind.translation)
+        search = translating.search_settings(self.config.eval, {"beam": beam, "len_penalty": len_penalty,
+                                             "max_len_a": max_len_a, "max_len_b": max_len_b,
+                                             "batch_sentences": batch_sentences})  # fmt: skip
+        ranked = self._timed(len(lines), lambda: translating.translate_lines(
+            self, lines, search, nbest or 1, max_tokens, source, first_line, on_batch))  # fmt: skip
+        return ranked if nbest else [hyps[0][1] for hyps in ranked]
+
+    def score(self, lines: list[str], source: str = INPUT, first_line: int = 1) -> scoring.Scores:
+        """Each line's log-probability, tokens and perplexity, and the corpus perplexity (frozen_sweep.score)."""
+        self.require("score", TaskKind.lm, TaskKind.mlm)
+
+        def work():
+            scores = scoring.score_lm_lines(self, lines, source, first_line)
+            return scores, scores.tokens
+
+        return self._timed(len(lines), work)
+
+    def classify(self, lines: list[str], batch_size: int = 64, source: str = INPUT,
+                 first_line: int = 1) -> list[Union[tuple[str, float], float, None]]:  # fmt: skip
+        """A classifier's (label, probability), or a regression's number, per line (a text, or text_a<TAB>text_b
+        for a run trained on pairs); None for an empty line."""
+        self.require("classify", TaskKind.classify, TaskKind.regression)
+        examples = labelling.split_examples(lines, source, self.pairs, first_line)
+        filled = [i for i, texts in enumerate(examples) if texts]
+        rows = labelling.encode([examples[i] for i in filled], self.vocab, self.config.model.max_positions, source,
+                                [first_line + i for i in filled])  # fmt: skip
+
+        def work():
+            if not rows:
+                return [], 0
+            if self.kind == TaskKind.regression:
+                return labelling.outputs(self.model, rows, batch_size).tolist(), sum(map(len, rows))
+            predictions = labelling.predict(self.model, rows, batch_size)
+            return [(self.labels[label], p) for label, p in predictions], sum(map(len, rows))
+
+        answers = self._timed(len(lines), work)
+        out: list = [None] * len(lines)
+        for i, answer in zip(filled, answers):
+            out[i] = answer
+        return out
+
+
+def pick_device(name: str) -> torch.device:
+    """auto: a GPU when there is one; UsageError for cuda where none is visible."""
+    if name not in ("auto", "cpu", "cuda"):
+        raise UsageError(f"device={name!r}: allowed: auto, cpu, cuda")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: no CUDA device is visible; allowed here: auto, cpu")
+    return torch.device("cuda" if name != "cpu" and torch.cuda.is_available() else "cpu")
