@@ -1,7 +1,8 @@
-"""Score sentences with a finished language-model run: one line of scores per input line, in input order, and a
-summary on standard error.
+"""Score sentences with a finished language-model run, or force-decode translations with a translation run: one
+line of scores per input line, in input order, and a summary on standard error.
 
     python -m frozen_sweep.score RUN < test.txt
+    paste test.src test.ref | python -m frozen_sweep.score MT_RUN     # log p(reference | source)
 
 Each output line is "LOGPROB<TAB>TOKENS<TAB>PPL": the natural-log probability the model gives the line, the tokens
 it was scored on and exp(−LOGPROB / TOKENS).
@@ -10,6 +11,9 @@ it was scored on and exp(−LOGPROB / TOKENS).
   (task.mask_prob of the line's subwords, replaced as in training), seeded by the line's number, each predicted from
   the rest of the line; the same masks a run's test set is scored with, so line N of its test file gets the masks its
   test sentence N got.
+- translation (task.kind=translation): lines `source<TAB>target`, scored log p(target | source): every target
+  subword and the end-of-sentence, each predicted from the source and the target before it; on the run's test set
+  (test.src.txt and test.ref.txt in its directory) the mean log-prob per token is minus the record's test_loss.
 The summary is the perplexity over all scored tokens, batched as the job batched its test set (trainer.max_tokens),
 so on the run's test file it is exactly the record's test perplexity (with --stream, each line is scored as it
 comes and there is no summary). RUN is the run's directory or its model file. The Python API:
@@ -25,7 +29,7 @@ from frozen_sweep.weights import command_line
 def main(argv=None) -> None:
     args = command_line.parser(__doc__).parse_args(argv)
     run = command_line.open_run(args)
-    run.require("score", TaskKind.lm, TaskKind.mlm)
+    run.require("score", TaskKind.lm, TaskKind.mlm, TaskKind.translation)
 
     def answer(lines: list[str], source: str, first_line: int) -> str:
         scores = run.score(lines, source=source, first_line=first_line)

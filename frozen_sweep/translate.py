@@ -9,7 +9,9 @@ gives exactly the BLEU its record holds for its test set. The input is read whol
 anything is translated (with --stream, a batch at a time as it comes); sentences are sorted by length and decoded in
 batches of at most --batch-sentences sentences and --max-tokens padded source tokens; an empty line gives an empty
 line. With --nbest N, each sentence gives N lines "LINE<TAB>SCORE<TAB>TRANSLATION" (LINE from 1, SCORE the
-hypothesis' log-probability / length ** len_penalty), best first. The Python API: frozen_sweep.load_run(RUN).translate.
+hypothesis' log-probability / length ** len_penalty), best first. Several RUNs translate as an ensemble: at every
+step the log of the mean of their next-token probabilities (fairseq's rule); they must share one vocabulary, and the
+first run's search settings apply. The Python API: frozen_sweep.load_run(RUN).translate.
 """
 
 import sys
@@ -22,7 +24,7 @@ from frozen_sweep.weights import command_line
 
 
 def main(argv=None) -> None:
-    p = command_line.parser(__doc__)
+    p = command_line.parser(__doc__, ensemble=True)
     p.add_argument("--beam", type=int, help="beam size, 1 = greedy (default: the run's eval.beam)")
     p.add_argument("--nbest", type=int, default=1, help="hypotheses written per sentence, at most --beam")
     p.add_argument("--len-penalty", type=float, help="default: the run's eval.len_penalty")

@@ -15,6 +15,7 @@ from frozen_sweep.weights.build import build_model
 from frozen_sweep.weights.command_line import run_command
 from frozen_sweep.weights.finished_run import load_run
 from frozen_sweep.weights.freeze import frozen_fingerprint, parameter_counts
+from frozen_sweep.weights.integrity import check_checksums
 from frozen_sweep.weights.model_file import write_model_file
 from tests.conftest import ROOT, compose_config
 from tests.helpers.jobs import result
@@ -79,10 +80,13 @@ def test_the_model_files_size_follows_the_trainable_ratio(finished_runs, tmp_pat
         cfg = compose_config("model=micro", f"freeze={pattern}")
         model = build_model(cfg, 4000)  # the embedded corpus's vocabulary size: embeddings as large as a real run's
         write_model_file(tmp_path / pattern, model, cfg.seed, "", vocab, frozen_fingerprint(model))
-        payload[pattern] = ((tmp_path / pattern).stat().st_size - len(vocab.model), parameter_counts(model))
+        data = (tmp_path / pattern).read_bytes()
+        header = 8 + int.from_bytes(data[:8], "little")  # names, shapes, offsets, a hash per tensor, the metadata
+        assert header <= 16384, pattern
+        payload[pattern] = (len(data) - header - len(vocab.model), parameter_counts(model))
     full = payload["none"][0]
-    for pattern, (size, counts) in payload.items():  # plus a header: names, shapes, a hash per frozen tensor
-        assert 0 <= size - counts["trainable_ratio"] * full <= 8192, pattern
+    for pattern, (size, counts) in payload.items():
+        assert size == pytest.approx(counts["trainable_ratio"] * full, abs=1), pattern
 
 
 def test_score_summarises_to_the_records_test_perplexity_resident_or_on_the_fly(finished_runs, tmp_path, capsys):
@@ -115,20 +119,21 @@ def test_bad_input_stops_the_command_with_one_message_and_writes_nothing(case, f
         "not_utf8": f"{source} line 2 is not valid UTF-8",
         "too_long": f"{source} line 2 has {3 * 300} subwords, more than 255 (model.max_positions=256",  # per-ro
         "empty_run": "holds no result.json, config.yaml, checkpoint_best.pt: not a finished run's directory",
-        "wrong_kind": "is a task.kind=lm run; translate takes task.kind=translation finished_runs: use python -m "
+        "wrong_kind": "is a task.kind=lm run; translate takes task.kind=translation runs: use python -m "
                       "frozen_sweep.score",
     }[case]
     assert message.startswith("error: ") and expected in message, message
-    if case == "wrong_kind":
+    if case == "wrong_kind":  # score takes a translation run, but source<TAB>target lines
         with pytest.raises(SystemExit):
             run_command(score.main, [str(finished_runs["mt"]), "--input", str(source)])
         message = capsys.readouterr().err
-        assert "score takes task.kind=lm or task.kind=mlm finished_runs: use python -m frozen_sweep.translate" in message
+        assert f"{source} line 1 has 1 TAB-separated columns; a translation run scores source<TAB>target" in message
 
 
 def test_a_hf_export_is_a_marian_model_whose_greedy_search_gives_the_runs(finished_runs, tmp_path, capsys):
     transformers = pytest.importorskip("transformers")
     run_command(export.main, [str(finished_runs["mt"]), str(tmp_path / "hf"), "--format", "hf"])
+    check_checksums(tmp_path / "hf")  # every file as written
     tokenizer = transformers.MarianTokenizer.from_pretrained(tmp_path / "hf")
     marian = transformers.MarianMTModel.from_pretrained(tmp_path / "hf").eval()
     run = load_run(finished_runs["mt"])

@@ -44,6 +44,8 @@ def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path
     for name, lines in saved:  # for significance tests, and to translate or score the test set again
         write_text_atomic(run_dir / name, "".join(line + "\n" for line in lines))
     scores = bleu_chrf(hyps, data.test.tgt_text)
+    batches = held_out_batches(data.test, "test", cfg.task, len(data.vocab), cfg.trainer.max_tokens)
+    loss, _ = token_scores(model, batches, device)  # the references' NLL per token: what score's force-decoding gives
     e = cfg.eval
     decoding = {"beam": e.beam, "len_penalty": e.len_penalty, "max_len_a": e.max_len_a, "max_len_b": e.max_len_b,
                 "sentences": len(hyps), "at_length_cap": len(capped)}  # fmt: skip
@@ -53,4 +55,5 @@ def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path
             "ending: the model rarely predicts end-of-sentence (undertrained?)", len(capped), len(hyps), e.max_len_a,
             e.max_len_b,
         )  # fmt: skip
-    return {"metric": scores["bleu"], "chrf": scores["chrf"], "signature": scores["signature"], "decoding": decoding}
+    return {"metric": scores["bleu"], "chrf": scores["chrf"], "loss": loss, "signature": scores["signature"],
+            "decoding": decoding}  # fmt: skip

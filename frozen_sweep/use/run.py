@@ -11,13 +11,14 @@ otherwise. `speed` holds the last call's sentences, tokens and seconds.
 """
 
 import time
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Optional, Union
 
 import torch
 
 from frozen_sweep.config import TaskKind
-from frozen_sweep.run.directory import BEST_CHECKPOINT
+from frozen_sweep.evaluate.ensemble import Ensemble
 from frozen_sweep.system import cpu
 from frozen_sweep.use import labelling, scoring, translating
 from frozen_sweep.use.errors import UsageError
@@ -35,24 +36,29 @@ class Speed:
     tokens: int  # source subwords translated, tokens scored, subwords classified
     seconds: float
 
-    def summary(self, threads: int) -> str:
+    def summary(self, threads: int, weights: str) -> str:
         per_s = lambda n: n / self.seconds if self.seconds > 0 else float("inf")  # noqa: E731
         return (f"{self.sentences} sentences, {self.tokens} tokens in {self.seconds:.2f} s: "
                 f"{per_s(self.sentences):.2f} sentences/s, {per_s(self.tokens):.1f} tokens/s ({threads} "
-                f"thread{'s' * (threads != 1)})")  # fmt: skip
+                f"thread{'s' * (threads != 1)}); weights: {weights}")  # fmt: skip
 
 
-def load_run(path, frozen: str = "resident", device: str = "auto", threads: Optional[int] = None,
-             checkpoint: str = BEST_CHECKPOINT) -> "Run":  # fmt: skip
-    """The run in directory or model file `path`, ready to use on `device` (auto: a GPU when there is one)."""
-    return Run(load_finished_run(path, checkpoint=checkpoint, frozen=frozen), device, threads)
+def load_run(path: Union[str, Path, list], frozen: str = "resident", device: str = "auto",
+             threads: Optional[int] = None, checkpoint: str = "best") -> "Run":  # fmt: skip
+    """The run in directory or model file `path`, ready to use on `device` (auto: a GPU when there is one), with the
+    weights of `checkpoint` (a run directory's: best, last, or a checkpoint file's path). A list of paths: their
+    translation runs as one ensemble (same vocabulary; the first run's search settings)."""
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    runs = [load_finished_run(p, checkpoint=checkpoint, frozen=frozen) for p in paths]
+    return Run(runs[0], device, threads, runs[1:])
 
 
 class Run:
     """A finished run to use; its model, vocab, config and record are those of `finished` (weights.finished_run)."""
 
-    def __init__(self, finished: FinishedRun, device: str = "auto", threads: Optional[int] = None):
-        self.finished = finished
+    def __init__(self, finished: FinishedRun, device: str = "auto", threads: Optional[int] = None,
+                 members: tuple[FinishedRun, ...] = ()):  # fmt: skip
+        self.finished, self.members = finished, list(members)  # members: the other runs of an ensemble
         self.device = pick_device(device)
         if threads is not None and threads < 1:
             raise UsageError(f"threads={threads}: allowed: at least 1")
@@ -60,10 +66,29 @@ class Run:
         self.threads = threads or record_threads or cpu.job_threads(finished.config.trainer.threads)
         self.follow_free_cores = threads is None and not record_threads and finished.config.trainer.follow_free_cores
         self.speed: Optional[Speed] = None
-        finished.model.to(self.device).eval()
+        for run in (finished, *members):
+            run.model.to(self.device).eval()
+        self._check_ensemble()
 
     def __getattr__(self, name):  # model, vocab, config, record, labels, pairs, path, on_the_fly
         return getattr(self.__dict__["finished"], name)
+
+    def _check_ensemble(self) -> None:
+        """UsageError unless an ensemble's runs all translate, with one vocabulary."""
+        for other in self.members:
+            if TaskKind(other.config.task.kind) != TaskKind.translation or self.kind != TaskKind.translation:
+                raise UsageError(f"{other.path}: an ensemble is of translation runs only (task.kind=translation)")
+            if other.vocab.model != self.vocab.model:
+                raise UsageError(f"{other.path}: its vocabulary is not {self.path}'s; an ensemble's runs share one "
+                                 "vocabulary (runs of the same prepared task)")  # fmt: skip
+
+    @property
+    def search_model(self):
+        """What beam search runs: the model, or the ensemble of the runs' models."""
+        return Ensemble([run.model for run in (self.finished, *self.members)]) if self.members else self.model
+
+    def weights_summary(self) -> str:
+        return " + ".join(run.weights_summary() for run in (self.finished, *self.members))
 
     @property
     def kind(self) -> TaskKind:
@@ -76,6 +101,10 @@ class Run:
             hint = f": use python -m frozen_sweep.{other}" if other else ""
             allowed = " or ".join(f"task.kind={k.value}" for k in kinds)
             raise UsageError(f"{self.path} is a task.kind={self.kind.value} run; {command} takes {allowed} runs{hint}")
+
+    def _single(self, command: str) -> None:
+        if self.members:
+            raise UsageError(f"{command} takes one run; an ensemble translates only")
 
     def _timed(self, sentences: int, work):
         """`work()` at this run's threads, its speed kept; returns what `work` returns, its tokens dropped."""
@@ -101,11 +130,14 @@ class Run:
         return ranked if nbest else [hyps[0][1] for hyps in ranked]
 
     def score(self, lines: list[str], source: str = INPUT, first_line: int = 1) -> scoring.Scores:
-        """Each line's log-probability, tokens and perplexity, and the corpus perplexity (frozen_sweep.score)."""
-        self.require("score", TaskKind.lm, TaskKind.mlm)
+        """Each line's log-probability, tokens and perplexity, and the corpus perplexity (frozen_sweep.score); a
+        translation run's lines are `source<TAB>target`, scored log p(target | source)."""
+        self._single("score")
+        self.require("score", TaskKind.lm, TaskKind.mlm, TaskKind.translation)
+        score_lines = scoring.score_pairs if self.kind == TaskKind.translation else scoring.score_lm_lines
 
         def work():
-            scores = scoring.score_lm_lines(self, lines, source, first_line)
+            scores = score_lines(self, lines, source, first_line)
             return scores, scores.tokens
 
         return self._timed(len(lines), work)
@@ -114,6 +146,7 @@ class Run:
                  first_line: int = 1) -> list[Union[tuple[str, float], float, None]]:  # fmt: skip
         """A classifier's (label, probability), or a regression's number, per line (a text, or text_a<TAB>text_b
         for a run trained on pairs); None for an empty line."""
+        self._single("classify")
         self.require("classify", TaskKind.classify, TaskKind.regression)
         examples = labelling.split_examples(lines, source, self.pairs, first_line)
         filled = [i for i, texts in enumerate(examples) if texts]

@@ -1,6 +1,7 @@
-"""Scores of lines of text by a language-model run: each line's log-probability, the tokens scored and their
-perplexity, and the corpus perplexity batched as the job batched its test set (so on the run's test file it is the
-record's test perplexity exactly)."""
+"""Scores of lines of text: each line's log-probability, the tokens scored and their perplexity, and the corpus
+perplexity batched as the job batched its test set. A language model scores a line (so on the run's test file the
+corpus perplexity is the record's test perplexity exactly); a translation run force-decodes `source<TAB>target`
+lines, log p(target | source) (so on its test set the mean log-prob per token is minus the record's test_loss)."""
 
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
@@ -9,7 +10,7 @@ from frozen_sweep.config import TaskKind
 from frozen_sweep.data import Split
 from frozen_sweep.data.masking import held_out_batches
 from frozen_sweep.evaluate.scores import perplexity, token_scores
-from frozen_sweep.use.errors import check_lengths
+from frozen_sweep.use.errors import UsageError, check_lengths
 
 
 class LineScore(NamedTuple):
@@ -44,6 +45,28 @@ def score_lm_lines(run, lines: list[str], source: str, first_line: int = 1) -> S
     sentence_nll: dict[int, tuple[float, int]] = {}
     nll, accuracy = token_scores(run.model, batches, run.device, sentence_nll)
     return _scores(sentence_nll, len(ids), nll, accuracy, TaskKind(cfg.task.kind) == TaskKind.mlm)
+
+
+def score_pairs(run, lines: list[str], source: str, first_line: int = 1) -> Scores:
+    """log p(target | source) of each `source<TAB>target` line, by a translation run: every target subword and the
+    end-of-sentence, each predicted from the source and the target before it (teacher forcing, as its loss)."""
+    pairs = []
+    for number, line in enumerate(lines, start=first_line):
+        columns = line.split("\t")
+        if len(columns) != 2:
+            raise UsageError(f"{source} line {number} has {len(columns)} TAB-separated columns; a translation run "
+                             "scores source<TAB>target")  # fmt: skip
+        pairs.append([column.strip() for column in columns])
+    vocab, cfg = run.vocab, run.config
+    src, tgt = (vocab.encode_batch([pair[k] for pair in pairs]) for k in (0, 1))
+    positions = cfg.model.max_positions
+    what = f"model.max_positions={positions}, less one for the end-of-sentence"
+    check_lengths(src, positions - 1, f"{source} (source)", what, first_line)
+    check_lengths(tgt, positions - 1, f"{source} (target)", what, first_line)
+    batches = held_out_batches(Split.from_ids(src, tgt), "test", cfg.task, len(vocab), cfg.trainer.max_tokens)
+    sentence_nll: dict[int, tuple[float, int]] = {}
+    nll, accuracy = token_scores(run.model, batches, run.device, sentence_nll)
+    return _scores(sentence_nll, len(pairs), nll, accuracy, False)
 
 
 def _scores(sentence_nll: dict[int, tuple[float, int]], count: int, nll: float, accuracy, masked: bool) -> Scores:

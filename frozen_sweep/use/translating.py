@@ -34,7 +34,8 @@ def translate_lines(run, lines: list[str], search: dict, nbest: int, max_tokens:
     check_lengths(sources, positions - 1, source, f"model.max_positions={positions}, less one for the "
                   "end-of-sentence", first_line)  # fmt: skip
     filled = [i for i, line in enumerate(lines) if line.strip()]
-    ranked = translate_nbest(run.model, [sources[i] for i in filled], vocab, run.device, OmegaConf.create(search),
+    search_cfg = OmegaConf.create(search)
+    ranked = translate_nbest(run.search_model, [sources[i] for i in filled], vocab, run.device, search_cfg,
                              nbest=nbest, max_tokens=max_tokens, on_batch=on_batch)  # fmt: skip
     out: list[list[tuple[float, str]]] = [[(0.0, "")] for _ in lines]
     for i, hyps in zip(filled, ranked):

@@ -22,16 +22,18 @@ from frozen_sweep.weights.model_file import ModelFileError
 STREAM_LINES, STREAM_WAIT_MS = 32, 20  # a streamed batch: the lines that came within this long of its first, at most
 
 
-def parser(description: str) -> argparse.ArgumentParser:
+def parser(description: str, ensemble: bool = False) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("run", metavar="RUN", help="a finished run's directory, or a model file written by "
-                   "python -m frozen_sweep.export")  # fmt: skip
+    p.add_argument("run", metavar="RUN", nargs="+" if ensemble else None, help="a finished run's directory, or a "
+                   "model file written by python -m frozen_sweep.export" + (" (several: their ensemble, the mean of "
+                   "their probabilities at every step)" if ensemble else ""))  # fmt: skip
     p.add_argument("--input", metavar="FILE", help="sentences, one a line, UTF-8 (default: standard input)")
     p.add_argument("--output", metavar="FILE", help="written once everything succeeded (default: standard output)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="auto: a GPU when there is one")
     p.add_argument("--frozen", choices=FROZEN_MODES, default="resident",
                    help="frozen weights held in memory, or drawn from the seed just before each module that uses "
                    "them and freed after it (same outputs, less memory)")  # fmt: skip
+    add_checkpoint(p)
     p.add_argument("--threads", type=int, help="CPU threads (default: the job's: the threads its record says it ran "
                    "with, else trainer.threads, OMP_NUM_THREADS or the cores)")  # fmt: skip
     p.add_argument("--stream", action="store_true", help="read a batch of lines (those that came within "
@@ -42,13 +44,19 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
+def add_checkpoint(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", default="best", help="a run directory's weights: best (its best validation's, "
+                   "the default), last (its latest validation's: a running or interrupted run's too) or a checkpoint "
+                   "file's path")  # fmt: skip
+
+
 def open_run(args) -> Run:
     """The run of `args.run`, on `args.device`, at `args.threads`."""
     if args.stream and args.output:
         raise UsageError("--stream writes standard output as it goes; --output is for a file written whole")
     if args.stream_lines < 1 or args.stream_wait_ms < 0:
         raise UsageError("--stream-lines must be at least 1 and --stream-wait-ms at least 0")
-    return load_run(args.run, frozen=args.frozen, device=args.device, threads=args.threads)
+    return load_run(args.run, frozen=args.frozen, device=args.device, threads=args.threads, checkpoint=args.checkpoint)
 
 
 def serve(args, run: Run, answer: Callable[[list[str], str, int], str]) -> None:
@@ -68,7 +76,7 @@ def serve(args, run: Run, answer: Callable[[list[str], str, int], str]) -> None:
                 total = Speed(total.sentences + run.speed.sentences, total.tokens + run.speed.tokens,
                               total.seconds + run.speed.seconds)  # fmt: skip
     if total is not None:
-        print(total.summary(run.threads), file=sys.stderr)
+        print(total.summary(run.threads, run.weights_summary()), file=sys.stderr)
 
 
 def read_lines(path: Optional[str]) -> list[str]:
