@@ -1,4 +1,4 @@
-"""Average a run's last checkpoints into one model file (fairseq's average_checkpoints.py, for a seed-only model):
+"""Average a run's last checkpoints into one model file (fairseq's checkpoint averaging, for a seed-only model):
 
     python -m frozen_sweep.average RUN --last N OUT.safetensors
 
@@ -17,7 +17,7 @@ import torch
 from frozen_sweep.export import check_model_file_path, write_run_file
 from frozen_sweep.run.directory import step_checkpoints
 from frozen_sweep.use.errors import UsageError
-from frozen_sweep.weights import command_line
+from frozen_sweep.use import command_line
 from frozen_sweep.weights.finished_run import load_run
 from frozen_sweep.weights.freeze import frozen_fingerprint
 

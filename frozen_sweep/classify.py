@@ -13,7 +13,7 @@ invalid UTF-8, a wrong number of columns, an empty text of a pair, one longer th
 """
 
 from frozen_sweep.config import TaskKind
-from frozen_sweep.weights import command_line
+from frozen_sweep.use import command_line
 
 
 def main(argv=None) -> None:

@@ -29,8 +29,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import TaskKind
-from frozen_sweep.weights import command_line
-from frozen_sweep.weights.command_line import UsageError
+from frozen_sweep.use import command_line
+from frozen_sweep.use.command_line import UsageError
 from frozen_sweep.weights.finished_run import FinishedRun, load_run, seed_drawn
 from frozen_sweep.weights.freeze import frozen_fingerprint, parameter_counts
 from frozen_sweep.weights.integrity import write_checksums

@@ -23,7 +23,7 @@ frozen_sweep.load_run(RUN).score.
 import sys
 
 from frozen_sweep.config import TaskKind
-from frozen_sweep.weights import command_line
+from frozen_sweep.use import command_line
 
 
 def main(argv=None) -> None:

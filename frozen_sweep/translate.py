@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from frozen_sweep.config import TaskKind
 from frozen_sweep.use.translating import MAX_TOKENS
-from frozen_sweep.weights import command_line
+from frozen_sweep.use import command_line
 
 
 def main(argv=None) -> None:

@@ -12,7 +12,7 @@ import torch
 from frozen_sweep import average, export, load_run, translate
 from frozen_sweep.run.directory import TEST_SOURCES, step_checkpoints
 from frozen_sweep.use.errors import UsageError
-from frozen_sweep.weights.command_line import run_command
+from frozen_sweep.use.command_line import run_command
 from frozen_sweep.weights.model_file import read_model_file, write_model_file
 from tests.helpers.jobs import result
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from frozen_sweep import classify, export, score, translate
-from frozen_sweep.weights.command_line import run_command
+from frozen_sweep.use.command_line import run_command
 from frozen_sweep.weights.integrity import IntegrityError, check_checksums, write_checksums
 from frozen_sweep.weights.model_file import VOCAB_TENSOR, ModelFileError, read_model_file
 from tests.conftest import ROOT

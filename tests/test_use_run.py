@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from frozen_sweep import export, score, translate
 from frozen_sweep.evaluate.decode import translate as decode
 from frozen_sweep.weights.build import build_model
-from frozen_sweep.weights.command_line import run_command
+from frozen_sweep.use.command_line import run_command
 from frozen_sweep.weights.finished_run import load_run
 from frozen_sweep.weights.freeze import frozen_fingerprint, parameter_counts
 from frozen_sweep.weights.integrity import check_checksums

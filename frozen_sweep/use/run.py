@@ -106,8 +106,12 @@ class Run:
         if self.members:
             raise UsageError(f"{command} takes one run; an ensemble translates only")
 
-    def _timed(self, sentences: int, work):
-        """`work()` at this run's threads, its speed kept; returns what `work` returns, its tokens dropped."""
+    def _timed(self, lines: list[str], work):
+        """`work()` at this run's threads, its speed kept; returns what `work` returns, its tokens dropped. UsageError
+        when `lines` is one string, not a list of them."""
+        if isinstance(lines, (str, bytes)):
+            raise UsageError("lines: a list of strings, one per sentence (not one string)")
+        sentences = len(lines)
         start = time.perf_counter()
         with cpu.threads_for_job(self.threads, self.follow_free_cores):
             result, tokens = work()
@@ -125,7 +129,7 @@ class Run:
         search = translating.search_settings(self.config.eval, {"beam": beam, "len_penalty": len_penalty,
                                              "max_len_a": max_len_a, "max_len_b": max_len_b,
                                              "batch_sentences": batch_sentences})  # fmt: skip
-        ranked = self._timed(len(lines), lambda: translating.translate_lines(
+        ranked = self._timed(lines, lambda: translating.translate_lines(
             self, lines, search, nbest or 1, max_tokens, source, first_line, on_batch))  # fmt: skip
         return ranked if nbest else [hyps[0][1] for hyps in ranked]
 
@@ -140,7 +144,7 @@ class Run:
             scores = score_lines(self, lines, source, first_line)
             return scores, scores.tokens
 
-        return self._timed(len(lines), work)
+        return self._timed(lines, work)
 
     def classify(self, lines: list[str], batch_size: int = 64, source: str = INPUT,
                  first_line: int = 1) -> list[Union[tuple[str, float], float, None]]:  # fmt: skip
@@ -148,24 +152,24 @@ class Run:
         for a run trained on pairs); None for an empty line."""
         self._single("classify")
         self.require("classify", TaskKind.classify, TaskKind.regression)
-        examples = labelling.split_examples(lines, source, self.pairs, first_line)
-        filled = [i for i, texts in enumerate(examples) if texts]
-        rows = labelling.encode([examples[i] for i in filled], self.vocab, self.config.model.max_positions, source,
-                                [first_line + i for i in filled])  # fmt: skip
 
         def work():
+            examples = labelling.split_examples(lines, source, self.pairs, first_line)
+            filled = [i for i, texts in enumerate(examples) if texts]
+            rows = labelling.encode([examples[i] for i in filled], self.vocab, self.config.model.max_positions,
+                                    source, [first_line + i for i in filled])  # fmt: skip
+            out: list = [None] * len(lines)
             if not rows:
-                return [], 0
+                return out, 0
             if self.kind == TaskKind.regression:
-                return labelling.outputs(self.model, rows, batch_size).tolist(), sum(map(len, rows))
-            predictions = labelling.predict(self.model, rows, batch_size)
-            return [(self.labels[label], p) for label, p in predictions], sum(map(len, rows))
+                answers = labelling.outputs(self.model, rows, batch_size).tolist()
+            else:
+                answers = [(self.labels[label], p) for label, p in labelling.predict(self.model, rows, batch_size)]
+            for i, answer in zip(filled, answers):
+                out[i] = answer
+            return out, sum(map(len, rows))
 
-        answers = self._timed(len(lines), work)
-        out: list = [None] * len(lines)
-        for i, answer in zip(filled, answers):
-            out[i] = answer
-        return out
+        return self._timed(lines, work)
 
 
 def pick_device(name: str) -> torch.device:
