@@ -17,7 +17,8 @@ writes a Hugging Face directory instead, all its weights included (needs `transf
 MarianTokenizer.from_pretrained(OUT_DIR)), its greedy search giving the run's greedy translations; a LLaMA-style
 language model (model.norm=rms, model.ffn=swiglu, model.positions=rope) as LLaMA (LlamaForCausalLM.from_pretrained,
 AutoTokenizer.from_pretrained), its logits and greedy continuations the run's. Runs they cannot express are refused,
-saying why.
+saying why. Every directory holds a SHA256SUMS of its files (`sha256sum -c SHA256SUMS`, or
+frozen_sweep.weights.integrity.check_checksums).
 
     python -m frozen_sweep.export RUN OUT_DIR --format ctranslate2 [--quantization int8|int16|float16]
 
@@ -26,6 +27,8 @@ install 'frozen_sweep[ctranslate2]'), weights quantised as asked (default float3
 them as sentencepiece.model: all a deployment needs. Sources are given as SentencePiece pieces (`</s>` is appended by
 the model); float32 greedy search gives the run's greedy translations. Language models, classifiers and reservoirs
 other than transformer layers are refused, saying why (frozen_sweep.weights.ctranslate2_model).
+
+--checkpoint best|last|PATH exports a running or interrupted run's checkpoint instead of its best weights.
 """
 
 import argparse
@@ -39,11 +42,12 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import TaskKind
-from frozen_sweep.weights import command_line
-from frozen_sweep.weights.command_line import UsageError
+from frozen_sweep.use import command_line
+from frozen_sweep.use.command_line import UsageError
 from frozen_sweep.weights.ctranslate2_model import QUANTIZATIONS
-from frozen_sweep.weights.finished_run import load_run, seed_drawn
+from frozen_sweep.weights.finished_run import FinishedRun, load_run, seed_drawn
 from frozen_sweep.weights.freeze import frozen_fingerprint, parameter_counts
+from frozen_sweep.weights.integrity import write_checksums
 from frozen_sweep.weights.model_file import write_model_file
 
 # --format → (the package it needs, the pip extra that installs it, the task kinds it writes)
@@ -61,17 +65,27 @@ def main(argv=None) -> None:
     p.add_argument("--format", choices=["safetensors", *DIRECTORY_FORMATS], default="safetensors")
     p.add_argument("--quantization", choices=QUANTIZATIONS, default=None,
                    help="--format ctranslate2: the weights' type (default float32)")  # fmt: skip
+    command_line.add_checkpoint(p)
     args = p.parse_args(argv)
     out = Path(args.out)
     if args.quantization is not None and args.format != "ctranslate2":
         raise UsageError(f"--quantization is for --format ctranslate2, not --format {args.format}")
     if args.format in DIRECTORY_FORMATS:
-        return export_directory(args.run, out, args.format, args.quantization or "float32")
+        return export_directory(args.run, out, args.format, args.quantization or "float32", args.checkpoint)
+    check_model_file_path(out)
+    run = load_run(args.run, checkpoint=args.checkpoint)
+    write_run_file(run, out, run.weights_summary())
+
+
+def check_model_file_path(out: Path) -> None:
     if out.is_dir():
         raise UsageError(f"{out} is a directory; OUT is the model file to write, e.g. {out / 'model.safetensors'}")
     if not out.parent.is_dir():
         raise UsageError(f"{out.parent} does not exist: create it first")
-    run = load_run(args.run)
+
+
+def write_run_file(run: FinishedRun, out: Path, weights: str) -> None:
+    """`run` (its model as it is now) as the model file `out`; says on stderr what it holds (`weights`: whose)."""
     model, drawn = run.model, seed_drawn(run)
     hashes = {name: sha256 for name, sha256 in frozen_fingerprint(model).items() if name in drawn}
     labelled = TaskKind(run.config.task.kind).labelled  # a regression's labels: None
@@ -81,7 +95,7 @@ def main(argv=None) -> None:
     total = parameter_counts(model)["params_total"]
     stored = total - sum(p.numel() for name, p in model.named_parameters() if name in drawn)
     print(f"{out}: {out.stat().st_size:,} bytes; {stored:,} of {total:,} parameters stored ({stored / total:.1%}), "
-          f"the rest drawn from seed {run.config.seed}", file=sys.stderr)  # fmt: skip
+          f"the rest drawn from seed {run.config.seed}; weights: {weights}", file=sys.stderr)  # fmt: skip
 
 
 def writers(fmt: str, quantization: str) -> dict:
@@ -98,9 +112,9 @@ def writers(fmt: str, quantization: str) -> dict:
                           "its logits and greedy continuations are the run's")}  # fmt: skip
 
 
-def export_directory(run_path: str, out: Path, fmt: str, quantization: str) -> None:
-    """The run as a MarianMT, LLaMA or CTranslate2 directory, written beside OUT and renamed into place once
-    complete."""
+def export_directory(run_path: str, out: Path, fmt: str, quantization: str, checkpoint: str = "best") -> None:
+    """The run as a MarianMT, LLaMA or CTranslate2 directory with a SHA256SUMS of its files, written beside OUT and
+    renamed into place once complete."""
     package, extra, kinds = DIRECTORY_FORMATS[fmt]
     if importlib.util.find_spec(package) is None:
         raise UsageError(f"--format {fmt} needs {package}: pip install 'frozen_sweep[{extra}]'")
@@ -108,7 +122,7 @@ def export_directory(run_path: str, out: Path, fmt: str, quantization: str) -> N
         raise UsageError(f"{out} exists; --format {fmt} writes a new directory")
     if not out.parent.is_dir():
         raise UsageError(f"{out.parent} does not exist: create it first")
-    run = load_run(run_path)
+    run = load_run(run_path, checkpoint=checkpoint)
     kind, formats = TaskKind(run.config.task.kind), writers(fmt, quantization)
     if kind not in formats:
         raise UsageError(f"{run.path}: task.kind={kind.value}: --format {fmt} writes {kinds}")
@@ -118,9 +132,10 @@ def export_directory(run_path: str, out: Path, fmt: str, quantization: str) -> N
         raise UsageError(f"{run.path}: {what} cannot hold this model: {'; '.join(reasons)}")
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.") as tmp:
         write(Path(tmp) / "model", run.config, run.model.eval(), run.vocab)
+        write_checksums(Path(tmp) / "model")
         os.replace(Path(tmp) / "model", out)
     size = sum(f.stat().st_size for f in out.iterdir())
-    print(f"{out}: {what}, {size:,} bytes; {promise}", file=sys.stderr)
+    print(f"{out}: {what}, {size:,} bytes; {promise}; weights: {run.weights_summary()}", file=sys.stderr)
 
 
 if __name__ == "__main__":

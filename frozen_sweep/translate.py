@@ -6,26 +6,25 @@ one sentence a line, in input order.
 RUN is the run's directory or its model file (python -m frozen_sweep.export). The search defaults to the run's own
 settings (its config's eval section: beam, length penalty, length limits, sentences per batch), so the pipe above
 gives exactly the BLEU its record holds for its test set. The input is read whole and checked (UTF-8, lengths) before
-anything is translated; sentences are sorted by length and decoded in batches of at most --batch-sentences sentences
-and --max-tokens padded source tokens. With --nbest N, each sentence gives N lines "LINE<TAB>SCORE<TAB>TRANSLATION"
-(LINE from 1, SCORE the hypothesis' log-probability / length ** len_penalty), best first.
+anything is translated (with --stream, a batch at a time as it comes); sentences are sorted by length and decoded in
+batches of at most --batch-sentences sentences and --max-tokens padded source tokens; an empty line gives an empty
+line. With --nbest N, each sentence gives N lines "LINE<TAB>SCORE<TAB>TRANSLATION" (LINE from 1, SCORE the
+hypothesis' log-probability / length ** len_penalty), best first. Several RUNs translate as an ensemble: at every
+step the log of the mean of their next-token probabilities (fairseq's rule); they must share one vocabulary, and the
+first run's search settings apply. The Python API: frozen_sweep.load_run(RUN).translate.
 """
 
 import sys
 
-from omegaconf import OmegaConf
 from tqdm import tqdm
 
 from frozen_sweep.config import TaskKind
-from frozen_sweep.evaluate.decode import translate_nbest
-from frozen_sweep.weights import command_line
-from frozen_sweep.weights.command_line import UsageError
-
-MAX_TOKENS = 6000  # padded source tokens per batch: with beam 4 a batch holds 4× this many decoder states
+from frozen_sweep.use.translating import MAX_TOKENS
+from frozen_sweep.use import command_line
 
 
 def main(argv=None) -> None:
-    p = command_line.parser(__doc__)
+    p = command_line.parser(__doc__, ensemble=True)
     p.add_argument("--beam", type=int, help="beam size, 1 = greedy (default: the run's eval.beam)")
     p.add_argument("--nbest", type=int, default=1, help="hypotheses written per sentence, at most --beam")
     p.add_argument("--len-penalty", type=float, help="default: the run's eval.len_penalty")
@@ -35,31 +34,21 @@ def main(argv=None) -> None:
     p.add_argument("--max-tokens", type=int, default=MAX_TOKENS, help=f"most padded source tokens per batch "
                    f"(default {MAX_TOKENS}); a longer sentence is a batch of its own")  # fmt: skip
     args = p.parse_args(argv)
-    run = command_line.open_run(args, "translate", (TaskKind.translation,))
-    search = OmegaConf.to_container(run.config.eval)
-    for key in ("beam", "len_penalty", "max_len_a", "max_len_b", "batch_sentences"):
-        if getattr(args, key) is not None:
-            search[key] = getattr(args, key)
-    if search["beam"] < 1 or not 1 <= args.nbest <= search["beam"]:
-        raise UsageError(f"--beam {search['beam']} --nbest {args.nbest}: allowed: beam ≥ 1, 1 ≤ nbest ≤ beam")
-    if search["batch_sentences"] < 1 or args.max_tokens < 1:
-        raise UsageError("--batch-sentences and --max-tokens must be at least 1")
+    run = command_line.open_run(args)
+    run.require("translate", TaskKind.translation)
+    search = {key: getattr(args, key) for key in ("beam", "len_penalty", "max_len_a", "max_len_b", "batch_sentences")}
 
-    lines = command_line.read_lines(args.input)
-    vocab = run.vocab
-    sources = vocab.encode_batch(lines)
-    positions = run.config.model.max_positions
-    command_line.check_lengths(sources, positions - 1, args.input, f"model.max_positions={positions}, less one for "
-                               "the end-of-sentence")  # fmt: skip
-    device = next(run.model.buffers()).device
-    with tqdm(total=len(sources), unit="sentence", file=sys.stderr, disable=not sys.stderr.isatty()) as progress:
-        ranked = translate_nbest(run.model, sources, vocab, device, OmegaConf.create(search), nbest=args.nbest,
-                                 max_tokens=args.max_tokens, on_batch=progress.update)  # fmt: skip
-    if args.nbest == 1:
-        text = "".join(hyps[0][1] + "\n" for hyps in ranked)
-    else:
-        text = "".join(f"{line}\t{score:.4f}\t{hyp}\n" for line, hyps in enumerate(ranked, 1) for score, hyp in hyps)
-    command_line.write_output(args.output, text)
+    def answer(lines: list[str], source: str, first_line: int) -> str:
+        with tqdm(total=len(lines), unit="sentence", file=sys.stderr,
+                  disable=args.stream or not sys.stderr.isatty()) as progress:  # fmt: skip
+            ranked = run.translate(lines, nbest=args.nbest, max_tokens=args.max_tokens, source=source,
+                                   first_line=first_line, on_batch=progress.update, **search)  # fmt: skip
+        if args.nbest == 1:
+            return "".join(hyps[0][1] + "\n" for hyps in ranked)
+        return "".join(f"{line}\t{score:.4f}\t{hyp}\n" for line, hyps in enumerate(ranked, first_line)
+                       for score, hyp in hyps)  # fmt: skip
+
+    command_line.serve(args, run, answer)
 
 
 if __name__ == "__main__":

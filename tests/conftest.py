@@ -102,3 +102,23 @@ def micro_overrides(toy_corpus, cache_dir) -> list[str]:
         "trainer=quick",
         "eval.beam=2",
     ]
+
+
+@pytest.fixture(scope="session")
+def finished_runs(toy_corpus, cache_dir, tmp_path_factory) -> dict:
+    """A translation run with frozen FFNs (its last 3 validations' checkpoints kept) and a language model with frozen
+    embeddings, trained for a few seconds."""
+    from tests.helpers.jobs import run_cli  # the helper imports this module's ROOT
+
+    base = tmp_path_factory.mktemp("runs")
+    common = ["task=text_files", f"task.path={toy_corpus}", "task.tgt_lang=en", "task.vocab_size=60",
+              f"task.cache_dir={cache_dir}", "trainer=quick"]  # fmt: skip
+    jobs = {
+        "mt": [*common, "task.src_lang=es", "model=micro", "eval.beam=2", "freeze=ffn", "trainer.max_epochs=12",
+               "trainer.keep_checkpoints=3"],
+        "lm": [*common, "task.kind=lm", "task.src_lang=null", "model=lm_micro", "freeze=emb", "trainer.max_epochs=4"],
+    }
+    for name, overrides in jobs.items():
+        proc = run_cli(*overrides, f"hydra.run.dir={base / name}")
+        assert proc.returncode == 0, proc.stdout
+    return {name: base / name for name in jobs} | {"corpus": toy_corpus}

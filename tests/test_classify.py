@@ -10,6 +10,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+import frozen_sweep
 from frozen_sweep import classify, export
 from frozen_sweep.config import CorpusKind, TaskConfig, TaskKind
 from frozen_sweep.data import load_task
@@ -21,7 +22,7 @@ from frozen_sweep.evaluate.scores import macro_f1
 from frozen_sweep.tables.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_ENOUGH, finetune_checks
 from frozen_sweep.weights import freeze
 from frozen_sweep.weights.build import build_model
-from frozen_sweep.weights.command_line import run_command
+from frozen_sweep.use.command_line import run_command
 from frozen_sweep.weights.finished_run import load_run
 from frozen_sweep.weights.model_file import read_model_file
 from tests.conftest import compose_config, toy_pairs
@@ -159,6 +160,10 @@ def test_a_classifiers_model_file_labels_as_its_run_does_and_a_tampered_one_is_r
         run_command(classify.main, [str(source), "--input", str(pairs), "--output", str(out), "--frozen", frozen])
         labelled[source.name, frozen] = out.read_text()
     assert len(set(labelled.values())) == 1 and len(labelled[run.name, "resident"].splitlines()) == 20
+    first, second = pairs.read_text().splitlines()[:2]  # the Python API, and an empty line: an empty answer
+    answers = frozen_sweep.load_run(run).classify([first, "", second])
+    expected = labelled[run.name, "resident"].splitlines()[:2]
+    assert [f"{label}\t{p:.4f}" for label, p in (answers[0], answers[2])] == expected and answers[1] is None
 
     tampered = "encoder.layers.0.ffn.fc2.weight"
     replace_frozen_hash(model_file, tampered)

@@ -96,6 +96,7 @@ def test_cross_field_errors_name_the_key(overrides, words):
     [
         ("model.encoder_layers=-1", "model.encoder_layers=-1: must be >= 0"),
         ("trainer.max_steps=0", "trainer.max_steps=0: must be > 0"),
+        ("trainer.keep_checkpoints=-1", "trainer.keep_checkpoints=-1: must be >= 0"),
         ("trainer.betas=[0.9,1.5]", "trainer.betas=[0.9, 1.5]: must be two numbers in [0, 1)"),
         ("trainer.compile_mode=fast", "trainer.compile_mode=fast: allowed: default, reduce-overhead, max-autotune,"),
         ("trainer.diverge_ratio=0.5", "trainer.diverge_ratio=0.5: must be > 1 (a multiple of a validation loss)"),

@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 from frozen_sweep import export
 from frozen_sweep.evaluate.decode import translate as decode
 from frozen_sweep.weights import ctranslate2_model
-from frozen_sweep.weights.command_line import run_command
+from frozen_sweep.use.command_line import run_command
 from frozen_sweep.weights.finished_run import load_run
 from tests.conftest import compose_config
 from tests.helpers.jobs import run_cli

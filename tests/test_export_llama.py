@@ -9,7 +9,7 @@ from frozen_sweep import export
 from frozen_sweep.data.vocab import BOS, EOS
 from frozen_sweep.evaluate.continuation import greedy_continuation
 from frozen_sweep.weights.build import build_model
-from frozen_sweep.weights.command_line import run_command
+from frozen_sweep.use.command_line import run_command
 from frozen_sweep.weights.finished_run import load_run
 from tests.helpers.jobs import run_cli
 

@@ -17,7 +17,7 @@ from frozen_sweep.job.job_config import fingerprint, job_config
 from frozen_sweep.model import component_of_parameters
 from frozen_sweep.tables.build import build_tables
 from frozen_sweep.tables.runs import load_runs
-from frozen_sweep.weights.command_line import run_command
+from frozen_sweep.use.command_line import run_command
 from frozen_sweep.weights.finished_run import load_run
 from frozen_sweep.weights.model_file import read_model_file
 from tests.conftest import ROOT, compose_config, fake_run_dir

@@ -24,7 +24,7 @@ from frozen_sweep.train.loss import TrainingLoss
 from frozen_sweep.train.stopping import TrainState, add_validation
 from frozen_sweep.weights import freeze
 from frozen_sweep.weights.build import build_model
-from frozen_sweep.weights.command_line import run_command
+from frozen_sweep.use.command_line import run_command
 from tests.conftest import compose_config, toy_pairs
 from tests.helpers.jobs import result, run_cli
 

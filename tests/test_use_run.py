@@ -1,5 +1,5 @@
 """Using a finished run: translate and score from the command line, the seed-only model file, frozen weights drawn
-on the fly. Real micro runs trained on the toy corpus; the commands run as a user runs them."""
+on the fly. Real micro runs trained on the toy corpus (conftest's finished_runs); the commands run as a user runs them."""
 
 import math
 import os
@@ -12,29 +12,14 @@ from omegaconf import OmegaConf
 from frozen_sweep import export, score, translate
 from frozen_sweep.evaluate.decode import translate as decode
 from frozen_sweep.weights.build import build_model
-from frozen_sweep.weights.command_line import run_command
+from frozen_sweep.use.command_line import run_command
 from frozen_sweep.weights.finished_run import load_run
 from frozen_sweep.weights.freeze import frozen_fingerprint, parameter_counts
+from frozen_sweep.weights.integrity import check_checksums
 from frozen_sweep.weights.model_file import write_model_file
 from tests.conftest import ROOT, compose_config
-from tests.helpers.jobs import result, run_cli
+from tests.helpers.jobs import result
 from tests.helpers.model_files import replace_frozen_hash
-
-
-@pytest.fixture(scope="module")
-def runs(toy_corpus, cache_dir, tmp_path_factory) -> dict:
-    """A translation run with frozen FFNs and a language model with frozen embeddings, trained for a few seconds."""
-    base = tmp_path_factory.mktemp("runs")
-    common = ["task=text_files", f"task.path={toy_corpus}", "task.tgt_lang=en", "task.vocab_size=60",
-              f"task.cache_dir={cache_dir}", "trainer=quick"]  # fmt: skip
-    jobs = {
-        "mt": [*common, "task.src_lang=es", "model=micro", "eval.beam=2", "freeze=ffn", "trainer.max_epochs=12"],
-        "lm": [*common, "task.kind=lm", "task.src_lang=null", "model=lm_micro", "freeze=emb", "trainer.max_epochs=4"],
-    }
-    for name, overrides in jobs.items():
-        proc = run_cli(*overrides, f"hydra.run.dir={base / name}")
-        assert proc.returncode == 0, proc.stdout
-    return {name: base / name for name in jobs} | {"corpus": toy_corpus}
 
 
 def command(*args: str, stdin: bytes = b"", cwd=ROOT, env=None) -> subprocess.CompletedProcess:
@@ -42,9 +27,9 @@ def command(*args: str, stdin: bytes = b"", cwd=ROOT, env=None) -> subprocess.Co
                           timeout=120)  # fmt: skip
 
 
-def test_translate_piped_into_sacrebleu_gives_exactly_the_records_test_bleu(runs):
-    corpus, record = runs["corpus"], result(runs["mt"])
-    pipe = (f"{sys.executable} -m frozen_sweep.translate {runs['mt']} < {corpus / 'test.es'} | "
+def test_translate_piped_into_sacrebleu_gives_exactly_the_records_test_bleu(finished_runs):
+    corpus, record = finished_runs["corpus"], result(finished_runs["mt"])
+    pipe = (f"{sys.executable} -m frozen_sweep.translate {finished_runs['mt']} < {corpus / 'test.es'} | "
             f"{sys.executable} -m sacrebleu {corpus / 'test.en'} -b -w 10")  # fmt: skip
     out = subprocess.run(pipe, shell=True, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -52,19 +37,19 @@ def test_translate_piped_into_sacrebleu_gives_exactly_the_records_test_bleu(runs
     assert out.stderr.count("\n") <= 1  # no progress bar: standard error is not a terminal
 
 
-def test_an_exported_file_translates_identically_elsewhere_resident_or_on_the_fly(runs, tmp_path):
-    run_command(export.main, [str(runs["mt"]), str(tmp_path / "model.safetensors")])
+def test_an_exported_file_translates_identically_elsewhere_resident_or_on_the_fly(finished_runs, tmp_path):
+    run_command(export.main, [str(finished_runs["mt"]), str(tmp_path / "model.safetensors")])
     elsewhere = tmp_path / "elsewhere"  # another directory, and no prepared data: the vocabulary is in the file
     elsewhere.mkdir()
     env = os.environ | {"FROZEN_SWEEP_CACHE": str(tmp_path / "no_cache")}
-    expected = (runs["mt"] / "test.hyp.txt").read_text()
-    out = command("frozen_sweep.translate", "../model.safetensors", "--input", str(runs["corpus"] / "test.es"),
+    expected = (finished_runs["mt"] / "test.hyp.txt").read_text()
+    out = command("frozen_sweep.translate", "../model.safetensors", "--input", str(finished_runs["corpus"] / "test.es"),
                   "--output", "hyp.txt", "--frozen", "on-the-fly", cwd=elsewhere, env=env)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert (elsewhere / "hyp.txt").read_text() == expected
 
-    resident, on_the_fly = load_run(runs["mt"]), load_run(tmp_path / "model.safetensors", frozen="on-the-fly")
-    sources = resident.vocab.encode_batch((runs["corpus"] / "test.es").read_text().splitlines())
+    resident, on_the_fly = load_run(finished_runs["mt"]), load_run(tmp_path / "model.safetensors", frozen="on-the-fly")
+    sources = resident.vocab.encode_batch((finished_runs["corpus"] / "test.es").read_text().splitlines())
     assert decode(load_run(tmp_path / "model.safetensors").model, sources, resident.vocab, "cpu",
                   resident.config.eval) == expected.splitlines()  # fmt: skip
     frozen_bytes = {n: p.nbytes for n, p in resident.model.named_parameters() if not p.requires_grad}
@@ -75,53 +60,56 @@ def test_an_exported_file_translates_identically_elsewhere_resident_or_on_the_fl
     assert max(frozen_bytes.values()) <= held <= 1.05 * max(frozen_bytes.values())
 
 
-def test_a_file_whose_frozen_tensor_does_not_regenerate_is_refused_naming_it(runs, tmp_path, capsys):
+def test_a_file_whose_frozen_tensor_does_not_regenerate_is_refused_naming_it(finished_runs, tmp_path, capsys):
     exported = tmp_path / "model.safetensors"
-    run_command(export.main, [str(runs["mt"]), str(exported)])
+    run_command(export.main, [str(finished_runs["mt"]), str(exported)])
     tampered = "decoder.layers.0.ffn.fc1.weight"
     replace_frozen_hash(exported, tampered)  # as if torch drew other numbers from the seed
     with pytest.raises(SystemExit) as stop:
-        run_command(translate.main, [str(exported), "--input", str(runs["corpus"] / "test.es"), "--output",
+        run_command(translate.main, [str(exported), "--input", str(finished_runs["corpus"] / "test.es"), "--output",
                                      str(tmp_path / "hyp.txt")])  # fmt: skip
     message = capsys.readouterr().err
     assert stop.value.code == 2 and f"frozen tensor {tampered} regenerated from the seed does not match" in message
     assert not (tmp_path / "hyp.txt").exists()
 
 
-def test_the_model_files_size_follows_the_trainable_ratio(runs, tmp_path):
-    vocab = load_run(runs["mt"]).vocab
+def test_the_model_files_size_follows_the_trainable_ratio(finished_runs, tmp_path):
+    vocab = load_run(finished_runs["mt"]).vocab
     payload = {}
     for pattern in ("none", "ffn", "emb_ffn", "att_ffn"):
         cfg = compose_config("model=micro", f"freeze={pattern}")
         model = build_model(cfg, 4000)  # the embedded corpus's vocabulary size: embeddings as large as a real run's
         write_model_file(tmp_path / pattern, model, cfg.seed, "", vocab, frozen_fingerprint(model))
-        payload[pattern] = ((tmp_path / pattern).stat().st_size - len(vocab.model), parameter_counts(model))
+        data = (tmp_path / pattern).read_bytes()
+        header = 8 + int.from_bytes(data[:8], "little")  # names, shapes, offsets, a hash per tensor, the metadata
+        assert header <= 16384, pattern
+        payload[pattern] = (len(data) - header - len(vocab.model), parameter_counts(model))
     full = payload["none"][0]
-    for pattern, (size, counts) in payload.items():  # plus a header: names, shapes, a hash per frozen tensor
-        assert 0 <= size - counts["trainable_ratio"] * full <= 8192, pattern
+    for pattern, (size, counts) in payload.items():
+        assert size == pytest.approx(counts["trainable_ratio"] * full, abs=1), pattern
 
 
-def test_score_summarises_to_the_records_test_perplexity_resident_or_on_the_fly(runs, tmp_path, capsys):
-    test, record = runs["corpus"] / "test.en", result(runs["lm"])
+def test_score_summarises_to_the_records_test_perplexity_resident_or_on_the_fly(finished_runs, tmp_path, capsys):
+    test, record = finished_runs["corpus"] / "test.en", result(finished_runs["lm"])
     outputs = []
     for frozen in ("resident", "on-the-fly"):
         output = tmp_path / f"{frozen}.txt"
-        run_command(score.main, [str(runs["lm"]), "--input", str(test), "--output", str(output), "--frozen", frozen])
+        run_command(score.main, [str(finished_runs["lm"]), "--input", str(test), "--output", str(output), "--frozen", frozen])
         assert f"perplexity {record['test_metric']}," in capsys.readouterr().err
         outputs.append(output.read_text())
     lines, sentences = outputs[0].splitlines(), test.read_text().splitlines()
     assert outputs[0] == outputs[1] and len(lines) == len(sentences)
     logprob, tokens, ppl = lines[0].split("\t")
-    assert float(logprob) < 0 and int(tokens) == len(load_run(runs["lm"]).vocab.encode_batch(sentences[:1])[0]) + 1
+    assert float(logprob) < 0 and int(tokens) == len(load_run(finished_runs["lm"]).vocab.encode_batch(sentences[:1])[0]) + 1
     assert float(ppl) == pytest.approx(math.exp(-float(logprob) / int(tokens)), rel=1e-3)
 
 
 @pytest.mark.parametrize("case", ["not_utf8", "too_long", "empty_run", "wrong_kind"])
-def test_bad_input_stops_the_command_with_one_message_and_writes_nothing(case, runs, tmp_path, capsys):
+def test_bad_input_stops_the_command_with_one_message_and_writes_nothing(case, finished_runs, tmp_path, capsys):
     source, output = tmp_path / "in.txt", tmp_path / "out.txt"
     second_line = {"not_utf8": b"el \xff gato\n", "too_long": b"perro " * 300 + b"\n"}.get(case, b"")
     source.write_bytes(b"el perro\n" + second_line)
-    run = {"empty_run": tmp_path / "empty", "wrong_kind": runs["lm"]}.get(case, runs["mt"])
+    run = {"empty_run": tmp_path / "empty", "wrong_kind": finished_runs["lm"]}.get(case, finished_runs["mt"])
     run.mkdir(exist_ok=True)
     with pytest.raises(SystemExit) as stop:
         run_command(translate.main, [str(run), "--input", str(source), "--output", str(output)])
@@ -135,21 +123,22 @@ def test_bad_input_stops_the_command_with_one_message_and_writes_nothing(case, r
                       "frozen_sweep.score",
     }[case]
     assert message.startswith("error: ") and expected in message, message
-    if case == "wrong_kind":
+    if case == "wrong_kind":  # score takes a translation run, but source<TAB>target lines
         with pytest.raises(SystemExit):
-            run_command(score.main, [str(runs["mt"]), "--input", str(source)])
+            run_command(score.main, [str(finished_runs["mt"]), "--input", str(source)])
         message = capsys.readouterr().err
-        assert "score takes task.kind=lm or task.kind=mlm runs: use python -m frozen_sweep.translate" in message
+        assert f"{source} line 1 has 1 TAB-separated columns; a translation run scores source<TAB>target" in message
 
 
-def test_a_hf_export_is_a_marian_model_whose_greedy_search_gives_the_runs(runs, tmp_path, capsys):
+def test_a_hf_export_is_a_marian_model_whose_greedy_search_gives_the_runs(finished_runs, tmp_path, capsys):
     transformers = pytest.importorskip("transformers")
-    run_command(export.main, [str(runs["mt"]), str(tmp_path / "hf"), "--format", "hf"])
+    run_command(export.main, [str(finished_runs["mt"]), str(tmp_path / "hf"), "--format", "hf"])
+    check_checksums(tmp_path / "hf")  # every file as written
     tokenizer = transformers.MarianTokenizer.from_pretrained(tmp_path / "hf")
     marian = transformers.MarianMTModel.from_pretrained(tmp_path / "hf").eval()
-    run = load_run(runs["mt"])
+    run = load_run(finished_runs["mt"])
     greedy = OmegaConf.merge(run.config.eval, {"beam": 1})
-    lines = (runs["corpus"] / "test.es").read_text().splitlines()[:20]
+    lines = (finished_runs["corpus"] / "test.es").read_text().splitlines()[:20]
     expected = decode(run.model, run.vocab.encode_batch(lines), run.vocab, "cpu", greedy)
     for line, ours in zip(lines, expected):
         batch = tokenizer([line], return_tensors="pt")
@@ -159,7 +148,7 @@ def test_a_hf_export_is_a_marian_model_whose_greedy_search_gives_the_runs(runs, 
 
     capsys.readouterr()
     with pytest.raises(SystemExit) as stop:  # the paper's language model: not LLaMA's block
-        run_command(export.main, [str(runs["lm"]), str(tmp_path / "lm_hf"), "--format", "hf"])
+        run_command(export.main, [str(finished_runs["lm"]), str(tmp_path / "lm_hf"), "--format", "hf"])
     message = capsys.readouterr().err
     assert stop.value.code == 2 and len(message.splitlines()) == 1
     assert "LLaMA cannot hold this model: model.norm=post: LLaMA normalises with RMSNorm" in message

@@ -53,6 +53,7 @@ RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     *((f"trainer.{key}", lambda v: v >= 1, "must be an integer >= 1") for key in ("devices", "update_freq")),
     *((f"model.{key}", lambda v: v >= 0, "must be >= 0") for key in ("encoder_layers", "decoder_layers")),
     ("task.vocab_sample_lines", lambda v: v >= 0, "must be >= 0 (0: train the vocabulary on every training line)"),
+    ("trainer.keep_checkpoints", lambda v: v >= 0, "must be >= 0 (0: keep no validation's checkpoint)"),
     ("task.mask_prob", lambda v: 0.0 < v < 1.0, "must be in (0, 1), e.g. 0.15"),
     *((f"task.{key}", lambda v: 0.0 <= v <= 1.0, "must be in [0, 1]")
       for key in ("mask_replace_prob", "random_replace_prob")),

@@ -66,7 +66,7 @@ BASE_KEYS = ("finetune.base_checkpoint", "relearn.base_checkpoint")
 # the record says how it ran (`threads`, `follow_free_cores`).
 NEUTRAL_KEYS = frozenset(
     {"name", "force", "dry_run", "task.cache_dir", "trainer.progress", "trainer.threads", "trainer.follow_free_cores",
-     "trainer.device", "trainer.loggers", "trainer.log_every_steps", "trainer.dist_timeout_s"}
+     "trainer.device", "trainer.keep_checkpoints", "trainer.loggers", "trainer.log_every_steps", "trainer.dist_timeout_s"}
     | {f"trainer.wandb.{f.name}" for f in fields(WandbConfig)}
     | {f"trainer.mlflow.{f.name}" for f in fields(MlflowConfig)}
 )  # fmt: skip

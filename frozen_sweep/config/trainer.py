@@ -63,6 +63,8 @@ class TrainerConfig:
     # CPU threads, fixed for the job's life (the record's `threads`); null: OMP_NUM_THREADS, else every core it may use.
     # The launchers set it to their share of the cores (frozen_sweep.system.cpu)
     threads: Optional[int] = None
+    # the weights of the last N validations kept as checkpoint_step<STEP>.pt, for python -m frozen_sweep.average; 0: none
+    keep_checkpoints: int = 0
     # up to every core, fewer while other processes hold cores: faster beside other work, NOT reproducible (the thread
     # count changes the numbers); recorded
     follow_free_cores: bool = False

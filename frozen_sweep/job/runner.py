@@ -276,6 +276,7 @@ def _test(cfg, run_dir: Path, result: RunResult, data: TaskData, study, device: 
     test = evaluate_test(cfg, data, model.to(device), device, run_dir)
     result.test_metric = test["metric"]
     result.test_chrf = test.get("chrf")
+    result.test_loss = test.get("loss")
     result.test_accuracy = test.get("accuracy")
     for name in ("f1", "macro_f1", "mcc", "spearman", "mse"):  # a classifier's or a regression's
         setattr(result, f"test_{name}", test.get(name))

@@ -1,7 +1,7 @@
 """A job's test: its best validation's weights on the test set: accuracy, F1 and Matthews correlation for a
 classifier, Pearson, Spearman and the mean squared error for a regression, perplexity for a language model (a masked
-LM's on its masked positions), beam search and sacrebleu for translation, whose hypotheses and references are saved
-beside the result for significance tests."""
+LM's on its masked positions), beam search and sacrebleu for translation, whose hypotheses, references and sources
+are saved beside the result for significance tests and to use the run on its test set again."""
 
 import logging
 from pathlib import Path
@@ -20,7 +20,7 @@ from frozen_sweep.evaluate.scores import (
     token_scores,
 )  # fmt: skip
 from frozen_sweep.model import Transformer
-from frozen_sweep.run.directory import TEST_HYPOTHESES, TEST_REFERENCES
+from frozen_sweep.run.directory import TEST_HYPOTHESES, TEST_REFERENCES, TEST_SOURCES
 from frozen_sweep.system.files import write_text_atomic
 
 log = logging.getLogger(__name__)
@@ -40,9 +40,12 @@ def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path
         return {"metric": perplexity(nll), "accuracy": accuracy if cfg.task.kind == TaskKind.mlm else None}
     capped: list[int] = []
     hyps = translate(model, data.test.sources(), data.vocab, device, cfg.eval, capped=capped)
-    for name, lines in ((TEST_HYPOTHESES, hyps), (TEST_REFERENCES, data.test.tgt_text)):  # for significance tests
+    saved = ((TEST_HYPOTHESES, hyps), (TEST_REFERENCES, data.test.tgt_text), (TEST_SOURCES, data.test.src_text))
+    for name, lines in saved:  # for significance tests, and to translate or score the test set again
         write_text_atomic(run_dir / name, "".join(line + "\n" for line in lines))
     scores = bleu_chrf(hyps, data.test.tgt_text)
+    batches = held_out_batches(data.test, "test", cfg.task, len(data.vocab), cfg.trainer.max_tokens)
+    loss, _ = token_scores(model, batches, device)  # the references' NLL per token: what score's force-decoding gives
     e = cfg.eval
     decoding = {"beam": e.beam, "len_penalty": e.len_penalty, "max_len_a": e.max_len_a, "max_len_b": e.max_len_b,
                 "sentences": len(hyps), "at_length_cap": len(capped)}  # fmt: skip
@@ -52,4 +55,5 @@ def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path
             "ending: the model rarely predicts end-of-sentence (undertrained?)", len(capped), len(hyps), e.max_len_a,
             e.max_len_b,
         )  # fmt: skip
-    return {"metric": scores["bleu"], "chrf": scores["chrf"], "signature": scores["signature"], "decoding": decoding}
+    return {"metric": scores["bleu"], "chrf": scores["chrf"], "loss": loss, "signature": scores["signature"],
+            "decoding": decoding}  # fmt: skip

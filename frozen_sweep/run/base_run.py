@@ -22,19 +22,21 @@ class BaseRun:
     record: dict  # its result.json
 
 
-def load_base_run(path) -> BaseRun:
-    """The run in `path`; BaseRunError unless it completed and left its config and best checkpoint."""
+def load_base_run(path, checkpoint: Optional[str] = BEST_CHECKPOINT, completed: bool = True) -> BaseRun:
+    """The run in `path`; BaseRunError unless it left its config and `checkpoint` (a file name in it; None: a
+    checkpoint elsewhere) and, with `completed`, completed (without: running, or stopped before its end)."""
     path = Path(path).expanduser().absolute()
     if not path.is_dir():
         raise BaseRunError(f"no such directory ({path})")
-    missing = [name for name in (RESULT_FILE, CONFIG_FILE, BEST_CHECKPOINT) if not (path / name).is_file()]
+    needed = (RESULT_FILE, CONFIG_FILE) + ((checkpoint,) if checkpoint else ())
+    missing = [name for name in needed if not (path / name).is_file()]
     if missing:
         raise BaseRunError(f"{path} holds no {', '.join(missing)}: not a finished run's directory")
     try:
         record = load_result(path / RESULT_FILE)
     except ValueError as e:
         raise BaseRunError(str(e)) from e
-    if not is_completed(record):
+    if completed and not is_completed(record):
         raise BaseRunError(f"the run in {path} is {record['status']}, not completed")
     return BaseRun(path, OmegaConf.load(path / CONFIG_FILE), record)
 

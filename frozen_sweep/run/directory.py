@@ -30,11 +30,13 @@ RESULT_FILE = "result.json"  # the result record (frozen_sweep.run.record), rewr
 CONFIG_FILE = "config.yaml"  # the config the job ran with
 LAST_CHECKPOINT = "checkpoint_last.pt"  # everything needed to resume: weights, optimiser, schedule, trainer state, RNG
 BEST_CHECKPOINT = "checkpoint_best.pt"  # weights of the best validation only
+STEP_CHECKPOINT = "checkpoint_step{}.pt"  # trainer.keep_checkpoints: a validation's weights, by its step (averaging)
 METRICS_FILE = "metrics.jsonl"  # metrics as they happen (frozen_sweep.metrics.log)
 TENSORBOARD_DIR = "tensorboard"  # TensorBoard event files: `tensorboard --logdir outputs/`
 WANDB_DIR = "wandb"  # trainer.loggers=[wandb]: wandb's own files (an offline run's, to `wandb sync`)
 TRACKING_RUNS_FILE = "tracking_runs.json"  # the W&B and MLflow run ids of the job, so that a resumed job continues them
-TEST_HYPOTHESES, TEST_REFERENCES = "test.hyp.txt", "test.ref.txt"  # test translations, for significance tests
+# test translations, for significance tests, and the sources they translate
+TEST_HYPOTHESES, TEST_REFERENCES, TEST_SOURCES = "test.hyp.txt", "test.ref.txt", "test.src.txt"
 LOCK_FILE = "job.lock"  # held by the job's one runner
 ATTEMPTS_FILE = "attempts.json"  # launchers: one entry per time the job ran: where, with which GPU, when, how it ended
 SUBMISSION_FILE = "submission.json"  # launchers: what was submitted for this directory, written before submitting
@@ -196,3 +198,10 @@ def completed_runs(folder: Path) -> dict[str, Path]:
         if sha:
             found.setdefault(sha, Path(root))
     return found
+
+
+def step_checkpoints(run_dir: Path) -> list[Path]:
+    """The validations' checkpoints a run kept (trainer.keep_checkpoints), oldest first."""
+    prefix, suffix = STEP_CHECKPOINT.split("{}")
+    kept = [p for p in Path(run_dir).glob(STEP_CHECKPOINT.format("*")) if p.name[len(prefix) : -len(suffix)].isdigit()]
+    return sorted(kept, key=lambda p: int(p.name[len(prefix) : -len(suffix)]))

@@ -59,6 +59,7 @@ class RunResult:
     best_metric: Optional[float] = None
     test_metric: Optional[float] = None
     test_chrf: Optional[float] = None
+    test_loss: Optional[float] = None  # translation: mean NLL per reference token on the test set (score's force-decoding)
     test_accuracy: Optional[float] = None  # masked LM: arg-max accuracy on the test set's masked positions; classifier
     test_f1: Optional[float] = None  # classifier: the positive class's F1 (two labels), else macro-F1, on the test set
     test_macro_f1: Optional[float] = None  # classifier

@@ -31,7 +31,7 @@ from frozen_sweep.data.masking import mask_train_batch
 from frozen_sweep.metrics.log import MetricsLog
 from frozen_sweep.parallel.distributed import all_gather, broadcast_from_main, on_main, sum_over_ranks, wrap
 from frozen_sweep.parallel.world import SINGLE, World
-from frozen_sweep.run.directory import BEST_CHECKPOINT, LAST_CHECKPOINT
+from frozen_sweep.run.directory import BEST_CHECKPOINT, LAST_CHECKPOINT, STEP_CHECKPOINT, step_checkpoints
 from frozen_sweep.train.loss import TrainingLoss
 from frozen_sweep.train.optim import optimizer_and_schedule
 from frozen_sweep.train.stopping import Diverged, TrainState, add_validation, best_loss, diverging
@@ -118,7 +118,13 @@ class Trainer:
             cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
         )
         if best:
-            save_checkpoint(self.run_dir / BEST_CHECKPOINT, self.model, self.cfg.seed)
+            save_checkpoint(self.run_dir / BEST_CHECKPOINT, self.model, self.cfg.seed, step=self.state.step)
+        keep = self.cfg.trainer.keep_checkpoints
+        if keep > 0:  # the last `keep` validations' weights, for averaging
+            save_checkpoint(self.run_dir / STEP_CHECKPOINT.format(self.state.step), self.model, self.cfg.seed,
+                            step=self.state.step)  # fmt: skip
+            for old in step_checkpoints(self.run_dir)[:-keep]:
+                old.unlink()
 
     # ---- training ---------------------------------------------------------------------------------------------------
 

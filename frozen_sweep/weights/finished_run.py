@@ -13,17 +13,23 @@ from typing import Callable, Optional
 
 import torch
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import SCRATCH, Config, FreezeFrom, FrozenMode, Init, StudyName, TaskKind
 from frozen_sweep.data.vocab import Vocab
 from frozen_sweep.model import Transformer, component_of_parameters
 from frozen_sweep.run.base_run import BaseRunError, load_base_run
-from frozen_sweep.run.directory import BEST_CHECKPOINT, CONFIG_FILE
+from frozen_sweep.run.directory import (BEST_CHECKPOINT, CONFIG_FILE, LAST_CHECKPOINT, RESULT_FILE, is_completed,
+                                       load_result)  # fmt: skip
+from frozen_sweep.run.record import best_entry
 from frozen_sweep.weights.build import FROZEN_MODES, build_model, build_model_on_the_fly
 from frozen_sweep.weights.checkpoint import load_checkpoint, restore
 from frozen_sweep.weights.freeze import draw, draw_plan, frozen_fingerprint, with_draws
-from frozen_sweep.weights.model_file import read_model_file
+from frozen_sweep.weights.model_file import ModelFileError, read_model_file
 from frozen_sweep.weights.on_the_fly import OnTheFly
+
+
+CHECKPOINTS = {"best": BEST_CHECKPOINT, "last": LAST_CHECKPOINT}  # --checkpoint's names; else a checkpoint file
 
 
 def typed_config(path) -> DictConfig:
@@ -48,6 +54,14 @@ class FinishedRun:
     pairs: bool = False  # a classifier's or a regression's: whether it was trained on pairs of texts
     # a fine-tuned run's frozen parameters that its base run drew and kept frozen: name → (the base's seed, init)
     base_draws: dict[str, tuple[int, str]] = field(default_factory=dict)
+    weights: Optional[Path] = None  # the checkpoint (or model file) its weights came from
+    step: Optional[int] = None  # the training step of those weights, where known
+
+    def weights_summary(self) -> str:
+        """Which weights these are, e.g. "checkpoint_last.pt, step 336 (the run is running)"."""
+        text = f"{(self.weights or self.path).name}" + (f", step {self.step}" if self.step is not None else "")
+        status = (self.record or {}).get("status", "completed")
+        return text + (f" (the run is {status})" if status != "completed" else "")
 
     @property
     def vocab(self) -> Vocab:
@@ -55,17 +69,25 @@ class FinishedRun:
         return self.load_vocab()
 
 
-def load_run(path, checkpoint: str = BEST_CHECKPOINT, frozen: str = "resident") -> FinishedRun:
-    """The completed run in directory `path` with the weights of `checkpoint` (default: its best validation's), or
-    the run in model file `path`; its frozen weights `resident` or drawn `on-the-fly`. BaseRunError saying why when
+def load_run(path, checkpoint: str = "best", frozen: str = "resident") -> FinishedRun:
+    """The run in directory `path` with the weights of `checkpoint`: "best" (its best validation's, the default),
+    "last" (its latest validation's: a running or interrupted run's too) or the path of a checkpoint file of it; or
+    the run in model file `path`. Its frozen weights `resident` or drawn `on-the-fly`. BaseRunError saying why when
     `path` is neither; CheckpointError naming the tensor when a frozen one does not regenerate to its hash. A
     fine-tuned run's frozen parameters come from its base run, loaded (and verified) first."""
     if frozen not in FROZEN_MODES:
         raise ValueError(f"frozen={frozen!r}: allowed: {', '.join(FROZEN_MODES)}")
     path = Path(path).expanduser().absolute()
     if path.is_file():
+        if checkpoint != "best":
+            raise BaseRunError(f"{path} is a model file: it holds one set of weights (checkpoint {checkpoint!r} is "
+                               "for a run directory)")  # fmt: skip
         return _load_model_file(path, frozen)
-    run = load_base_run(path)
+    named = CHECKPOINTS.get(checkpoint)
+    run = load_base_run(path, named, completed=checkpoint == "best" and not is_partial(path))
+    weights = path / named if named else Path(checkpoint).expanduser().absolute()
+    if not weights.is_file():
+        raise BaseRunError(f"checkpoint {checkpoint}: no such file; allowed: best, last, or a checkpoint file's path")
     config = typed_config(run.path / CONFIG_FILE)
     data = run.record["data"]
     labels = data.get("labels")
@@ -82,16 +104,37 @@ def load_run(path, checkpoint: str = BEST_CHECKPOINT, frozen: str = "resident") 
         model, hooks = _build(config, data["vocab_size"], frozen, head_outputs(config, labels))
         base_draws = {}
     fingerprint = hooks.fingerprint if hooks else frozen_fingerprint
-    extra = load_checkpoint(run.path / checkpoint, model, fingerprint=fingerprint)
+    extra = load_checkpoint(weights, model, fingerprint=fingerprint)
     vocab = lambda: _prepared_vocab(run.path, run.record)  # noqa: E731
     return FinishedRun(run.path, config, run.record, model, extra, vocab, hooks, labels, data.get("pairs", False),
-                       base_draws)  # fmt: skip
+                       base_draws, weights, checkpoint_step(extra, run.record, weights))  # fmt: skip
+
+
+def is_partial(path: Path) -> bool:
+    """Whether the run in directory `path` has not completed (running, or stopped before its end) but left a
+    checkpoint of its best validation so far."""
+    try:
+        return (path / BEST_CHECKPOINT).is_file() and not is_completed(load_result(path / RESULT_FILE))
+    except (OSError, ValueError):
+        return False
+
+
+def checkpoint_step(extra: dict, record: dict, weights: Path) -> Optional[int]:
+    """The training step whose weights a checkpoint holds: its own note, a last checkpoint's trainer state, or for a
+    completed run's best checkpoint written before checkpoints noted it, the record's best validation."""
+    step = extra.get("step", (extra.get("train_state") or {}).get("step"))
+    if step is None and weights.name == BEST_CHECKPOINT and is_completed(record):
+        step = (best_entry(record) or {}).get("step")
+    return step
 
 
 def _load_model_file(path: Path, frozen: str) -> FinishedRun:
     """The run in model file `path`: its stored tensors loaded, the frozen ones its seed draws drawn and verified."""
     saved = read_model_file(path)
-    config = _typed(OmegaConf.create(saved.config_yaml))
+    try:
+        config = _typed(OmegaConf.create(saved.config_yaml))
+    except (OmegaConfBaseException, ValueError) as e:  # hashed, so only a writer's mistake gets here
+        raise ModelFileError(f"{path}: its config does not fit this version's schema: {str(e).splitlines()[0]}")
     if saved.seed != config.seed:
         raise BaseRunError(f"{path}: its seed {saved.seed} is not its config's seed {config.seed}")
     labels = saved.classifier["labels"] if saved.classifier else None
@@ -104,7 +147,7 @@ def _load_model_file(path: Path, frozen: str) -> FinishedRun:
         if name in saved.frozen_stored:
             param.requires_grad_(False)
     pairs = bool(saved.classifier and saved.classifier["pairs"])
-    return FinishedRun(path, config, None, model, {}, lambda: saved.vocab, hooks, labels, pairs, base_draws)
+    return FinishedRun(path, config, None, model, {}, lambda: saved.vocab, hooks, labels, pairs, base_draws, path)
 
 
 def head_outputs(config, labels: Optional[list[str]]) -> Optional[int]:

@@ -11,8 +11,10 @@ base trained no seed draws, and they are stored like trainable ones.
 Layout: every stored parameter under its own name (a tied weight once, under its first name), the SentencePiece
 model as the uint8 tensor VOCAB_TENSOR; metadata (strings): format, seed, config (YAML), frozen_sha256 (JSON: the
 drawn ones), frozen_stored (JSON: the stored parameters that are frozen), for a classifier or a regression, classifier
-(JSON: labels by class id, null for a regression, and whether an example is a pair of texts), and for a fine-tuned
-run, base_draws (JSON: the frozen tensors its base run drew, each with the base's seed and init).
+(JSON: labels by class id, null for a regression, and whether an example is a pair of texts), for a fine-tuned
+run, base_draws (JSON: the frozen tensors its base run drew, each with the base's seed and init), and sha256 (JSON:
+{"tensors": the SHA-256 of every stored tensor, the vocabulary included, "metadata": of every other metadata value}).
+Reading checks every one before anything is used, so an altered byte anywhere is refused, naming what differs.
 """
 
 import json
@@ -27,10 +29,12 @@ from torch import nn
 
 from frozen_sweep.data.vocab import Vocab
 from frozen_sweep.system.files import write_atomic
+from frozen_sweep.weights.integrity import IntegrityError, check_digests, tensor_digest, text_digest
 
-FORMAT = "frozen_sweep.seed_only/2"
-READABLE = ("frozen_sweep.seed_only/1", FORMAT)  # /1: no frozen_stored, no classifier
+FORMAT = "frozen_sweep.seed_only/3"
+UNHASHED = ("frozen_sweep.seed_only/1", "frozen_sweep.seed_only/2")  # older files: no sha256, so no check possible
 VOCAB_TENSOR = "__vocabulary__"  # not a parameter name: those are dotted module paths
+DIGESTS = "sha256"  # the metadata key of the content hashes
 
 
 class ModelFileError(ValueError):
@@ -63,29 +67,43 @@ def write_model_file(path: Path, model: nn.Module, seed: int, config_yaml: str, 
         metadata["classifier"] = json.dumps(classifier)
     if base_draws:
         metadata["base_draws"] = json.dumps(base_draws)
-    data = safetensors.torch.save(tensors, metadata)
+    data = safetensors.torch.save(tensors, signed(tensors, metadata))
     write_atomic(path, lambda f: f.write(data))
 
 
+def signed(tensors: dict[str, torch.Tensor], metadata: dict[str, str]) -> dict[str, str]:
+    """`metadata` with the SHA-256 of every tensor and of every metadata value added (the DIGESTS entry)."""
+    digests = {"tensors": {name: tensor_digest(t) for name, t in tensors.items()},
+               "metadata": {key: text_digest(value) for key, value in metadata.items()}}  # fmt: skip
+    return metadata | {DIGESTS: json.dumps(digests)}
+
+
 def read_model_file(path: Path) -> ModelFile:
-    """The content of a model file; ModelFileError naming the file when it is not one."""
+    """The content of a model file, every tensor and metadata value checked against its SHA-256 first;
+    ModelFileError naming the file and what is wrong when it is not one, or not as it was written."""
     try:
         with safetensors.safe_open(str(path), framework="pt") as f:
             metadata = f.metadata() or {}
+            _check_format(path, metadata.get("format"))
+            digests = _digests(path, metadata)
+            check_digests(path, "metadata key", digests["metadata"],
+                          {key: text_digest(value) for key, value in metadata.items() if key != DIGESTS})
             tensors = {name: f.get_tensor(name) for name in f.keys()}
+            check_digests(path, "stored tensor", digests["tensors"],
+                          {name: tensor_digest(t) for name, t in tensors.items()})
+    except ModelFileError:
+        raise
+    except IntegrityError as e:
+        raise ModelFileError(str(e)) from None
     except (safetensors.SafetensorError, OSError, ValueError) as e:
         raise ModelFileError(f"{path} is not a model file (safetensors: {e})") from None
-    if metadata.get("format") not in READABLE:
-        raise ModelFileError(f"{path} is a safetensors file but not a frozen_sweep model file (format "
-                             f"{metadata.get('format')!r}, expected {FORMAT!r}): write one with "
-                             f"`python -m frozen_sweep.export RUN {path}`")  # fmt: skip
-    missing = [key for key in ("seed", "config", "frozen_sha256") if key not in metadata] + (
+    missing = [key for key in ("seed", "config", "frozen_sha256", "frozen_stored") if key not in metadata] + (
         [VOCAB_TENSOR] if VOCAB_TENSOR not in tensors else []
     )
     if missing:
         raise ModelFileError(f"{path}: its {', '.join(missing)} is missing")
     vocab = Vocab(tensors.pop(VOCAB_TENSOR).numpy().tobytes())
-    frozen_names = json.loads(metadata.get("frozen_stored", "[]"))
+    frozen_names = json.loads(metadata["frozen_stored"])
     absent = [name for name in frozen_names if name not in tensors]
     if absent:
         raise ModelFileError(f"{path}: frozen tensor {absent[0]} is listed as stored but is not in the file")
@@ -94,3 +112,22 @@ def read_model_file(path: Path) -> ModelFile:
     base_draws = json.loads(metadata.get("base_draws", "{}"))
     return ModelFile(int(metadata["seed"]), metadata["config"], vocab, tensors, frozen_stored,
                      json.loads(metadata["frozen_sha256"]), classifier, base_draws)  # fmt: skip
+
+
+def _check_format(path: Path, found) -> None:
+    if found in UNHASHED:
+        raise ModelFileError(f"{path} was written by an older frozen_sweep (format {found!r}) without content hashes, "
+                             f"so it cannot be checked: export it again from its run")  # fmt: skip
+    if found != FORMAT:
+        raise ModelFileError(f"{path} is a safetensors file but not a frozen_sweep model file (format {found!r}, "
+                             f"expected {FORMAT!r}): write one with `python -m frozen_sweep.export RUN {path}`")
+
+
+def _digests(path: Path, metadata: dict[str, str]) -> dict:
+    """The file's recorded hashes; ModelFileError when they are missing or not what `signed` writes."""
+    try:
+        digests = json.loads(metadata[DIGESTS])
+        assert isinstance(digests["tensors"], dict) and isinstance(digests["metadata"], dict)
+        return digests
+    except (KeyError, TypeError, AssertionError, json.JSONDecodeError):
+        raise ModelFileError(f"{path}: its metadata's {DIGESTS} entry is missing or altered: refused") from None

@@ -1,0 +1,56 @@
+"""A classifier's labels (or a regression's numbers) for lines of text: one example a line, a text or, for a run
+trained on pairs, `text_a<TAB>text_b`, encoded as its training batches held them (data/labelled.py)."""
+
+import torch
+
+from frozen_sweep.data.batching import pad_sequences
+from frozen_sweep.data.vocab import BOS, EOS, Vocab
+from frozen_sweep.use.errors import UsageError
+
+
+def split_examples(lines: list[str], source: str, pairs: bool, first_line: int = 1) -> list[list[str]]:
+    """Each line's texts (one, or two for pairs), checked; an empty line is an empty example (no texts)."""
+    columns = 2 if pairs else 1
+    expected = "text_a<TAB>text_b (the run was trained on pairs)" if pairs else "one text (no TAB)"
+    examples = []
+    for number, line in enumerate(lines, start=first_line):
+        texts = [text.strip() for text in line.split("\t")] if line.strip() else []
+        if texts and len(texts) != columns:
+            raise UsageError(f"{source} line {number} has {len(texts)} TAB-separated columns; expected {expected}")
+        if texts and not all(texts):
+            raise UsageError(f"{source} line {number}: empty text")
+        examples.append(texts)
+    return examples
+
+
+def encode(examples: list[list[str]], vocab: Vocab, max_positions: int, source: str,
+           numbers: list[int]) -> list[list[int]]:  # fmt: skip
+    """bos text eos, or bos text_a eos eos text_b eos: what the run's training batches held (data/labelled.py).
+    `numbers`: each example's line number, for errors."""
+    rows = []
+    for number, texts in zip(numbers, examples):
+        ids = vocab.encode_batch(texts)
+        row = [BOS, *ids[0], EOS] + ([EOS, *ids[1], EOS] if len(ids) == 2 else [])
+        if len(row) > max_positions:
+            raise UsageError(f"{source} line {number}: {len(row)} pieces, more than the model's {max_positions}")
+        rows.append(row)
+    return rows
+
+
+@torch.no_grad()
+def outputs(model, rows: list[list[int]], batch_size: int) -> torch.Tensor:
+    """The head's outputs per row, in order: (N, C) class logits, or a regression's (N,) numbers; batches of similar
+    lengths."""
+    device = next(model.parameters()).device
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+    out = []
+    for start in range(0, len(order), batch_size):
+        tokens = pad_sequences([rows[i] for i in order[start : start + batch_size]]).to(device)  # (B, T)
+        out.append(model(None, tokens).float().cpu())  # (B, C) or (B,)
+    return torch.cat(out)[torch.tensor(order).argsort()]
+
+
+def predict(model, rows: list[list[int]], batch_size: int) -> list[tuple[int, float]]:
+    """(class id, its probability) per row, in order."""
+    best = outputs(model, rows, batch_size).softmax(-1).max(-1)  # (N,) each
+    return list(zip(best.indices.tolist(), best.values.tolist()))

@@ -1,0 +1,181 @@
+"""The Python API of a finished run: `frozen_sweep.load_run(RUN)`, then `run.translate(lines)`, `run.score(lines)`
+or `run.classify(lines)`, with the checks and outputs of the commands (which call them).
+
+    from frozen_sweep import load_run
+    run = load_run("outputs/demo/(3)")            # a run directory, or a model file
+    run.translate(["el perro come pan"], beam=4)  # → ["the dog eats bread"]
+
+Work runs at the run's own thread count (the job's policy, docs/training.md: the threads its record says it ran
+with, so outputs reproduce the record's; else trainer.threads, OMP_NUM_THREADS or the cores) unless `threads` says
+otherwise. `speed` holds the last call's sentences, tokens and seconds.
+"""
+
+import time
+from pathlib import Path
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import torch
+
+from frozen_sweep.config import TaskKind
+from frozen_sweep.evaluate.ensemble import Ensemble
+from frozen_sweep.system import cpu
+from frozen_sweep.use import labelling, scoring, translating
+from frozen_sweep.use.errors import UsageError
+from frozen_sweep.weights.finished_run import FinishedRun
+from frozen_sweep.weights.finished_run import load_run as load_finished_run
+
+COMMAND_OF_KIND = {TaskKind.translation: "translate", TaskKind.lm: "score", TaskKind.mlm: "score",
+                   TaskKind.classify: "classify", TaskKind.regression: "classify"}  # fmt: skip
+INPUT = "input"  # how errors name the lines when the caller does not
+
+
+@dataclass
+class Speed:
+    sentences: int
+    tokens: int  # source subwords translated, tokens scored, subwords classified
+    seconds: float
+
+    def summary(self, threads: int, weights: str) -> str:
+        per_s = lambda n: n / self.seconds if self.seconds > 0 else float("inf")  # noqa: E731
+        return (f"{self.sentences} sentences, {self.tokens} tokens in {self.seconds:.2f} s: "
+                f"{per_s(self.sentences):.2f} sentences/s, {per_s(self.tokens):.1f} tokens/s ({threads} "
+                f"thread{'s' * (threads != 1)}); weights: {weights}")  # fmt: skip
+
+
+def load_run(path: Union[str, Path, list], frozen: str = "resident", device: str = "auto",
+             threads: Optional[int] = None, checkpoint: str = "best") -> "Run":  # fmt: skip
+    """The run in directory or model file `path`, ready to use on `device` (auto: a GPU when there is one), with the
+    weights of `checkpoint` (a run directory's: best, last, or a checkpoint file's path). A list of paths: their
+    translation runs as one ensemble (same vocabulary; the first run's search settings)."""
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    runs = [load_finished_run(p, checkpoint=checkpoint, frozen=frozen) for p in paths]
+    return Run(runs[0], device, threads, runs[1:])
+
+
+class Run:
+    """A finished run to use; its model, vocab, config and record are those of `finished` (weights.finished_run)."""
+
+    def __init__(self, finished: FinishedRun, device: str = "auto", threads: Optional[int] = None,
+                 members: tuple[FinishedRun, ...] = ()):  # fmt: skip
+        self.finished, self.members = finished, list(members)  # members: the other runs of an ensemble
+        self.device = pick_device(device)
+        if threads is not None and threads < 1:
+            raise UsageError(f"threads={threads}: allowed: at least 1")
+        record_threads = (finished.record or {}).get("threads")
+        self.threads = threads or record_threads or cpu.job_threads(finished.config.trainer.threads)
+        self.follow_free_cores = threads is None and not record_threads and finished.config.trainer.follow_free_cores
+        self.speed: Optional[Speed] = None
+        for run in (finished, *members):
+            run.model.to(self.device).eval()
+        self._check_ensemble()
+
+    def __getattr__(self, name):  # model, vocab, config, record, labels, pairs, path, on_the_fly
+        return getattr(self.__dict__["finished"], name)
+
+    def _check_ensemble(self) -> None:
+        """UsageError unless an ensemble's runs all translate, with one vocabulary."""
+        for other in self.members:
+            if TaskKind(other.config.task.kind) != TaskKind.translation or self.kind != TaskKind.translation:
+                raise UsageError(f"{other.path}: an ensemble is of translation runs only (task.kind=translation)")
+            if other.vocab.model != self.vocab.model:
+                raise UsageError(f"{other.path}: its vocabulary is not {self.path}'s; an ensemble's runs share one "
+                                 "vocabulary (runs of the same prepared task)")  # fmt: skip
+
+    @property
+    def search_model(self):
+        """What beam search runs: the model, or the ensemble of the runs' models."""
+        return Ensemble([run.model for run in (self.finished, *self.members)]) if self.members else self.model
+
+    def weights_summary(self) -> str:
+        return " + ".join(run.weights_summary() for run in (self.finished, *self.members))
+
+    @property
+    def kind(self) -> TaskKind:
+        return TaskKind(self.config.task.kind)
+
+    def require(self, command: str, *kinds: TaskKind) -> None:
+        """UsageError unless this run's task kind is one of `kinds` (naming the command that takes it)."""
+        if self.kind not in kinds:
+            other = COMMAND_OF_KIND.get(self.kind)
+            hint = f": use python -m frozen_sweep.{other}" if other else ""
+            allowed = " or ".join(f"task.kind={k.value}" for k in kinds)
+            raise UsageError(f"{self.path} is a task.kind={self.kind.value} run; {command} takes {allowed} runs{hint}")
+
+    def _single(self, command: str) -> None:
+        if self.members:
+            raise UsageError(f"{command} takes one run; an ensemble translates only")
+
+    def _timed(self, lines: list[str], work):
+        """`work()` at this run's threads, its speed kept; returns what `work` returns, its tokens dropped. UsageError
+        when `lines` is one string, not a list of them."""
+        if isinstance(lines, (str, bytes)):
+            raise UsageError("lines: a list of strings, one per sentence (not one string)")
+        sentences = len(lines)
+        start = time.perf_counter()
+        with cpu.threads_for_job(self.threads, self.follow_free_cores):
+            result, tokens = work()
+        self.speed = Speed(sentences, tokens, time.perf_counter() - start)
+        return result
+
+    def translate(self, lines: list[str], beam: Optional[int] = None, nbest: Optional[int] = None,
+                  len_penalty: Optional[float] = None, max_len_a: Optional[float] = None,
+                  max_len_b: Optional[int] = None, batch_sentences: Optional[int] = None,
+                  max_tokens: int = translating.MAX_TOKENS, source: str = INPUT, first_line: int = 1,
+                  on_batch=None) -> Union[list[str], list[list[tuple[float, str]]]]:  # fmt: skip
+        """One translation per line (an empty line: ""); with `nbest`, the nbest best (score, translation) per line,
+        best first (score: log-probability / length ** len_penalty). Search settings default to the run's."""
+        self.require("translate", TaskKind.translation)
+        search = translating.search_settings(self.config.eval, {"beam": beam, "len_penalty": len_penalty,
+                                             "max_len_a": max_len_a, "max_len_b": max_len_b,
+                                             "batch_sentences": batch_sentences})  # fmt: skip
+        ranked = self._timed(lines, lambda: translating.translate_lines(
+            self, lines, search, nbest or 1, max_tokens, source, first_line, on_batch))  # fmt: skip
+        return ranked if nbest else [hyps[0][1] for hyps in ranked]
+
+    def score(self, lines: list[str], source: str = INPUT, first_line: int = 1) -> scoring.Scores:
+        """Each line's log-probability, tokens and perplexity, and the corpus perplexity (frozen_sweep.score); a
+        translation run's lines are `source<TAB>target`, scored log p(target | source)."""
+        self._single("score")
+        self.require("score", TaskKind.lm, TaskKind.mlm, TaskKind.translation)
+        score_lines = scoring.score_pairs if self.kind == TaskKind.translation else scoring.score_lm_lines
+
+        def work():
+            scores = score_lines(self, lines, source, first_line)
+            return scores, scores.tokens
+
+        return self._timed(lines, work)
+
+    def classify(self, lines: list[str], batch_size: int = 64, source: str = INPUT,
+                 first_line: int = 1) -> list[Union[tuple[str, float], float, None]]:  # fmt: skip
+        """A classifier's (label, probability), or a regression's number, per line (a text, or text_a<TAB>text_b
+        for a run trained on pairs); None for an empty line."""
+        self._single("classify")
+        self.require("classify", TaskKind.classify, TaskKind.regression)
+
+        def work():
+            examples = labelling.split_examples(lines, source, self.pairs, first_line)
+            filled = [i for i, texts in enumerate(examples) if texts]
+            rows = labelling.encode([examples[i] for i in filled], self.vocab, self.config.model.max_positions,
+                                    source, [first_line + i for i in filled])  # fmt: skip
+            out: list = [None] * len(lines)
+            if not rows:
+                return out, 0
+            if self.kind == TaskKind.regression:
+                answers = labelling.outputs(self.model, rows, batch_size).tolist()
+            else:
+                answers = [(self.labels[label], p) for label, p in labelling.predict(self.model, rows, batch_size)]
+            for i, answer in zip(filled, answers):
+                out[i] = answer
+            return out, sum(map(len, rows))
+
+        return self._timed(lines, work)
+
+
+def pick_device(name: str) -> torch.device:
+    """auto: a GPU when there is one; UsageError for cuda where none is visible."""
+    if name not in ("auto", "cpu", "cuda"):
+        raise UsageError(f"device={name!r}: allowed: auto, cpu, cuda")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: no CUDA device is visible; allowed here: auto, cpu")
+    return torch.device("cuda" if name != "cpu" and torch.cuda.is_available() else "cpu")

@@ -1,0 +1,47 @@
+"""Lines read as they come (a pipe, fairseq-interactive's way), in batches: the first line waiting and those that
+come within a short wait of it, at most a number of them; each batch is handed on before the next is read."""
+
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from frozen_sweep.data.text_files import decode_lines
+from frozen_sweep.use.errors import UsageError
+
+
+def stream_batches(raw: BinaryIO, source: str, most_lines: int, wait_s: float) -> Iterator[tuple[int, list[str]]]:
+    """(number of the batch's first line, its lines stripped) for each batch of `raw`; UsageError naming a line that
+    is not UTF-8. A reader thread blocks on the input, so a batch never waits for lines that have not come."""
+    lines: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        try:
+            for line in raw:  # each line as soon as it is complete
+                lines.put(line)
+        finally:
+            lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    number, ended = 1, False
+    while not ended:
+        first = lines.get()
+        if first is None:
+            return
+        batch, deadline = [first], time.monotonic() + wait_s
+        while len(batch) < most_lines:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                ended = True
+                break
+            batch.append(line)
+        try:
+            decoded = decode_lines(source, [line.rstrip(b"\r\n") for line in batch], lines_before=number - 1)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        yield number, decoded
+        number += len(batch)
