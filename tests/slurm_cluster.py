@@ -44,6 +44,7 @@ def slurm_cluster() -> Iterator[None]:
             subprocess.run([ROOT / "scripts" / "slurm_down.sh"], capture_output=True, timeout=120)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group marks
 def pytest_collection_modifyitems(items) -> None:
     """Under pytest-xdist (`make test`), every test of the cluster runs in one worker, and first: a second worker would
     wait on the machine-wide lock for the whole session of the first, and the cluster's tests, one after another, are
