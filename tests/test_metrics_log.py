@@ -7,45 +7,16 @@ import struct
 
 import pandas as pd
 import pytest
-import torch
 from tensorboardX.proto.event_pb2 import Event
 
-from frozen_sweep.data import load_task
 from frozen_sweep.metrics.sinks import read_metrics
 from frozen_sweep.run.directory import METRICS_FILE, TENSORBOARD_DIR
-from frozen_sweep.system import cpu
 from frozen_sweep.tables.plots import plot_convergence, train_curves
 from frozen_sweep.tables.render import Table
-from frozen_sweep.train.trainer import Trainer
-from frozen_sweep.weights.build import build_model
 from tests.conftest import compose_config
+from tests.helpers.training import Killed, fit, one_thread  # noqa: F401 — the fixture is autouse
 
-LOGGING = ["trainer.loggers=[jsonl,tensorboard]", "trainer.log_every_steps=2", "trainer.validate_every_steps=4",
-           "trainer.valid_bleu_sentences=10", "model.dropout=0"]  # fmt: skip
 SAME_RUN_KEYS = ("event", "step", "epoch", "loss", "lr", "grad_norm", "ppl", "bleu")  # not timings
-
-
-class Killed(Exception):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """As a job with trainer=quick runs (trainer.threads=1): on a busy 2-core machine, several times faster."""
-    threads = torch.get_num_threads()
-    cpu.set_threads(1)
-    yield
-    cpu.set_threads(threads)
-
-
-def fit(run_dir, micro_overrides, *extra, on_validation=None) -> Trainer:
-    cfg = compose_config(*micro_overrides, *LOGGING, *extra)
-    data = load_task(cfg.task)
-    model = build_model(cfg, len(data.vocab))
-    trainer = Trainer(cfg, data, model, torch.device("cpu"), run_dir, on_validation=on_validation)
-    trainer.resume_if_possible()
-    trainer.fit()
-    return trainer
 
 
 def tb_events(directory) -> list[tuple[str, Event]]:

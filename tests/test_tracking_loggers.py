@@ -14,7 +14,7 @@ from frozen_sweep.job.job_config import job_config
 from frozen_sweep.metrics.sinks import read_metrics
 from frozen_sweep.run.directory import METRICS_FILE, TRACKING_RUNS_FILE, WANDB_DIR
 from tests.conftest import compose_config
-from tests.test_metrics_log import Killed, fit, one_thread  # noqa: F401 — the fixture applies here too
+from tests.helpers.training import Killed, fit, one_thread  # noqa: F401 — the fixture is autouse
 
 STEPS = ["trainer.max_steps=8"]
 

@@ -31,14 +31,14 @@ from frozen_sweep.data.masking import mask_train_batch
 from frozen_sweep.metrics.log import MetricsLog
 from frozen_sweep.parallel.distributed import all_gather, broadcast_from_main, on_main, sum_over_ranks, wrap
 from frozen_sweep.parallel.world import SINGLE, World
-from frozen_sweep.run.directory import BEST_CHECKPOINT, LAST_CHECKPOINT, STEP_CHECKPOINT, step_checkpoints
+from frozen_sweep.run.directory import BEST_CHECKPOINT, LAST_CHECKPOINT
 from frozen_sweep.train.loss import TrainingLoss
 from frozen_sweep.train.optim import optimizer_and_schedule
 from frozen_sweep.train.stopping import Diverged, TrainState, add_validation, best_loss, diverging
 from frozen_sweep.train.updates import rank_share, update_batches, updates_in_epoch
 from frozen_sweep.train.progress_report import ProgressReport
 from frozen_sweep.train.validation import Validation
-from frozen_sweep.weights.checkpoint import load_checkpoint, save_checkpoint
+from frozen_sweep.weights.checkpoint import keep_step_checkpoint, load_checkpoint, save_checkpoint
 from frozen_sweep.weights.freeze import trainable_parameters
 
 log = logging.getLogger(__name__)
@@ -120,11 +120,7 @@ class Trainer:
         if best:
             save_checkpoint(self.run_dir / BEST_CHECKPOINT, self.model, self.cfg.seed, step=self.state.step)
         keep = self.cfg.trainer.keep_checkpoints
-        if keep > 0:  # the last `keep` validations' weights, for averaging
-            save_checkpoint(self.run_dir / STEP_CHECKPOINT.format(self.state.step), self.model, self.cfg.seed,
-                            step=self.state.step)  # fmt: skip
-            for old in step_checkpoints(self.run_dir)[:-keep]:
-                old.unlink()
+        keep_step_checkpoint(self.run_dir, self.model, self.cfg.seed, self.state.step, keep)
 
     # ---- training ---------------------------------------------------------------------------------------------------
 

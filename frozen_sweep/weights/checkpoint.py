@@ -6,6 +6,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from frozen_sweep.run.directory import STEP_CHECKPOINT, step_checkpoints
 from frozen_sweep.system.files import write_atomic
 from frozen_sweep.weights.freeze import frozen_fingerprint, init_and_freeze
 
@@ -23,6 +24,15 @@ def save_checkpoint(path: Path, model: nn.Module, seed: int, **extra: Any) -> No
         **extra,
     }
     write_atomic(path, lambda f: torch.save(state, f))
+
+
+def keep_step_checkpoint(run_dir: Path, model: nn.Module, seed: int, step: int, keep: int) -> None:
+    """Keeps the last `keep` validations' weights (trainer.keep_checkpoints), for averaging; 0 keeps none."""
+    if keep <= 0:
+        return
+    save_checkpoint(Path(run_dir) / STEP_CHECKPOINT.format(step), model, seed, step=step)
+    for old in step_checkpoints(run_dir)[:-keep]:
+        old.unlink()
 
 
 def load_checkpoint(path: Path, model: nn.Module, freeze_cfg=None, fingerprint=frozen_fingerprint) -> dict:
