@@ -147,6 +147,7 @@ def test_an_interrupted_sweep_resumes_to_the_results_of_an_uninterrupted_one(tmp
     again = run_sweep(interrupted, *args)
     assert again.returncode == 0, again.stdout
     assert "3 jobs: 2 to run (1 resuming from a checkpoint), 1 already completed" in again.stdout
+    assert "threads per job: 1 (trainer.threads; the cores' share: " in again.stdout  # the user's, not the share
     assert [len(attempts(interrupted, f"freeze={f}")) for f in ("none", "emb", "ffn")] == [1, 2, 1]
     assert "resumed from" in (job_dir(interrupted, "freeze=emb") / "__main__.log").read_text()
 

@@ -98,7 +98,9 @@ class LocalGpusLauncher(SweepLauncher):
         threads = str(self.threads_per_job())
         where = f"GPUs {self.gpus}, {self.jobs_per_gpu} job(s) each" if self.gpus else "CPU"
         where += f", {len(self.slots)} jobs at a time"
-        log.info(f"local_gpus: {where}; threads per job: {threads}")
+        own = sorted({o.split("=", 1)[1] for job in jobs for o in job.passed if o.startswith("trainer.threads=")})
+        told = f"{', '.join(own)} (trainer.threads; the cores' share: {threads})" if own else threads
+        log.info(f"local_gpus: {where}; threads per job: {told}")
         # submitit's controller of each local job makes the folder as named, `%j` unexpanded, and leaves it empty
         unexpanded = Path(self.submitit_folder) if "%j" in self.submitit_folder else None
         made_here = unexpanded is not None and not unexpanded.exists()
