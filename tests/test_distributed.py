@@ -1,7 +1,8 @@
 """Data-parallel jobs on the CPU: 2 gloo ranks that the job spawns (real configs, micro model; the LLaMA-style
-options on here, the 2017 block in the SLURM job). One scenario, to start few processes: a 2-rank job whose rank 1 is killed with kill -9 fails, naming it; run again, it resumes and ends
-with the parameters of an uninterrupted 2-rank job, of one process accumulating 2 batches per update, and of one
-process stepping on the union of the 2 ranks' batches."""
+options on here, the 2017 block in the SLURM job). One scenario, to start few processes: a 2-rank job whose rank 1 is
+killed with kill -9 fails, naming it; run again, it resumes and ends with the parameters of an uninterrupted 2-rank
+job, of one process accumulating 2 batches per update, and of one process stepping on the union of the 2 ranks'
+batches."""
 
 import os
 import re
