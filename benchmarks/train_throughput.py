@@ -20,9 +20,9 @@ nn.Transformer's tokens/s and ≥ 1.5× MarianMT's; for `base`, ≥ 50% of the m
 Then the LLaMA-style decoder (`--llama llama_paper`: `base`'s width, heads and 6 layers, SwiGLU 1536, 4 key/value
 heads; no dropout, as LLaMA) as a language model at the same batch: ours, Hugging Face LlamaForCausalLM of the same
 config, and torch.nn's causal pre-LayerNorm stack of the same width, heads, layers and FFN width (benchmarks/
-llama_reference.py), the same loss, Adam and schedule. Target: ours ≥ 1.2× LlamaForCausalLM's tokens/s. And the
-key/value cache of decoding 256 positions with kv_heads and with one key/value head per query head: grouped-query
-attention holds kv_heads/heads of it.
+llama_reference.py), the same loss, Adam and schedule, timed in CPU seconds on the CPU (fairer than wall time on a
+busy machine). Target: ours ≥ 1.2× LlamaForCausalLM's tokens/s. And the key/value cache of decoding 256 positions
+with kv_heads and with one key/value head per query head: grouped-query attention holds kv_heads/heads of it.
 
 `--device cuda`: every contender runs in bf16 autocast (the trainer's default there), the peak is a bf16
 8192² matmul in the same rounds, and the targets are big ≥ 45% and base ≥ 35% of it. The batch of docs/performance.md's GPU table:
@@ -32,6 +32,7 @@ attention holds kv_heads/heads of it.
 import argparse
 import math
 import tempfile
+import time
 from pathlib import Path
 
 import common
@@ -225,7 +226,10 @@ def llama_step(name: str, args, repeats: int, device, transformers) -> list[str]
         print(f"\nmodel={name} (language model): {m.decoder_layers} layers, d {m.d_model}, SwiGLU {m.ffn_dim}, "
               f"{m.heads} heads, {m.kv_heads} key/value heads, vocab {vocab}; batch {args.sentences}×{args.length} "
               f"({batch.n_tokens} target tokens); {repeats} rounds, medians")  # fmt: skip
-        times = common.interleaved({k: (lambda s=s: s(batch)) for k, s in steps.items()}, repeats, 1, device)
+        cpu = device.type == "cpu"  # CPU seconds: a busy shared machine distorts wall time more
+        times = common.interleaved({k: (lambda s=s: s(batch)) for k, s in steps.items()}, repeats, 1, device,
+                                   time.process_time if cpu else time.perf_counter)  # fmt: skip
+    print(f"timed in {'CPU seconds of this process (time.process_time)' if cpu else 'wall seconds'}")
     common.table(["model", "params", "step", "tokens/s", "step / ours"],
                  [[k, f"{n_params(models[k]) / 1e6:.1f}M", f"{t * 1e3:.0f} ms", f"{batch.n_tokens / t:,.0f}",
                    f"{t / times['ours']:.2f}"] for k, t in times.items()])  # fmt: skip

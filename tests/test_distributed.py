@@ -1,7 +1,8 @@
-"""Data-parallel jobs on the CPU: 2 gloo ranks that the job spawns (real configs, micro model). One scenario, to
-start few processes: a 2-rank job whose rank 1 is killed with kill -9 fails, naming it; run again, it resumes and ends
-with the parameters of an uninterrupted 2-rank job, of one process accumulating 2 batches per update, and of one
-process stepping on the union of the 2 ranks' batches."""
+"""Data-parallel jobs on the CPU: 2 gloo ranks that the job spawns (real configs, micro model; the LLaMA-style
+options on here, the 2017 block in the SLURM job). One scenario, to start few processes: a 2-rank job whose rank 1 is
+killed with kill -9 fails, naming it; run again, it resumes and ends with the parameters of an uninterrupted 2-rank
+job, of one process accumulating 2 batches per update, and of one process stepping on the union of the 2 ranks'
+batches."""
 
 import os
 import re
@@ -36,6 +37,8 @@ ZERO_GRADIENT = "k_proj.bias"
 UPDATES = 40
 VALIDATE_EVERY = 8
 KILL_BOUND_S = 30  # a killed rank ends the job within this (STOP_GRACE_S, plus start-up on a loaded machine)
+# the LLaMA-style options on the micro translation model: RMSNorm, SwiGLU, rotary positions, grouped-query attention
+LLAMA_OPTIONS = ["model.norm=rms", "model.ffn=swiglu", "model.positions=rope", "model.kv_heads=1", "model.bias=false"]
 
 
 @pytest.fixture
@@ -93,6 +96,7 @@ def rank_pid(log: Path, rank: int) -> int | None:
 def test_two_ranks_killed_resumed_equal_uninterrupted_ranks_update_freq_2_and_one_process_on_their_union(
     tmp_path, dp_overrides
 ):
+    dp_overrides = [*dp_overrides, *LLAMA_OPTIONS]  # the 2017 block trains as 2 ranks in the SLURM test below
     ranks = [*dp_overrides, "trainer.devices=2"]
     killed, log = tmp_path / "killed", tmp_path / "killed.out"
     job = start_job(killed, ranks, log)

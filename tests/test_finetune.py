@@ -26,16 +26,20 @@ from tests.helpers.model_files import replace_frozen_hash
 
 pytestmark = pytest.mark.slow
 QUICK = ["trainer=quick", "trainer.label_smoothing=0", "trainer.max_epochs=null"]
+# the base's encoder LLaMA-style (RMSNorm, SwiGLU, rotary positions, grouped-query attention), its biases kept
+LLAMA_OPTIONS = ["model.norm=rms", "model.ffn=swiglu", "model.positions=rope", "model.kv_heads=1"]
+UP = "encoder.layers.0.ffn.up"  # one of the SwiGLU's three matrices
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, cache_dir):
-    """A micro masked LM with frozen random embeddings (the base), and three fine-tunings of it: keep, train, and its
-    feed-forward layers re-drawn at random and frozen (freeze=ffn finetune.freeze_from=seed)."""
+    """A micro LLaMA-style masked LM with frozen random embeddings (the base), and three fine-tunings of it: keep,
+    train, and its feed-forward layers re-drawn at random and frozen (freeze=ffn finetune.freeze_from=seed)."""
     root = tmp_path_factory.mktemp("finetune")
     cache = f"task.cache_dir={cache_dir}"
-    base = run_cli("task=mlm_bible_en", "model=mlm_micro", "freeze=emb", cache, *QUICK, "trainer.max_steps=100",
-                   "trainer.validate_every_steps=50", f"hydra.run.dir={root / 'base'}")  # fmt: skip
+    base = run_cli("task=mlm_bible_en", "model=mlm_micro", *LLAMA_OPTIONS, "freeze=emb", cache, *QUICK,
+                   "trainer.max_steps=100", "trainer.validate_every_steps=50",
+                   f"hydra.run.dir={root / 'base'}")  # fmt: skip
     assert base.returncode == 0, base.stdout[-2000:]
     arms = {"keep": ["finetune.frozen=keep"], "train": ["finetune.frozen=train"],
             "redrawn": ["freeze=ffn", "finetune.freeze_from=seed"]}  # fmt: skip
@@ -62,11 +66,11 @@ def test_frozen_base_parameters_stay_bit_identical_unless_trained(runs):
         tuned = dict(load_run(runs / mode).model.named_parameters())  # rebuilt from the base, checkpoint verified
         assert torch.equal(tuned[frozen[0]], base[frozen[0]]) is same
         assert tuned[frozen[0]].requires_grad is not same
-        assert not torch.equal(tuned["encoder.layers.0.ffn.fc1.weight"], base["encoder.layers.0.ffn.fc1.weight"])
+        assert not torch.equal(tuned[f"{UP}.weight"], base[f"{UP}.weight"])
     assert result(runs / "keep")["trainable_ratio"] < result(runs / "train")["trainable_ratio"] == 1.0
     redrawn = dict(load_run(runs / "redrawn").model.named_parameters())
-    fc1 = "encoder.layers.0.ffn.fc1.weight"
-    assert not redrawn[fc1].requires_grad and not torch.equal(redrawn[fc1], base[fc1])  # re-drawn, frozen
+    up = f"{UP}.weight"
+    assert not redrawn[up].requires_grad and not torch.equal(redrawn[up], base[up])  # re-drawn, frozen
     assert torch.equal(redrawn[frozen[0]], base[frozen[0]])  # the base's frozen embeddings: kept
 
 
@@ -90,7 +94,7 @@ def test_a_changed_base_is_another_job(runs, cache_dir):
     before = fingerprint(job_config(cfg, []))
     checkpoint = runs / "base" / "checkpoint_best.pt"
     state = torch.load(checkpoint, weights_only=False)
-    state["trainable"]["encoder.layers.0.ffn.fc1.bias"] += 1.0
+    state["trainable"][f"{UP}.bias"] += 1.0
     torch.save(state, checkpoint.with_suffix(".tmp"))
     checkpoint.with_suffix(".tmp").replace(checkpoint)  # a new file: its hash is taken again
     assert fingerprint(job_config(cfg, []))["sha256"] != before["sha256"]

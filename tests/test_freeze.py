@@ -138,8 +138,9 @@ def test_paper_row_labels():
         "emb": "frozen:random", "att": "trainable", "ffn": "frozen:random", "other": "trainable"}
 
 
-def test_seed_only_checkpoint_reloads_to_same_outputs(tmp_path):
-    cfg, model = build("freeze=emb_ffn")
+@pytest.mark.parametrize("options", [(), LLAMA_GATE], ids=["2017", "llama-gate"])
+def test_seed_only_checkpoint_reloads_to_same_outputs(tmp_path, options):
+    cfg, model = build("freeze=emb_ffn", *options)
     train_steps(model)
     path = tmp_path / "ckpt.pt"
     save_checkpoint(path, model, cfg.seed)

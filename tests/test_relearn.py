@@ -233,14 +233,15 @@ def test_a_base_must_be_a_finished_run(base_run, tmp_path):
 
 @pytest.mark.slow
 def test_relearn_size_trains_its_bases_then_resets_their_layers_end_to_end(toy_corpus, cache_dir, tmp_path):
-    """experiment=relearn_size at toy sizes, two bases of two widths trained by the same command; layers named from
-    both ends (encoder.-1)."""
+    """experiment=relearn_size at toy sizes, two bases of two widths trained by the same command, the narrow one with
+    the LLaMA-style options; layers named from both ends (encoder.-1)."""
     sweep_dir = tmp_path / "sweep"
     base = ["experiment=relearn_size_bases", "task=text_files", f"task.path={toy_corpus}", "task.src_lang=es",
             "task.tgt_lang=en", "task.vocab_size=60", f"task.cache_dir={cache_dir}", "model=micro",
             "model.encoder_layers=2", "model.decoder_layers=2", "trainer=quick", "trainer.max_tokens=512",
             "trainer.max_steps=40", "trainer.validate_every_steps=20", "trainer.valid_bleu_sentences=20", "eval.beam=1"]
-    bases = {"d32": base, "d16": [*base, "model.d_model=16", "model.ffn_dim=32"]}  # fmt: skip
+    llama = ["model.norm=rms", "model.ffn=swiglu", "model.positions=rope", "model.kv_heads=1", "model.bias=false"]
+    bases = {"d32": base, "d16": [*base, "model.d_model=16", "model.ffn_dim=32", *llama]}  # the narrow one LLaMA-style
     given = [f"+bases.{name}=[" + ",".join(f'"{o}"' for o in os) + "]" for name, os in bases.items()]
     proc = subprocess.run(
         [sys.executable, "-m", "frozen_sweep", "-m", "experiment=relearn_size", *given,
@@ -253,6 +254,7 @@ def test_relearn_size_trains_its_bases_then_resets_their_layers_end_to_end(toy_c
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "2 bases to train first: bases.d32, bases.d16" in proc.stdout
     results = [read_result(d.parent) for d in sweep_dir.glob("*/result.json")]
+    assert len(results) == 6 and all(r["status"] == "completed" for r in results)  # 2 bases, 2 layers of each reset
     results = [r for r in results if r["study"] == "relearn" and "model.d_model=16" not in r["relearn"]["base_run"]]
     assert sorted(f"{r['relearn']['stack']}.{r['relearn']['layer']}" for r in results) == ["decoder.1", "encoder.0"]
     for r in results:
