@@ -39,14 +39,14 @@ def runs(tmp_path_factory, cache_dir):
     cache = f"task.cache_dir={cache_dir}"
     base = run_cli("task=mlm_bible_en", "model=mlm_micro", *LLAMA_OPTIONS, "freeze=emb", cache, *QUICK,
                    "trainer.max_steps=100", "trainer.validate_every_steps=50",
-                   f"hydra.run.dir={root / 'base'}")  # fmt: skip
+                   f"hydra.run.dir={root / 'base'}", timeout=600)  # fmt: skip
     assert base.returncode == 0, base.stdout[-2000:]
     arms = {"keep": ["finetune.frozen=keep"], "train": ["finetune.frozen=train"],
             "redrawn": ["freeze=ffn", "finetune.freeze_from=seed"]}  # fmt: skip
     for mode, arm in arms.items():
         tuned = run_cli("study=finetune", f"finetune.base_checkpoint={root / 'base'}", *arm,
                         "task=cls_bible_en", cache, *QUICK, "trainer.max_steps=300", "trainer.validate_every_steps=100",
-                        "trainer.stop_metric=accuracy", f"hydra.run.dir={root / mode}")  # fmt: skip
+                        "trainer.stop_metric=accuracy", f"hydra.run.dir={root / mode}", timeout=600)  # fmt: skip
         assert tuned.returncode == 0, tuned.stdout[-2000:]
     return root
 
