@@ -1,11 +1,17 @@
 """Validation scores of a model during training: loss and perplexity on the validation set, whose batches are copied
 to the device once, greedy BLEU on its first `trainer.valid_bleu_sentences` sentences (translation only), for a
 masked LM the loss, perplexity and accuracy on its masked positions (the same masks at every validation), and a
-classifier's or regression's GLUE metrics (evaluate/scores.py), each a possible trainer.stop_metric."""
+classifier's or regression's GLUE metrics (evaluate/scores.py), each a possible trainer.stop_metric.
+
+A quick job validates quickly: under a `trainer.max_steps` budget of fewer than QUICK_STEPS updates, validation BLEU
+decodes at most one sentence per update (trainer=quick sets 50 sentences of its own), so that validating a 20-step job
+does not take longer than training it (docs/training.md)."""
+
+from typing import Optional
 
 from torch import nn
 
-from frozen_sweep.config import StopMetric, TaskKind
+from frozen_sweep.config import TaskKind
 from frozen_sweep.data import TaskData
 from frozen_sweep.data.masking import held_out_batches
 from frozen_sweep.evaluate.decode import translate
@@ -18,6 +24,19 @@ from frozen_sweep.evaluate.scores import (
     perplexity,
     token_scores,
 )  # fmt: skip
+
+
+QUICK_STEPS = 1000
+VALID_BEAM = 1  # validation BLEU is greedy
+
+
+def bleu_sentences(tr) -> Optional[int]:
+    """How many validation sentences are decoded for BLEU: trainer.valid_bleu_sentences (null: all, 0: none), at most
+    trainer.max_steps of them when that budget is under QUICK_STEPS updates."""
+    n, steps = tr.valid_bleu_sentences, tr.max_steps
+    if steps is None or steps >= QUICK_STEPS or n == 0:
+        return n
+    return steps if n is None else min(n, steps)
 
 
 class Validation:
@@ -43,9 +62,7 @@ class Validation:
             return {"valid_loss": scores["loss"], "valid_ppl": None, "valid_bleu": None,
                     "valid_metric": scores["pearson"], **{f"valid_{k}": scores[k] for k in NUMBER_METRICS}}  # fmt: skip
         valid_loss, valid_accuracy = token_scores(model, self.batches, self.device)
-        valid_bleu = None
-        if not self.monolingual and (self.tr.stop_metric == StopMetric.bleu or self.tr.valid_bleu_sentences != 0):
-            valid_bleu = self.bleu(model)
+        valid_bleu = self.bleu(model) if self.settings()["bleu_sentences"] else None
         valid_ppl = perplexity(valid_loss)
         scores = {
             "valid_loss": valid_loss,
@@ -55,11 +72,18 @@ class Validation:
         }
         return scores | {"valid_accuracy": valid_accuracy} if self.is_mlm else scores
 
+    def settings(self) -> dict:
+        """What a validation decodes, for the record: the validation sentences decoded for BLEU (0 without validation
+        BLEU) and their beam."""
+        if self.monolingual or self.classes or self.regression:
+            return {"bleu_sentences": 0, "beam": None}
+        n, held_out = bleu_sentences(self.tr), len(self.data.valid)
+        return {"bleu_sentences": held_out if n is None else min(n, held_out), "beam": VALID_BEAM}
+
     def bleu(self, model: nn.Module) -> float:
-        """Greedy-decoded BLEU on the validation set (or its first `trainer.valid_bleu_sentences`)."""
-        n = self.tr.valid_bleu_sentences
+        """Greedy-decoded BLEU on the validation set (or its first `bleu_sentences`)."""
         valid = self.data.valid
-        sources = valid.sources(n)
+        sources = valid.sources(bleu_sentences(self.tr))
         refs = valid.tgt_text[: len(sources)]
-        hyps = translate(model, sources, self.data.vocab, self.device, self.cfg.eval, beam=1)
+        hyps = translate(model, sources, self.data.vocab, self.device, self.cfg.eval, beam=VALID_BEAM)
         return bleu_chrf(hyps, refs)["bleu"]
