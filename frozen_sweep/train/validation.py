@@ -3,9 +3,9 @@ to the device once, greedy BLEU on its first `trainer.valid_bleu_sentences` sent
 masked LM the loss, perplexity and accuracy on its masked positions (the same masks at every validation), and a
 classifier's or regression's GLUE metrics (evaluate/scores.py), each a possible trainer.stop_metric.
 
-A quick job validates quickly: under a `trainer.max_steps` budget of fewer than QUICK_STEPS updates, validation BLEU
-decodes at most one sentence per update (trainer=quick sets 50 sentences of its own), so that validating a 20-step job
-does not take longer than training it (docs/training.md)."""
+A quick job validates quickly: under a `trainer.max_steps` budget of fewer than QUICK_STEPS updates, validation scores
+(and decodes for BLEU) at most one example per update (trainer=quick decodes 50 sentences of its own), so that
+validating a 20-step job does not take longer than training it (docs/training.md)."""
 
 from typing import Optional
 
@@ -30,13 +30,16 @@ QUICK_STEPS = 1000
 VALID_BEAM = 1  # validation BLEU is greedy
 
 
+def quick_cap(tr) -> Optional[int]:
+    """How many validation examples a quick job uses: trainer.max_steps under QUICK_STEPS, else None (all)."""
+    return tr.max_steps if tr.max_steps is not None and tr.max_steps < QUICK_STEPS else None
+
+
 def bleu_sentences(tr) -> Optional[int]:
     """How many validation sentences are decoded for BLEU: trainer.valid_bleu_sentences (null: all, 0: none), at most
-    trainer.max_steps of them when that budget is under QUICK_STEPS updates."""
-    n, steps = tr.valid_bleu_sentences, tr.max_steps
-    if steps is None or steps >= QUICK_STEPS or n == 0:
-        return n
-    return steps if n is None else min(n, steps)
+    the quick cap."""
+    n, cap = tr.valid_bleu_sentences, quick_cap(tr)
+    return n if cap is None or n == 0 else cap if n is None else min(n, cap)
 
 
 class Validation:
@@ -45,7 +48,8 @@ class Validation:
         self.monolingual, self.is_mlm = cfg.task.kind.monolingual, cfg.task.kind == TaskKind.mlm
         self.classes, self.regression = data.num_classes, data.regression  # a head's: GLUE's metrics
         tr = self.tr
-        valid = held_out_batches(data.valid, "valid", cfg.task, len(data.vocab), tr.max_tokens, tr.length_multiple)
+        self.valid = data.valid.head(quick_cap(tr))
+        valid = held_out_batches(self.valid, "valid", cfg.task, len(data.vocab), tr.max_tokens, tr.length_multiple)
         self.batches = [batch.to(device) for batch in valid]  # copied to the device once, for every validation
 
     def scores(self, model: nn.Module) -> dict:
@@ -73,16 +77,16 @@ class Validation:
         return scores | {"valid_accuracy": valid_accuracy} if self.is_mlm else scores
 
     def settings(self) -> dict:
-        """What a validation decodes, for the record: the validation sentences decoded for BLEU (0 without validation
-        BLEU) and their beam."""
+        """What a validation uses, for the record: the validation examples scored, the sentences decoded for BLEU (0
+        without validation BLEU) and their beam."""
         if self.monolingual or self.classes or self.regression:
-            return {"bleu_sentences": 0, "beam": None}
-        n, held_out = bleu_sentences(self.tr), len(self.data.valid)
-        return {"bleu_sentences": held_out if n is None else min(n, held_out), "beam": VALID_BEAM}
+            return {"examples": len(self.valid), "bleu_sentences": 0, "beam": None}
+        n, held_out = bleu_sentences(self.tr), len(self.valid)
+        return {"examples": held_out, "bleu_sentences": held_out if n is None else min(n, held_out), "beam": VALID_BEAM}
 
     def bleu(self, model: nn.Module) -> float:
         """Greedy-decoded BLEU on the validation set (or its first `bleu_sentences`)."""
-        valid = self.data.valid
+        valid = self.valid
         sources = valid.sources(bleu_sentences(self.tr))
         refs = valid.tgt_text[: len(sources)]
         hyps = translate(model, sources, self.data.vocab, self.device, self.cfg.eval, beam=VALID_BEAM)
