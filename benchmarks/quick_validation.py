@@ -49,7 +49,7 @@ def main() -> None:
         old_wall, old_cpu = timed(lambda: Validation(before, data, device).scores(trainer.model))
     validation_s = state.train_time_s - state.step_time_s
     print(f"{state.step} steps, {len(state.history)} validation(s) of {settings['bleu_sentences']} BLEU sentences "
-          f"(beam {settings['beam']}) and the {len(data.valid)}-pair validation loss")  # fmt: skip
+          f"(beam {settings['beam']}), validation loss on {settings['examples']} of {len(data.valid)} pairs")  # fmt: skip
     print(f"training, validation included: {state.train_time_s:.2f} s ({wall:.2f} s wall, {cpu:.2f} s CPU for fit)")
     print(f"validation: {validation_s:.2f} s = {validation_s / state.train_time_s:.0%} of it")
     print(f"one validation without the quick rule (500 BLEU sentences): {old_wall:.2f} s wall, {old_cpu:.2f} s CPU")
