@@ -7,12 +7,14 @@ validations each; about 2% failed, 1% running, 1% corrupt) to a temporary direct
 loading, building the tables, rendering each format, and separately the plots; and the whole command line
 (`python -m frozen_sweep.collect DIR --format md`, interpreter start-up and imports included). The second case adds,
 as collecting several sweep folders that share jobs (or `outputs/` after reruns) does, copies of the first half's
-records in a second folder: the collector flags them as duplicates. Target: under 2 s to collect either.
+records in a second folder: the collector flags them as duplicates. Target: under 2 s to collect either (the command
+line's wall time; its CPU time and the load average are printed beside it).
 """
 
 import itertools
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -101,9 +103,13 @@ def collect(tmp: Path, records: int, duplicates: float) -> None:
     print(f"  {'total (load + tables + 3 formats)':<36} {time.perf_counter() - started:7.3f} s")
     plots = timed(f"plots ({len(tables)} figures)", lambda: plot_tables(tables, tmp / "curves.png"))
     command = [sys.executable, "-m", "frozen_sweep.collect", str(root), "--out", str(tmp / "t.md")]
-    started = time.perf_counter()
+    started, children = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     timed("command line, md (imports included)", lambda: subprocess.run(command, check=True, capture_output=True))
     command_s = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"  {'command line CPU time (user + sys)':<36} {cpu_s:7.3f} s at load average {load}")
     counts = runs.status.value_counts().to_dict()
     print(f"{len(runs)} runs {counts}, {len(tables)} tables, {len(plots)} plots")
     common.verdict(f"command line on {records} records", command_s, 2.0, unit=" s", at_most=True)

@@ -34,6 +34,7 @@ def test_micro_translation_job_writes_a_complete_result(tmp_path, micro_override
     assert decoding == {"beam": 2, "len_penalty": 1.0, "max_len_a": 0.0, "max_len_b": 3, "sentences": 60,
                         "at_length_cap": decoding["at_length_cap"]}  # fmt: skip
     assert decoding["at_length_cap"] > 6 and "test hypotheses ran to the length cap" in proc.stdout
+    assert r["validation"] == {"examples": 60, "bleu_sentences": 50, "beam": 1}  # trainer=quick: 50 of 60
 
     again = run_cli(*micro_overrides, *cap, "freeze=emb_ffn", f"hydra.run.dir={run_dir}")
     assert again.returncode == 0 and "already holds a completed result" in again.stdout
@@ -125,6 +126,7 @@ def test_budgets_mean_what_they_say_and_a_changed_corpus_is_not_taken_for_the_fi
     # trainer=quick caps runs at 2 epochs (fewer than 70 steps here); a budget given on the command line replaces it
     assert (r["steps"], r["stopped_reason"]) == (70, "max_steps") and r["history"][-1]["epoch"] > 2
     assert r["budgets"] == {"max_epochs": None, "max_steps": 70, "max_time_s": None}
+    assert r["validation"] == {"examples": 60, "bleu_sentences": 0, "beam": 1}  # valid_bleu_sentences=0 wins
     assert "training stopped by trainer.max_steps=70" in first.stdout
 
     (corpus / "test.en").write_text((corpus / "test.en").read_text().replace("dog", "cat"))
@@ -157,7 +159,9 @@ def test_relative_paths_mean_the_directory_the_command_ran_in_when_the_job_runs_
     proc = run_cli(*relative, "hydra.job.chdir=true", "trainer.max_steps=2", "eval.beam=1",
                    f"hydra.run.dir={tmp_path / 'run'}")  # fmt: skip
     assert proc.returncode == 0, proc.stdout
-    assert result(tmp_path / "run")["data"]["data_dir"] == str(Path(micro_overrides[1].split("=")[1]))
+    r = result(tmp_path / "run")
+    assert r["data"]["data_dir"] == str(Path(micro_overrides[1].split("=")[1]))
+    assert r["validation"] == {"examples": 2, "bleu_sentences": 2, "beam": 1}  # a 2-update budget: 2 examples
 
 
 def test_a_crash_is_reported_as_itself_with_hydras_traceback():

@@ -79,6 +79,13 @@ class Split:
         start, end = self.tgt.offsets[row : row + 2].tolist()
         return self.tgt.ids[start:end].tolist()
 
+    def head(self, n: int | None) -> "Split":
+        """The first n examples (all: None)."""
+        if n is None or n >= len(self):
+            return self
+        kept = np.arange(n)
+        return Split(self.src, self.tgt, _pick(self.src_text, kept), _pick(self.tgt_text, kept), self._row(kept))
+
     def at_most(self, max_len: int) -> tuple["Split", int]:
         """The examples with at most max_len subwords on each side, and how many were dropped."""
         long = self.tgt_lens > max_len

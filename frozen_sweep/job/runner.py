@@ -238,6 +238,7 @@ def _train(cfg, run_dir: Path, result: RunResult, world: World, device: torch.de
         record()
 
     trainer = Trainer(cfg, data, model.to(device), device, run_dir, on_validation=report_progress, world=world)
+    result.validation = trainer.validation.settings()
     study.before_training(trainer, result)  # before resuming: the trainer's model is still the fresh one
     trainer.resume_if_possible()
     started = time.perf_counter()

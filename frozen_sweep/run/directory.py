@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
+import orjson
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import ConfigError
@@ -52,9 +53,16 @@ def write_result(run_dir: Path, result: RunResult) -> None:
 
 
 def load_result(path: Path) -> dict:
-    """Read a result record; raise ValueError saying why when it is unreadable or not a record."""
+    """Read a result record; raise ValueError saying why when it is unreadable or not a record.
+
+    orjson parses a record ~6x faster than json (collecting thousands); what it refuses (NaN or Infinity, which the
+    records may hold, or a torn write) goes to json, whose error the reason quotes."""
     try:
-        record = json.loads(Path(path).read_text())
+        data = Path(path).read_bytes()
+        try:
+            record = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            record = json.loads(data.decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{path}: unreadable result record ({e})") from e
     if not isinstance(record, dict) or record.get("status") not in STATUSES:

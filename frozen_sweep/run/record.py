@@ -82,6 +82,8 @@ class RunResult:
     # test decoding (translation): beam, len_penalty, max_len_a, max_len_b (the length cap: max_len_a × source tokens
     # + max_len_b), sentences, and at_length_cap: how many hypotheses the cap ended rather than end-of-sentence
     decoding: dict = field(default_factory=dict)
+    # what each validation used: examples, bleu_sentences (0: no validation BLEU), beam (frozen_sweep.train.validation)
+    validation: dict = field(default_factory=dict)
     history: list = field(default_factory=list)
     data: dict = field(default_factory=dict)  # corpus sizes, dropped counts, vocabulary
     device: Optional[str] = None

@@ -1,5 +1,6 @@
 """Result records → a DataFrame with one row per run (completed or not), which every table is built from."""
 
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
@@ -22,12 +23,20 @@ CSV_COLUMNS = ["path", "status", "reason", "study", "task", "model", "row", "lab
                "untrained", "overrides"]  # fmt: skip
 
 
-def find_results(paths: list[str]) -> list[Path]:
-    """Every result.json under the paths (a path may be a result.json itself), each once."""
+def find_results(paths: list[str]) -> list[str]:
+    """Every result.json under the paths (a path may be a result.json itself), each once, named as pathlib would
+    name them and in its order. Strings from os.walk, not rglob's Paths: a third of the time on thousands of run
+    directories; neither follows a symbolic link to a directory."""
     found = set()
     for path in map(Path, paths):
-        found.update([path] if path.is_file() else path.rglob(RESULT_FILE))
-    return sorted(found)
+        root = str(path)
+        if path.is_file():
+            found.add(root)
+        for parent, _, files in os.walk(root):
+            if RESULT_FILE in files:
+                name = os.path.join(parent, RESULT_FILE)
+                found.add(name[2:] if root == "." else name)  # "./a/result.json": pathlib says "a/result.json"
+    return sorted(found, key=lambda name: name.split(os.sep))  # pathlib's order: by component
 
 
 def setting_of(overrides: list[str], ignored: frozenset = frozenset()) -> tuple[str, ...]:
@@ -149,16 +158,16 @@ def flag_duplicates(runs: pd.DataFrame) -> None:
     ]
 
 
-def run_row(path: Path) -> dict:
+def run_row(path: str) -> dict:
     """One run as a flat row (plus the whole record, for the studies' own columns); a record that cannot be read
     becomes status "corrupt" with the reason."""
     try:
         record = load_result(path)
         freeze = record.get("freeze") or {}
         overrides = [str(o) for o in record.get("overrides") or []]
-        dead = dead_reason(path, record) if record["status"] == "running" else None
+        dead = dead_reason(Path(path), record) if record["status"] == "running" else None
         return {
-            "path": str(path),
+            "path": path,
             "status": "dead" if dead else record["status"],
             "reason": dead or why_not_completed(record),
             "study": record.get("study") or "freeze",
@@ -177,7 +186,7 @@ def run_row(path: Path) -> dict:
         reason = str(e).removeprefix(f"{path}: ")
     except (AttributeError, TypeError, LookupError) as e:  # JSON, but not shaped like a record
         reason = f"malformed record ({type(e).__name__}: {e})"
-    return {"path": str(path), "status": "corrupt", "reason": reason}
+    return {"path": path, "status": "corrupt", "reason": reason}
 
 
 def load_runs(paths: list[str]) -> pd.DataFrame:

@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Optional
 
 import pandas as pd
-from sacrebleu.metrics import BLEU
-from sacrebleu.significance import PairedTest
 
 from frozen_sweep.run.directory import TEST_HYPOTHESES, TEST_REFERENCES
 from frozen_sweep.tables.paper import BASELINE
@@ -54,6 +52,9 @@ def paired_p_values(runs: pd.DataFrame) -> pd.Series:
     saved = {i: (base_hyps, refs) if i == base else outputs(path) for i, path in runs.path.items()}
     others = [i for i, (hyps, run_refs) in saved.items() if i != base and hyps is not None and run_refs == refs]
     different = [i for i in others if saved[i][0] != base_hyps]
+    from sacrebleu.metrics import BLEU  # here: collecting runs without saved translations never imports sacrebleu
+    from sacrebleu.significance import PairedTest
+
     metric = BLEU(references=[refs])  # tokenised once, not once per system (PairedTest then takes references=None)
     named = [(BASELINE, base_hyps)] + [(str(i), saved[i][0]) for i in different]
     _, scores = PairedTest(named, {"BLEU": metric}, references=None, test_type="bs")()
@@ -72,7 +73,12 @@ def paired_p_values(runs: pd.DataFrame) -> pd.Series:
 def p_values(runs: pd.DataFrame) -> pd.Series:
     """p against (0) of every completed freeze-study BLEU run, paired by task × model × setting × seed; NaN else."""
     tested = runs[(runs.status == "completed") & (runs.study == "freeze") & (runs.metric_name == "bleu")]
-    groups = tested.groupby(["task", "model", "setting", "seed"], sort=False, dropna=False)
+    keys = ["task", "model", "setting", "seed"]
+    group_ids = tested.groupby(keys, sort=False, dropna=False).ngroup()
+    baselines = tested[tested.label == BASELINE]  # only the groups whose (0) saved translations: one stat each
+    saved = [(Path(path).parent / TEST_HYPOTHESES).is_file() for path in baselines.path]
+    tested = tested[group_ids.isin(group_ids[baselines.index[saved]])]
+    groups = tested.groupby(keys, sort=False, dropna=False)
     found = [paired_p_values(group) for _, group in groups]
     found = pd.concat(found) if found else pd.Series(dtype=float)
     return found.reindex(runs.index).rename("p_vs_0")

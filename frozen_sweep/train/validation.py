@@ -1,11 +1,17 @@
 """Validation scores of a model during training: loss and perplexity on the validation set, whose batches are copied
 to the device once, greedy BLEU on its first `trainer.valid_bleu_sentences` sentences (translation only), for a
 masked LM the loss, perplexity and accuracy on its masked positions (the same masks at every validation), and a
-classifier's or regression's GLUE metrics (evaluate/scores.py), each a possible trainer.stop_metric."""
+classifier's or regression's GLUE metrics (evaluate/scores.py), each a possible trainer.stop_metric.
+
+A quick job validates quickly: under a `trainer.max_steps` budget of fewer than QUICK_STEPS updates, validation scores
+(and decodes for BLEU) at most one example per update (trainer=quick decodes 50 sentences of its own), so that
+validating a 20-step job does not take longer than training it (docs/training.md)."""
+
+from typing import Optional
 
 from torch import nn
 
-from frozen_sweep.config import StopMetric, TaskKind
+from frozen_sweep.config import TaskKind
 from frozen_sweep.data import TaskData
 from frozen_sweep.data.masking import held_out_batches
 from frozen_sweep.evaluate.decode import translate
@@ -20,13 +26,30 @@ from frozen_sweep.evaluate.scores import (
 )  # fmt: skip
 
 
+QUICK_STEPS = 1000
+VALID_BEAM = 1  # validation BLEU is greedy
+
+
+def quick_cap(tr) -> Optional[int]:
+    """How many validation examples a quick job uses: trainer.max_steps under QUICK_STEPS, else None (all)."""
+    return tr.max_steps if tr.max_steps is not None and tr.max_steps < QUICK_STEPS else None
+
+
+def bleu_sentences(tr) -> Optional[int]:
+    """How many validation sentences are decoded for BLEU: trainer.valid_bleu_sentences (null: all, 0: none), at most
+    the quick cap."""
+    n, cap = tr.valid_bleu_sentences, quick_cap(tr)
+    return n if cap is None or n == 0 else cap if n is None else min(n, cap)
+
+
 class Validation:
     def __init__(self, cfg, data: TaskData, device):
         self.cfg, self.tr, self.data, self.device = cfg, cfg.trainer, data, device
         self.monolingual, self.is_mlm = cfg.task.kind.monolingual, cfg.task.kind == TaskKind.mlm
         self.classes, self.regression = data.num_classes, data.regression  # a head's: GLUE's metrics
         tr = self.tr
-        valid = held_out_batches(data.valid, "valid", cfg.task, len(data.vocab), tr.max_tokens, tr.length_multiple)
+        self.valid = data.valid.head(quick_cap(tr))
+        valid = held_out_batches(self.valid, "valid", cfg.task, len(data.vocab), tr.max_tokens, tr.length_multiple)
         self.batches = [batch.to(device) for batch in valid]  # copied to the device once, for every validation
 
     def scores(self, model: nn.Module) -> dict:
@@ -43,9 +66,7 @@ class Validation:
             return {"valid_loss": scores["loss"], "valid_ppl": None, "valid_bleu": None,
                     "valid_metric": scores["pearson"], **{f"valid_{k}": scores[k] for k in NUMBER_METRICS}}  # fmt: skip
         valid_loss, valid_accuracy = token_scores(model, self.batches, self.device)
-        valid_bleu = None
-        if not self.monolingual and (self.tr.stop_metric == StopMetric.bleu or self.tr.valid_bleu_sentences != 0):
-            valid_bleu = self.bleu(model)
+        valid_bleu = self.bleu(model) if self.settings()["bleu_sentences"] else None
         valid_ppl = perplexity(valid_loss)
         scores = {
             "valid_loss": valid_loss,
@@ -55,11 +76,18 @@ class Validation:
         }
         return scores | {"valid_accuracy": valid_accuracy} if self.is_mlm else scores
 
+    def settings(self) -> dict:
+        """What a validation uses, for the record: the validation examples scored, the sentences decoded for BLEU (0
+        without validation BLEU) and their beam."""
+        if self.monolingual or self.classes or self.regression:
+            return {"examples": len(self.valid), "bleu_sentences": 0, "beam": None}
+        n, held_out = bleu_sentences(self.tr), len(self.valid)
+        return {"examples": held_out, "bleu_sentences": held_out if n is None else min(n, held_out), "beam": VALID_BEAM}
+
     def bleu(self, model: nn.Module) -> float:
-        """Greedy-decoded BLEU on the validation set (or its first `trainer.valid_bleu_sentences`)."""
-        n = self.tr.valid_bleu_sentences
-        valid = self.data.valid
-        sources = valid.sources(n)
+        """Greedy-decoded BLEU on the validation set (or its first `bleu_sentences`)."""
+        valid = self.valid
+        sources = valid.sources(bleu_sentences(self.tr))
         refs = valid.tgt_text[: len(sources)]
-        hyps = translate(model, sources, self.data.vocab, self.device, self.cfg.eval, beam=1)
+        hyps = translate(model, sources, self.data.vocab, self.device, self.cfg.eval, beam=VALID_BEAM)
         return bleu_chrf(hyps, refs)["bleu"]
