@@ -35,6 +35,7 @@ def test_micro_translation_job_writes_a_complete_result(tmp_path, micro_override
                         "at_length_cap": decoding["at_length_cap"]}  # fmt: skip
     assert decoding["at_length_cap"] > 6 and "test hypotheses ran to the length cap" in proc.stdout
     assert r["validation"] == {"examples": 60, "bleu_sentences": 50, "beam": 1}  # trainer=quick: 50 of 60
+    assert "trainer.quick_validation_examples" not in r["fingerprint"]["config"]  # no step budget under 100
 
     again = run_cli(*micro_overrides, *cap, "freeze=emb_ffn", f"hydra.run.dir={run_dir}")
     assert again.returncode == 0 and "already holds a completed result" in again.stdout
@@ -162,6 +163,7 @@ def test_relative_paths_mean_the_directory_the_command_ran_in_when_the_job_runs_
     r = result(tmp_path / "run")
     assert r["data"]["data_dir"] == str(Path(micro_overrides[1].split("=")[1]))
     assert r["validation"] == {"examples": 2, "bleu_sentences": 2, "beam": 1}  # a 2-update budget: 2 examples
+    assert r["fingerprint"]["config"]["trainer.quick_validation_examples"] == 2  # never taken for a full validation
 
 
 def test_a_crash_is_reported_as_itself_with_hydras_traceback():

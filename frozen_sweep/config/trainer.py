@@ -97,3 +97,15 @@ class EvalConfig:
     max_len_a: float = 1.2  # hypotheses stop at max_len_a * source length + max_len_b tokens
     max_len_b: int = 10
     batch_sentences: int = 128
+
+
+# A trainer.max_steps budget under QUICK_STEPS updates validates on its first max_steps validation examples at most
+# (train/validation.py): a smoke run's validation then costs a fraction of its training. Every documented experiment
+# trains at least 150 updates, so none of their tables depends on this rule.
+QUICK_STEPS = 100
+
+
+def quick_validation_cap(trainer) -> Optional[int]:
+    """The validation examples a quick job scores and decodes: trainer.max_steps under QUICK_STEPS, else None (all)."""
+    steps = trainer.max_steps
+    return steps if steps is not None and steps < QUICK_STEPS else None

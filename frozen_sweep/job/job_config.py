@@ -41,6 +41,7 @@ from frozen_sweep.config import (
 )  # fmt: skip
 from frozen_sweep.config.checks import validate
 from frozen_sweep.config.stack_layout import parse_reset_layer
+from frozen_sweep.config.trainer import quick_validation_cap
 from frozen_sweep.metrics.sinks import check_installed
 from frozen_sweep.run.base_run import BaseRunError, load_base_run
 from frozen_sweep.run.directory import BEFORE_CPU, BEST_CHECKPOINT, flatten
@@ -71,6 +72,7 @@ BUDGETS = ("max_epochs", "max_steps", "max_time_s")  # trainer keys; a run stops
 FINGERPRINT_RECIPE = 3
 WORLD_KEYS = ("trainer.devices", "trainer.update_freq")  # fingerprinted as their product, BATCHES_PER_UPDATE
 BATCHES_PER_UPDATE = "trainer.batches_per_update"
+QUICK_VALIDATION = "trainer.quick_validation_examples"  # the validation examples a quick job uses
 PATH_KEYS = ("task.path", "task.sword_dir", "task.cache_dir", "relearn.base_checkpoint", "finetune.base_checkpoint")
 PATH_NAMES = frozenset({SCRATCH})  # values of PATH_KEYS that are no paths
 
@@ -257,6 +259,9 @@ def fingerprint(cfg: DictConfig) -> dict:
     batches = math.prod(config.pop(key, 1) for key in WORLD_KEYS)
     if batches > 1:  # absent at 1, so that the fingerprints of jobs from before these keys stay the same
         config[BATCHES_PER_UPDATE] = batches
+    cap = quick_validation_cap(cfg.trainer)
+    if cap is not None:  # a quick job validates on fewer examples; absent otherwise, as for the batches above
+        config[QUICK_VALIDATION] = cap
     from frozen_sweep.data.identity import prepared_key  # the data package: imported when a fingerprint is asked for
 
     key, data, _ = prepared_key(cfg.task)  # the key also covers the code's tokenisation (format, SentencePiece)

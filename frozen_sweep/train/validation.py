@@ -3,15 +3,17 @@ to the device once, greedy BLEU on its first `trainer.valid_bleu_sentences` sent
 masked LM the loss, perplexity and accuracy on its masked positions (the same masks at every validation), and a
 classifier's or regression's GLUE metrics (evaluate/scores.py), each a possible trainer.stop_metric.
 
-A quick job validates quickly: under a `trainer.max_steps` budget of fewer than QUICK_STEPS updates, validation scores
+A quick job validates quickly: under a `trainer.max_steps` budget of fewer than QUICK_STEPS (100) updates, validation scores
 (and decodes for BLEU) at most one example per update (trainer=quick decodes 50 sentences of its own), so that
-validating a 20-step job does not take longer than training it (docs/training.md)."""
+validating a 20-step job does not take longer than training it (docs/training.md). The cap enters the
+job's fingerprint (job/job_config.py)."""
 
 from typing import Optional
 
 from torch import nn
 
 from frozen_sweep.config import TaskKind
+from frozen_sweep.config.trainer import quick_validation_cap
 from frozen_sweep.data import TaskData
 from frozen_sweep.data.masking import held_out_batches
 from frozen_sweep.evaluate.decode import translate
@@ -26,19 +28,13 @@ from frozen_sweep.evaluate.scores import (
 )  # fmt: skip
 
 
-QUICK_STEPS = 1000
 VALID_BEAM = 1  # validation BLEU is greedy
-
-
-def quick_cap(tr) -> Optional[int]:
-    """How many validation examples a quick job uses: trainer.max_steps under QUICK_STEPS, else None (all)."""
-    return tr.max_steps if tr.max_steps is not None and tr.max_steps < QUICK_STEPS else None
 
 
 def bleu_sentences(tr) -> Optional[int]:
     """How many validation sentences are decoded for BLEU: trainer.valid_bleu_sentences (null: all, 0: none), at most
     the quick cap."""
-    n, cap = tr.valid_bleu_sentences, quick_cap(tr)
+    n, cap = tr.valid_bleu_sentences, quick_validation_cap(tr)
     return n if cap is None or n == 0 else cap if n is None else min(n, cap)
 
 
@@ -48,7 +44,7 @@ class Validation:
         self.monolingual, self.is_mlm = cfg.task.kind.monolingual, cfg.task.kind == TaskKind.mlm
         self.classes, self.regression = data.num_classes, data.regression  # a head's: GLUE's metrics
         tr = self.tr
-        self.valid = data.valid.head(quick_cap(tr))
+        self.valid = data.valid.head(quick_validation_cap(tr))
         valid = held_out_batches(self.valid, "valid", cfg.task, len(data.vocab), tr.max_tokens, tr.length_multiple)
         self.batches = [batch.to(device) for batch in valid]  # copied to the device once, for every validation
 
