@@ -23,7 +23,7 @@ def beam_search(model: Transformer, src: Tensor, beam: int, bos: int, eos: int, 
     return [hyps[0][1] if hyps else [] for hyps in beam_search_nbest(model, src, beam, bos, eos, nbest=1, **search)]
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def beam_search_nbest(
     model: Transformer,
     src: Tensor,  # (B, S) source ids + eos, padded
@@ -53,7 +53,9 @@ def beam_search_nbest(
 
     memory, mask = model.encode(src)
     memory = memory.repeat_interleave(K, 0)  # (B*K, S, D)
-    mask = mask.repeat_interleave(K, 0)  # (B*K, 1, 1, S)
+    # (B*K, 1, 1, S): additive (0 or -inf), made once, rather than a boolean mask attention converts at every step
+    mask = torch.zeros(mask.shape, dtype=memory.dtype, device=src.device).masked_fill_(~mask, -math.inf)
+    mask = mask.repeat_interleave(K, 0)
     caches = model.new_caches() if cache else None
     tokens = torch.full((B * K, 1), bos, dtype=torch.long, device=src.device)  # (B*K, t+1)
     scores = torch.zeros(B, K, device=src.device)  # summed log-probs of the live hypotheses
@@ -89,11 +91,14 @@ def beam_search_nbest(
                 finished[sentence[row]].append((score / (t + 1) ** len_penalty, hyp))
 
         live_scores, pick = top_scores.masked_fill(ends, -math.inf).topk(K, dim=1)  # (n, K)
-        rows = (torch.arange(n, device=src.device) * K).unsqueeze(1) + from_beam.gather(1, pick)  # (n, K)
-        tokens = torch.cat([tokens[rows.view(-1)], token.gather(1, pick).view(-1, 1)], dim=1)
+        if K == 1:  # greedy: every row continues itself, nothing to reorder
+            tokens = torch.cat([tokens, token.gather(1, pick)], dim=1)
+        else:
+            rows = (torch.arange(n, device=src.device) * K).unsqueeze(1) + from_beam.gather(1, pick)  # (n, K)
+            tokens = torch.cat([tokens[rows.view(-1)], token.gather(1, pick).view(-1, 1)], dim=1)
+            if cache:  # cross k/v: the same for a sentence's beams
+                _select_rows(caches, rows.view(-1), keys=("self_k", "self_v"))
         scores = live_scores
-        if cache:  # cross k/v: the same for a sentence's beams
-            _select_rows(caches, rows.view(-1), keys=("self_k", "self_v"))
 
         done = [len(finished[i]) >= K or t + 1 >= limit[i] for i in sentence]
         if all(done):
