@@ -65,6 +65,7 @@ def beam_search_nbest(
     row_limit = max_len.repeat_interleave(K)  # per live row, on the device
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
     not_eos = None  # (V,): from the first logits (the output weight may be drawn only while it projects)
+    nearest_limit = min(limit)  # the lowest limit of a sentence still in the batch, on the host
 
     for t in range(max(limit)):
         n = len(sentence)
@@ -76,7 +77,8 @@ def beam_search_nbest(
         if not_eos is None:
             not_eos = torch.arange(logp.shape[1], device=src.device) != eos
         logp[:, bos] = logp[:, model.pad_id] = -math.inf
-        logp = logp.masked_fill((t + 1 >= row_limit).unsqueeze(1) & not_eos, -math.inf)  # at its limit: must end now
+        if t + 1 >= nearest_limit:  # a row at its limit must end now (the mask only from the first such step)
+            logp = logp.masked_fill((t + 1 >= row_limit).unsqueeze(1) & not_eos, -math.inf)
         V = logp.shape[1]
         candidates = (scores.view(-1, 1) + logp).view(n, K * V)
         top_scores, top_idx = candidates.topk(2 * K, dim=1)  # (n, 2K)
@@ -108,6 +110,7 @@ def beam_search_nbest(
             keep = torch.tensor(keep_list, device=src.device)
             keep_rows = (keep.unsqueeze(1) * K + torch.arange(K, device=src.device)).view(-1)
             sentence = [sentence[row] for row in keep_list]
+            nearest_limit = min(limit[i] for i in sentence)
             scores, tokens, row_limit = scores[keep], tokens[keep_rows], row_limit[keep_rows]
             memory, mask = memory[keep_rows], mask[keep_rows]
             if cache:
