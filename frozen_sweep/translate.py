@@ -7,8 +7,8 @@ RUN is the run's directory or its model file (python -m frozen_sweep.export). Th
 settings (its config's eval section: beam, length penalty, length limits, sentences per batch), so the pipe above
 gives exactly the BLEU its record holds for its test set. The input is read whole and checked (UTF-8, lengths) before
 anything is translated (with --stream, a batch at a time as it comes); sentences are sorted by length and decoded in
-batches of at most --batch-sentences sentences and --max-tokens padded source tokens; an empty line gives an empty
-line. With --nbest N, each sentence gives N lines "LINE<TAB>SCORE<TAB>TRANSLATION" (LINE from 1, SCORE the
+batches of at most --batch-sentences sentences and --max-tokens padded source tokens (fewer by default with frozen
+weights drawn on the fly, whose point is a small peak); an empty line gives an empty line. With --nbest N, each sentence gives N lines "LINE<TAB>SCORE<TAB>TRANSLATION" (LINE from 1, SCORE the
 hypothesis' log-probability / length ** len_penalty), best first. Several RUNs translate as an ensemble: at every
 step the log of the mean of their next-token probabilities (fairseq's rule); they must share one vocabulary, and the
 first run's search settings apply. The Python API: frozen_sweep.load_run(RUN).translate.
@@ -19,7 +19,7 @@ import sys
 from tqdm import tqdm
 
 from frozen_sweep.config import TaskKind
-from frozen_sweep.use.translating import MAX_TOKENS
+from frozen_sweep.use.translating import MAX_TOKENS, ON_THE_FLY_MAX_TOKENS
 from frozen_sweep.use import command_line
 
 
@@ -31,8 +31,8 @@ def main(argv=None) -> None:
     p.add_argument("--max-len-a", type=float, help="hypotheses stop at a × source length + b (default: the run's)")
     p.add_argument("--max-len-b", type=int, help="see --max-len-a (default: the run's eval.max_len_b)")
     p.add_argument("--batch-sentences", type=int, help="most sentences per batch (default: the run's)")
-    p.add_argument("--max-tokens", type=int, default=MAX_TOKENS, help=f"most padded source tokens per batch "
-                   f"(default {MAX_TOKENS}); a longer sentence is a batch of its own")  # fmt: skip
+    p.add_argument("--max-tokens", type=int, help=f"most padded source tokens per batch (default {MAX_TOKENS}, "
+                   f"{ON_THE_FLY_MAX_TOKENS} with --frozen on-the-fly); a longer sentence is a batch of its own")
     args = p.parse_args(argv)
     run = command_line.open_run(args)
     run.require("translate", TaskKind.translation)

@@ -13,6 +13,8 @@ from frozen_sweep import export, score, translate
 from frozen_sweep.evaluate.decode import translate as decode
 from frozen_sweep.weights.build import build_model
 from frozen_sweep.use.command_line import run_command
+from frozen_sweep.use.run import load_run as load_usable_run
+from frozen_sweep.use.translating import ON_THE_FLY_MAX_TOKENS
 from frozen_sweep.weights.finished_run import load_run
 from frozen_sweep.weights.freeze import frozen_fingerprint, parameter_counts
 from frozen_sweep.weights.integrity import check_checksums
@@ -58,6 +60,17 @@ def test_an_exported_file_translates_identically_elsewhere_resident_or_on_the_fl
     assert decode(on_the_fly.model, sources, on_the_fly.vocab, "cpu", on_the_fly.config.eval) == expected.splitlines()
     held = on_the_fly.on_the_fly.peak_held_bytes  # one module's frozen tensors: a linear layer's weight and bias
     assert max(frozen_bytes.values()) <= held <= 1.05 * max(frozen_bytes.values())
+
+    # on the fly, the batches' padded source tokens are capped by default (decoding's tensors would dominate the peak)
+    long_line = " ".join((finished_runs["corpus"] / "test.es").read_text().split()[:12])
+    batches = {}
+    for frozen in ("resident", "on-the-fly"):
+        sizes = batches[frozen] = []
+        load_usable_run(tmp_path / "model.safetensors", frozen=frozen, device="cpu").translate(
+            [long_line] * 60, beam=1, max_len_a=0, max_len_b=2, batch_sentences=60, on_batch=sizes.append)
+    tokens = len(resident.vocab.encode_batch([long_line])[0]) + 1
+    assert batches["resident"] == [60] and 60 * tokens > ON_THE_FLY_MAX_TOKENS
+    assert max(batches["on-the-fly"]) * tokens <= ON_THE_FLY_MAX_TOKENS and sum(batches["on-the-fly"]) == 60
 
 
 def test_a_file_whose_frozen_tensor_does_not_regenerate_is_refused_naming_it(finished_runs, tmp_path, capsys):

@@ -23,7 +23,7 @@ def beam_search(model: Transformer, src: Tensor, beam: int, bos: int, eos: int, 
     return [hyps[0][1] if hyps else [] for hyps in beam_search_nbest(model, src, beam, bos, eos, nbest=1, **search)]
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def beam_search_nbest(
     model: Transformer,
     src: Tensor,  # (B, S) source ids + eos, padded
@@ -53,7 +53,9 @@ def beam_search_nbest(
 
     memory, mask = model.encode(src)
     memory = memory.repeat_interleave(K, 0)  # (B*K, S, D)
-    mask = mask.repeat_interleave(K, 0)  # (B*K, 1, 1, S)
+    # (B*K, 1, 1, S): additive (0 or -inf), made once, rather than a boolean mask attention converts at every step
+    mask = torch.zeros(mask.shape, dtype=memory.dtype, device=src.device).masked_fill_(~mask, -math.inf)
+    mask = mask.repeat_interleave(K, 0)
     caches = model.new_caches() if cache else None
     tokens = torch.full((B * K, 1), bos, dtype=torch.long, device=src.device)  # (B*K, t+1)
     scores = torch.zeros(B, K, device=src.device)  # summed log-probs of the live hypotheses
@@ -63,6 +65,7 @@ def beam_search_nbest(
     row_limit = max_len.repeat_interleave(K)  # per live row, on the device
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
     not_eos = None  # (V,): from the first logits (the output weight may be drawn only while it projects)
+    nearest_limit = min(limit)  # the lowest limit of a sentence still in the batch, on the host
 
     for t in range(max(limit)):
         n = len(sentence)
@@ -74,7 +77,8 @@ def beam_search_nbest(
         if not_eos is None:
             not_eos = torch.arange(logp.shape[1], device=src.device) != eos
         logp[:, bos] = logp[:, model.pad_id] = -math.inf
-        logp = logp.masked_fill((t + 1 >= row_limit).unsqueeze(1) & not_eos, -math.inf)  # at its limit: must end now
+        if t + 1 >= nearest_limit:  # a row at its limit must end now (the mask only from the first such step)
+            logp = logp.masked_fill((t + 1 >= row_limit).unsqueeze(1) & not_eos, -math.inf)
         V = logp.shape[1]
         candidates = (scores.view(-1, 1) + logp).view(n, K * V)
         top_scores, top_idx = candidates.topk(2 * K, dim=1)  # (n, 2K)
@@ -89,11 +93,14 @@ def beam_search_nbest(
                 finished[sentence[row]].append((score / (t + 1) ** len_penalty, hyp))
 
         live_scores, pick = top_scores.masked_fill(ends, -math.inf).topk(K, dim=1)  # (n, K)
-        rows = (torch.arange(n, device=src.device) * K).unsqueeze(1) + from_beam.gather(1, pick)  # (n, K)
-        tokens = torch.cat([tokens[rows.view(-1)], token.gather(1, pick).view(-1, 1)], dim=1)
+        if K == 1:  # greedy: every row continues itself, nothing to reorder
+            tokens = torch.cat([tokens, token.gather(1, pick)], dim=1)
+        else:
+            rows = (torch.arange(n, device=src.device) * K).unsqueeze(1) + from_beam.gather(1, pick)  # (n, K)
+            tokens = torch.cat([tokens[rows.view(-1)], token.gather(1, pick).view(-1, 1)], dim=1)
+            if cache:  # cross k/v: the same for a sentence's beams
+                _select_rows(caches, rows.view(-1), keys=("self_k", "self_v"))
         scores = live_scores
-        if cache:  # cross k/v: the same for a sentence's beams
-            _select_rows(caches, rows.view(-1), keys=("self_k", "self_v"))
 
         done = [len(finished[i]) >= K or t + 1 >= limit[i] for i in sentence]
         if all(done):
@@ -103,6 +110,7 @@ def beam_search_nbest(
             keep = torch.tensor(keep_list, device=src.device)
             keep_rows = (keep.unsqueeze(1) * K + torch.arange(K, device=src.device)).view(-1)
             sentence = [sentence[row] for row in keep_list]
+            nearest_limit = min(limit[i] for i in sentence)
             scores, tokens, row_limit = scores[keep], tokens[keep_rows], row_limit[keep_rows]
             memory, mask = memory[keep_rows], mask[keep_rows]
             if cache:

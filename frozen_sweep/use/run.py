@@ -121,11 +121,15 @@ class Run:
     def translate(self, lines: list[str], beam: Optional[int] = None, nbest: Optional[int] = None,
                   len_penalty: Optional[float] = None, max_len_a: Optional[float] = None,
                   max_len_b: Optional[int] = None, batch_sentences: Optional[int] = None,
-                  max_tokens: int = translating.MAX_TOKENS, source: str = INPUT, first_line: int = 1,
+                  max_tokens: Optional[int] = None, source: str = INPUT, first_line: int = 1,
                   on_batch=None) -> Union[list[str], list[list[tuple[float, str]]]]:  # fmt: skip
         """One translation per line (an empty line: ""); with `nbest`, the nbest best (score, translation) per line,
-        best first (score: log-probability / length ** len_penalty). Search settings default to the run's."""
+        best first (score: log-probability / length ** len_penalty). Search settings default to the run's;
+        `max_tokens` (padded source tokens per batch) to 6,000, or 1,000 when frozen weights are drawn on the fly."""
         self.require("translate", TaskKind.translation)
+        if max_tokens is None:
+            on_the_fly = any(run.on_the_fly is not None for run in (self.finished, *self.members))
+            max_tokens = translating.default_max_tokens(on_the_fly)
         search = translating.search_settings(self.config.eval, {"beam": beam, "len_penalty": len_penalty,
                                              "max_len_a": max_len_a, "max_len_b": max_len_b,
                                              "batch_sentences": batch_sentences})  # fmt: skip

@@ -7,6 +7,14 @@ from frozen_sweep.evaluate.decode import translate_nbest
 from frozen_sweep.use.errors import UsageError, check_lengths
 
 MAX_TOKENS = 6000  # padded source tokens per batch: with beam 4 a batch holds 4× this many decoder states
+# With frozen weights drawn on the fly the point is a small peak, and at the default batch and beam decoding's own
+# tensors (cross-attention keys and values, caches, log-probabilities) dominate it (docs/performance.md): a smaller cap.
+ON_THE_FLY_MAX_TOKENS = 1000
+
+
+def default_max_tokens(on_the_fly: bool) -> int:
+    """The padded source tokens per batch when the caller names none: smaller with frozen weights drawn on the fly."""
+    return ON_THE_FLY_MAX_TOKENS if on_the_fly else MAX_TOKENS
 SEARCH_KEYS = ("beam", "len_penalty", "max_len_a", "max_len_b", "batch_sentences")
 
 
