@@ -268,7 +268,8 @@ def _train(cfg, run_dir: Path, result: RunResult, world: World, device: torch.de
     # perplexity of a uniform guess; 0 BLEU, 0 accuracy, 0 correlation
     untrained = len(data.vocab) if cfg.task.kind in (TaskKind.lm, TaskKind.mlm) else 0.0
     if all(h["valid_metric"] is not None for h in state.history):  # null when validation BLEU is off
-        result.aucc = efficiency.aucc(state.history, result.aucc_cutoff_s, untrained, time_key=clock.time_key(vars(result)))
+        on_clock = clock.time_key(vars(result))
+        result.aucc = efficiency.aucc(state.history, result.aucc_cutoff_s, untrained, time_key=on_clock)
     study.after_training(result)
     record()
     return data, study

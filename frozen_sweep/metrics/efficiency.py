@@ -3,8 +3,9 @@
 AUCC (area under the convergence curve, Shen et al. 2021), as computed here:
 - The curve is the validation metric against the run's clock: training wall-clock time (`wall_time_s` of each
   history entry, validation time included), or on the calibrated clock `calibrated_time_s` (updates × the row's
-  calibrated step time, frozen_sweep.train.clock), the same at any load. It starts at (0, `initial`) — the metric of the untrained model: 0 BLEU, or for
-  perplexity the vocabulary size (a uniform guess) — and joins the recorded validations with straight lines.
+  calibrated step time, frozen_sweep.train.clock), the same at any load. It starts at (0, `initial`) — the metric
+  of the untrained model: 0 BLEU, or for perplexity the vocabulary size (a uniform guess) — and joins the recorded
+  validations with straight lines.
 - A run that stopped before the cut-off T̂ keeps its last value up to T̂ (it is done: that is what it delivers).
 - AUCC = (1/T̂) ∫₀^T̂ metric(t) dt: in the metric's own unit, so it reads as "the average BLEU (or perplexity) over
   the first T̂ seconds". Higher is better for BLEU, lower for perplexity.

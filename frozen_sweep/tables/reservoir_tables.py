@@ -131,7 +131,7 @@ def footnotes(runs: pd.DataFrame, metric: str, step: Optional[int]) -> list[str]
         "every run made); unlike the time columns, it does not depend on the machine's speed or load."
     ] if step is not None else []  # fmt: skip
     clocks = sorted(set(runs.clock))
-    clock = CLOCK_NOTES[clocks[0]] if len(clocks) == 1 else "the runs' clocks differ (wall, calibrated): times do not compare"
+    clock = CLOCK_NOTES[clocks[0]] if len(clocks) == 1 else "the runs' clocks differ: their times do not compare"
     return at_step + [
         f"Clock: {clock}.",
         f"AUCC: validation {metric} averaged over the first T̂ seconds of training ({direction} is better); {cutoff}.",
