@@ -42,5 +42,5 @@ def test_time_budgeted_sweeps_give_the_same_table_quiet_and_beside_a_busy_cpu(tm
         assert r["stopped_reason"] == "max_time" and r["wall_time_s"] > 0
         assert [e["calibrated_time_s"] for e in r["history"]] == [1.0, 2.0, 3.0]
     table = reservoir_table(tmp_path / "quiet", capsys)
-    assert "Clock: calibrated" in table and "| LLL |" in table and "| LRL |" in table, table
+    assert "Clock: calibrated" in table and "| LLL |" in table and "| RLR |" in table, table
     assert reservoir_table(tmp_path / "busy", capsys) == table
