@@ -26,7 +26,7 @@ def test_time_budgeted_sweeps_give_the_same_table_quiet_and_beside_a_busy_cpu(tm
     calibrated clock every run makes ⌈max_time_s / step_time_s⌉ updates, so the tables (rows, AUCC, verdicts) are
     the same; the wall clock is recorded beside it."""
     data = [f"task.path={toy_corpus}", f"task.cache_dir={cache_dir}"]
-    args = [LOCAL, "experiment=reservoir_lm", *TINY_LM, *data, *BUDGET]
+    args = [LOCAL, "hydra.launcher.max_parallel=2", "experiment=reservoir_lm", *TINY_LM, *data, *BUDGET]
     quiet = run_sweep(tmp_path / "quiet", *args, timeout=600)
     assert quiet.returncode == 0, quiet.stdout
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
