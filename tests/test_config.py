@@ -101,6 +101,7 @@ def test_cross_field_errors_name_the_key(overrides, words):
         ("trainer.compile_mode=fast", "trainer.compile_mode=fast: allowed: default, reduce-overhead, max-autotune,"),
         ("trainer.diverge_ratio=0.5", "trainer.diverge_ratio=0.5: must be > 1 (a multiple of a validation loss)"),
         ("trainer.aucc_cutoff_s=0", "trainer.aucc_cutoff_s=0.0: must be > 0 (or null)"),
+        ("trainer.step_time_s=-1", "trainer.step_time_s=-1.0: must be > 0 s per update (or null: the wall clock)"),
         ("reservoir.conv_kernel=4", "reservoir.conv_kernel=4: must be odd and >= 1"),
         ("eval.beam=0", "eval.beam=0: must be > 0"),
         ("model.rope_base=1", "model.rope_base=1.0: must be > 1"),

@@ -67,6 +67,7 @@ RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
       for key in ("diverge_ratio", "diverge_uniform_ratio")),
     ("trainer.betas", lambda v: len(v) == 2 and all(map(_fraction, v)), "must be two numbers in [0, 1)"),
     ("trainer.aucc_cutoff_s", _positive_or_null, "must be > 0 (or null)"),
+    ("trainer.step_time_s", _positive_or_null, "must be > 0 s per update (or null: the wall clock)"),
     ("reservoir.conv_kernel", lambda v: v >= 1 and v % 2 == 1, "must be odd and >= 1"),
     ("finetune.max_unk_rate", lambda v: 0.0 <= v <= 1.0, "must be in [0, 1], e.g. 0.01"),
     ("relearn.thresholds", lambda v: all(0 < x < 1 for x in v), "must be fractions in (0, 1), e.g. [0.01, 0.05]"),

@@ -47,8 +47,11 @@ class TrainerConfig:
     # command line replace the configured ones (frozen_sweep.job.job_config.resolve_budgets).
     max_epochs: Optional[int] = 100
     max_steps: Optional[int] = None
-    max_time_s: Optional[float] = None  # training wall-clock budget; the run stops at the next validation after it
-    aucc_cutoff_s: Optional[float] = None  # AUCC's T̂ (frozen_sweep.metrics.efficiency); null: the run's own training time
+    max_time_s: Optional[float] = None  # training time budget, on the run's clock (step_time_s); checked every update
+    aucc_cutoff_s: Optional[float] = None  # AUCC's T̂ (frozen_sweep.metrics.efficiency); null: the run's own training time (on the run's clock)
+    # the calibrated clock (frozen_sweep.train.clock): seconds per update, measured side by side for the sweep's rows or
+    # stated; when set, max_time_s, aucc_cutoff_s and AUCC count steps × step_time_s, not the wall clock (null)
+    step_time_s: Optional[float] = None
     validate_every_steps: Optional[int] = None  # null: validate at the end of every epoch
     patience: int = 5  # validations without improvement before early stopping
     # divergence guard: a non-finite loss fails the run (stopped_reason: diverged), and so do diverge_validations

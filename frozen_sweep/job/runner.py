@@ -41,6 +41,7 @@ from frozen_sweep.study import for_config
 from frozen_sweep.system import cpu
 from frozen_sweep.system.signals import ignore_stops
 from frozen_sweep.system.files import write_text_atomic  # fmt: skip
+from frozen_sweep.train import clock
 from frozen_sweep.train.stopping import Diverged
 from frozen_sweep.train.trainer import Trainer
 from frozen_sweep.weights import freeze
@@ -261,11 +262,15 @@ def _train(cfg, run_dir: Path, result: RunResult, world: World, device: torch.de
     result.steps = state.step
     result.wall_time_s = round(state.train_time_s, 3)
     result.train_tokens_per_s = state.train_tokens / max(state.step_time_s, 1e-9)
-    result.aucc_cutoff_s = cfg.trainer.aucc_cutoff_s or result.wall_time_s
+    step_time_s = cfg.trainer.step_time_s
+    result.clock, result.step_time_s = clock.clock_name(step_time_s), step_time_s
+    result.calibrated_time_s = clock.calibrated_time(state.step, step_time_s).get(clock.CALIBRATED)
+    result.aucc_cutoff_s = cfg.trainer.aucc_cutoff_s or result.calibrated_time_s or result.wall_time_s
     # perplexity of a uniform guess; 0 BLEU, 0 accuracy, 0 correlation
     untrained = len(data.vocab) if cfg.task.kind in (TaskKind.lm, TaskKind.mlm) else 0.0
     if all(h["valid_metric"] is not None for h in state.history):  # null when validation BLEU is off
-        result.aucc = efficiency.aucc(state.history, result.aucc_cutoff_s, initial=untrained)
+        on_clock = clock.time_key(vars(result))
+        result.aucc = efficiency.aucc(state.history, result.aucc_cutoff_s, untrained, time_key=on_clock)
     study.after_training(result)
     record()
     return data, study

@@ -3,7 +3,8 @@ writes and reads it. No torch here.
 
 Definitions the collector relies on:
 - `history`: one entry per validation: epoch (fractional when validating every N steps), step, wall_time_s (training
-  wall-clock time so far, validation included, summed over resumes), train_sentences and train_tokens (training
+  wall-clock time so far, validation included, summed over resumes), calibrated_time_s (step × trainer.step_time_s,
+  only on the calibrated clock: frozen_sweep.train.clock), train_sentences and train_tokens (training
   examples and target tokens consumed so far), train_loss (label-smoothed, mean since the
   previous validation), valid_loss (per-token NLL, no smoothing), valid_ppl, valid_bleu (greedy, on the validation
   set or its first `trainer.valid_bleu_sentences`; null for LM or when disabled) and valid_metric (valid_bleu for
@@ -72,11 +73,14 @@ class RunResult:
     budgets: dict = field(default_factory=dict)  # trainer.max_epochs, max_steps, max_time_s as the run had them
     steps: Optional[int] = None
     wall_time_s: Optional[float] = None  # training (with validation) wall-clock time, summed over resumes
+    clock: str = "wall"  # what max_time_s and AUCC counted: wall (wall_time_s) or calibrated (calibrated_time_s)
+    step_time_s: Optional[float] = None  # the calibrated clock's seconds per update (trainer.step_time_s)
+    calibrated_time_s: Optional[float] = None  # steps × step_time_s: training time on the calibrated clock
     train_tokens_per_s: Optional[float] = None  # target tokens per second of training steps
     reservoir: dict = field(default_factory=dict)  # study=reservoir: type, stack, pattern, layer counts, backskip
     relearn: dict = field(default_factory=dict)  # study=relearn: base run, reset layer, pre/post/final, recovery
     finetune: dict = field(default_factory=dict)  # study=finetune: the base run, frozen mode, what stayed frozen
-    aucc: Optional[float] = None  # area under the validation-metric curve over wall-clock time / T̂ (efficiency.py)
+    aucc: Optional[float] = None  # area under the validation-metric curve over the run's clock / T̂ (efficiency.py)
     aucc_cutoff_s: Optional[float] = None  # T̂
     sacrebleu_signature: Optional[str] = None
     # test decoding (translation): beam, len_penalty, max_len_a, max_len_b (the length cap: max_len_a × source tokens

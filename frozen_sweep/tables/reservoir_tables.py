@@ -5,10 +5,11 @@
 - Rows: updatable (trainable) layers, reservoir layers, type and pattern of the reservoir stack, backskipping; the test
   metric; AUCC (frozen_sweep.metrics.efficiency, T̂ in a footnote); time to target: the first validation reaching
   TARGET_FRACTION of the best validation metric of the all-trainable runs of the same depth (for perplexity: at most
-  best / TARGET_FRACTION); time to best: the wall-clock time of the best validation; trainable/all;
-- the validation metric at the same update count for every run (the last validation they all made): the time-based
-  columns depend on the machine's speed and load, this one does not (a job's threads are fixed, so its first N
-  updates are the same whenever its budget ends), and it tells per-update learning from per-second speed.
+  best / TARGET_FRACTION); time to best: the time of the best validation; trainable/all;
+- the validation metric at the same update count for every run (the last validation they all made): it does not
+  depend on the machine's speed or load, and it tells per-update learning from per-second speed;
+- times are on the runs' clock (frozen_sweep.train.clock), which a footnote names: the wall clock depends on the
+  machine's load, the calibrated one (updates × each row's step time) does not.
 """
 
 from typing import Optional
@@ -18,12 +19,15 @@ import pandas as pd
 from frozen_sweep.metrics.efficiency import time_to_target
 from frozen_sweep.run.record import best_entry
 from frozen_sweep.tables import untrained
+from frozen_sweep.train.clock import CLOCK_NOTES, time_key
 from frozen_sweep.tables.plots import METRIC_LABELS, curves, higher_is_better, plotted_metric, pyplot
 from frozen_sweep.tables.render import Table, fraction, mean_std, number
 from frozen_sweep.tables.runs import completed, per_setting, setting_of
 
 TARGET_FRACTION = 0.9
-SWEPT_KEYS = frozenset({"reservoir", "model.encoder_layers", "model.decoder_layers", "trainer.aucc_cutoff_s"})
+SWEPT_KEYS = frozenset(
+    {"reservoir", "model.encoder_layers", "model.decoder_layers", "trainer.aucc_cutoff_s", "trainer.step_time_s"}
+)
 
 
 def reservoir_columns(runs: pd.DataFrame) -> pd.DataFrame:
@@ -38,7 +42,8 @@ def reservoir_columns(runs: pd.DataFrame) -> pd.DataFrame:
         backskip=reservoir.get("backskip").fillna(False).astype(bool),
         aucc=[r.get("aucc") for r in records],
         aucc_cutoff_s=[r.get("aucc_cutoff_s") for r in records],
-        time_to_best_s=[(best_entry(r) or {}).get("wall_time_s") for r in records],
+        clock=[r.get("clock", "wall") for r in records],
+        time_to_best_s=[(best_entry(r) or {}).get(time_key(r)) for r in records],
         setting=[setting_of(r.get("overrides") or [], SWEPT_KEYS) for r in records],
     )
 
@@ -51,8 +56,8 @@ def add_time_to_target(runs: pd.DataFrame) -> pd.DataFrame:
     best = baseline.best_metric.groupby(depth[baseline.index]).agg("max" if higher else "min")
     targets = depth.map(best * TARGET_FRACTION if higher else best / TARGET_FRACTION)
     times = [
-        None if pd.isna(target) else time_to_target(history, target, higher)
-        for history, target in zip(runs.history, targets)
+        None if pd.isna(target) else time_to_target(record["history"], target, higher, time_key=time_key(record))
+        for record, target in zip(runs.record, targets)
     ]
     return runs.assign(time_to_target_s=pd.to_numeric(pd.Series(times, index=runs.index, dtype=object)))
 
@@ -125,7 +130,10 @@ def footnotes(runs: pd.DataFrame, metric: str, step: Optional[int]) -> list[str]
         f"{metric} @ {step:,} updates: validation {metric} after the same number of updates (the last validation "
         "every run made); unlike the time columns, it does not depend on the machine's speed or load."
     ] if step is not None else []  # fmt: skip
+    clocks = sorted(set(runs.clock))
+    clock = CLOCK_NOTES[clocks[0]] if len(clocks) == 1 else "the runs' clocks differ: their times do not compare"
     return at_step + [
+        f"Clock: {clock}.",
         f"AUCC: validation {metric} averaged over the first T̂ seconds of training ({direction} is better); {cutoff}.",
         f"Time to {TARGET_FRACTION:.0%}: first validation within {TARGET_FRACTION:.0%} of the best all-trainable run "
         "of the same depth (– when it never got there, or there is no such run); time to best: the best validation.",

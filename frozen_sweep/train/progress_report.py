@@ -64,11 +64,16 @@ def tokens_per_s(state: TrainState) -> float:
     return state.train_tokens / state.step_time_s if state.step_time_s else 0.0
 
 
+def clock_time(state: TrainState, tr) -> float:
+    """The training time the time budget counts: the calibrated clock's (frozen_sweep.train.clock), else the wall's."""
+    return state.train_time_s if tr.step_time_s is None else state.step * tr.step_time_s
+
+
 def done_fraction(state: TrainState, epoch: float, tr) -> Optional[float]:
     """How much of its first budget to run out the job has used (early stopping may end it sooner); None without
     a budget."""
     fractions = [state.step / tr.max_steps if tr.max_steps else None,
                  epoch / tr.max_epochs if tr.max_epochs else None,
-                 state.train_time_s / tr.max_time_s if tr.max_time_s else None]  # fmt: skip
+                 clock_time(state, tr) / tr.max_time_s if tr.max_time_s else None]  # fmt: skip
     known = [f for f in fractions if f is not None]
     return round(min(1.0, max(known)), 4) if known else None

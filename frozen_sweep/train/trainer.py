@@ -32,6 +32,7 @@ from frozen_sweep.metrics.log import MetricsLog
 from frozen_sweep.parallel.distributed import all_gather, broadcast_from_main, on_main, sum_over_ranks, wrap
 from frozen_sweep.parallel.world import SINGLE, World
 from frozen_sweep.run.directory import BEST_CHECKPOINT, LAST_CHECKPOINT
+from frozen_sweep.train.clock import calibrated_time
 from frozen_sweep.train.loss import TrainingLoss
 from frozen_sweep.train.optim import optimizer_and_schedule
 from frozen_sweep.train.stopping import Diverged, TrainState, add_validation, best_loss, diverging
@@ -195,6 +196,8 @@ class Trainer:
             return "max_epochs"
         if tr.max_steps is not None and s.step >= tr.max_steps:
             return "max_steps"
+        if tr.max_time_s is not None and tr.step_time_s is not None:  # the calibrated clock: the same on any load
+            return "max_time" if s.step * tr.step_time_s >= tr.max_time_s else None
         if tr.max_time_s is not None:  # the clocks of the ranks differ: rank 0's says for all
             spent = s.train_time_s + time.perf_counter() - self._clock
             return broadcast_from_main("max_time" if spent >= tr.max_time_s else None, self.world)
@@ -260,6 +263,7 @@ class Trainer:
             "epoch": round(epoch, 4),
             "step": s.step,
             "wall_time_s": None,  # filled below, once validation time is counted
+            **calibrated_time(s.step, tr.step_time_s),
             "train_sentences": s.train_sentences,
             "train_tokens": s.train_tokens,
             "train_loss": train_loss,
