@@ -16,7 +16,8 @@ from hydra_plugins.frozen_sweep_launchers._seeds import task_config
 from tests.conftest import CONF
 
 OmegaConf.register_new_resolver("job_dirname", dirname, replace=True)  # as python -m frozen_sweep: directory names
-GRID = ["freeze=none,emb", "seed=1,2,3"]  # 6 jobs: 2 classes of 3 seeds (a second seed is checked in full, a third not)
+# 8 jobs: 2 classes of 4 seeds (the second is checked in full, the third on), the fourth out of range
+GRID = ["freeze=none,emb", "seed=1,2,3,-1"]
 
 
 def plan(tmp_path, fixed: list[str], grid: list[str]):
@@ -33,13 +34,12 @@ def plan(tmp_path, fixed: list[str], grid: list[str]):
 def test_seed_variants_get_the_fingerprints_a_full_check_gives(tmp_path, micro_overrides):
     for seeded in ([], ["trainer.patience=${seed}"]):  # the second: the seed enters another key, no sharing
         batch, jobs = plan(tmp_path / str(len(seeded)), [*micro_overrides, *seeded], GRID)
-        assert [job.overrides for job in jobs] == [list(b) for b in batch] and len(jobs) == 6
-        for job in jobs:
+        assert [job.overrides for job in jobs] == [list(b) for b in batch] and len(jobs) == 8
+        refused = [job for job in jobs if "seed=-1" in job.overrides]
+        expected = "trainer.patience=-1: must be > 0" if seeded else "seed=-1: must be >= 0"  # the seed's own check
+        assert [job.refused for job in refused] == [expected] * 2
+        ran = [job for job in jobs if job not in refused]
+        for job in ran:
             full = fingerprint(job_config(task_config(job.config), job.overrides))
             assert job.refused is None and job.checked_fingerprint == full, job.overrides
-        assert len({job.checked_fingerprint["sha256"] for job in jobs}) == len({job.job_dir for job in jobs}) == 6
-
-
-def test_a_shared_class_still_refuses_a_bad_seed(tmp_path, micro_overrides):
-    _, jobs = plan(tmp_path, micro_overrides, ["seed=1,2,-1"])
-    assert [job.refused for job in jobs] == [None, None, "seed=-1: must be >= 0"]
+        assert len({job.checked_fingerprint["sha256"] for job in ran}) == len({job.job_dir for job in jobs}) - 2 == 6
