@@ -117,8 +117,8 @@ def plan_jobs(
 @contextlib.contextmanager
 def no_cyclic_gc():
     """Python's cyclic collector off while jobs are planned: each job's config (kept for its launch) is thousands of
-    objects, and the collector's full passes, each over every config planned so far, made a plan quadratic in its jobs
-    (900 jobs: two thirds of the plan's time in unpickling the group's config, i.e. in the collections it set off)."""
+    objects, and each of the collector's full passes walks every config planned so far (a sixth of a 900-job plan's
+    CPU time, docs/performance.md)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
