@@ -58,7 +58,8 @@ def load() -> str:
 def write_completed_records(sweep_dir: Path, grid: list[str]) -> int:
     """A completed result.json in every job's directory, with the fingerprint the plan computes for the job."""
     sys.path.insert(0, str(ROOT / "launchers"))
-    from hydra_plugins.frozen_sweep_launchers._plan import plan_jobs, task_config
+    from hydra_plugins.frozen_sweep_launchers._plan import plan_jobs
+    from hydra_plugins.frozen_sweep_launchers._seeds import task_config
 
     import frozen_sweep.__main__  # noqa: F401 - the schema and the resolvers the command registers
     from frozen_sweep.job.job_config import fingerprint, job_config

@@ -83,6 +83,13 @@ RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
 UNBOUNDED = {"eval.len_penalty": "fairseq's --lenpen: any number (< 1 favours shorter hypotheses, > 1 longer)"}
 
 
+def check_range(key: str, value) -> None:
+    """The range checks of one key (a sweep's plan checks a seed alone when the rest of its job was checked)."""
+    for ranged, allowed, text in RANGES:
+        if ranged == key and not allowed(value):
+            raise ConfigError(f"{key}={value}: {text}")
+
+
 def validate(cfg) -> None:
     """Range and cross-field checks; raise ConfigError naming the key and the allowed values."""
     for key, allowed, text in RANGES:

@@ -6,22 +6,32 @@ subword vocabulary trained on a sample of the training split (jointly on both si
 prepared dataset: training data stays on disk (memory-mapped), lengths in numpy arrays; valid/test keep their text.
 """
 
+from __future__ import annotations  # Vocab and Split in annotations: imported when a task is loaded
+
+import importlib
 import logging
 import math
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from frozen_sweep.data.batching import Batch, Group, batch_indices, pad_fraction
-from frozen_sweep.data.labelled import NUMBER, LabelledSplit, is_labelled, label_stats
-from frozen_sweep.data.preparation import prepare
-from frozen_sweep.data.prepared import VOCAB_FILE, open_prepared
-from frozen_sweep.data.split import Split, make_batches, plan
-from frozen_sweep.data.vocab import Vocab
+if TYPE_CHECKING:
+    from frozen_sweep.data.split import Split
+    from frozen_sweep.data.vocab import Vocab
 
-__all__ = ["Batch", "Group", "LabelledSplit", "Split", "TaskData", "Vocab", "batch_indices", "load_task",
-           "make_batches", "pad_fraction", "plan"]  # fmt: skip
+# the package's names, imported on first use: a sweep's plan imports frozen_sweep.data.hub and the preparation, and
+# the batches' modules would import torch (seconds) with them
+LAZY = {"Batch": "batching", "Group": "batching", "batch_indices": "batching", "pad_fraction": "batching",
+        "LabelledSplit": "labelled", "Split": "split", "make_batches": "split", "plan": "split", "Vocab": "vocab"}
+__all__ = sorted([*LAZY, "TaskData", "load_task"])
 
 log = logging.getLogger(__name__)
+
+
+def __getattr__(name: str):
+    if name in LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -39,6 +49,8 @@ class TaskData:
 
     @property
     def regression(self) -> bool:
+        from frozen_sweep.data.labelled import NUMBER
+
         return self.stats.get("label_kind") == NUMBER
 
     @property
@@ -60,6 +72,10 @@ class TaskData:
 
 def load_task(task_cfg) -> TaskData:
     """Prepare the task's data unless it is prepared, open it; drop over-long TRAIN examples only (task.max_len)."""
+    from frozen_sweep.data.labelled import is_labelled, label_stats
+    from frozen_sweep.data.preparation import prepare
+    from frozen_sweep.data.prepared import VOCAB_FILE, open_prepared
+
     start = time.perf_counter()
     prepared = open_prepared(prepare(task_cfg))
     manifest, vocab = prepared.manifest, prepared.vocab

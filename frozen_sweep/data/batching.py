@@ -10,12 +10,16 @@ order, O(n) time and a few bytes per example. Order within a bucket and batch or
 a hash of (seed, epoch): the same seed and epoch give the same batches, on any machine.
 """
 
+from __future__ import annotations  # torch.Tensor in annotations: torch is imported where tensors are made
+
 import hashlib
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 from frozen_sweep.data.vocab import PAD
 
@@ -112,6 +116,8 @@ def batch_indices(
 
 def pad_sequences(rows: list[list[int]], length: int | None = None) -> torch.Tensor:
     """(len(rows), length or the longest row) int64 tensor of the rows, right-padded with PAD (decoding's sources)."""
+    import torch  # torch: imported by the batches, not by a sweep's plan (which prepares data)
+
     out = torch.full((len(rows), length or max(map(len, rows))), PAD, dtype=torch.long)
     for r, row in enumerate(rows):
         out[r, : len(row)] = torch.tensor(row, dtype=torch.long)

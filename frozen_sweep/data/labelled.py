@@ -7,7 +7,6 @@ refused."""
 import math
 
 import numpy as np
-import torch
 
 from frozen_sweep.data.batching import Batch
 from frozen_sweep.data.split import Side, Split
@@ -51,6 +50,8 @@ class LabelledSplit(Split):
         inputs[:, 0], inputs[:, 1:] = BOS, tokens
         inputs[np.arange(len(rows)), lens + 1] = EOS
         labels = self.labels[rows]
+        import torch  # torch: imported by the batches, not by a sweep's plan (which prepares data)
+
         labels = torch.from_numpy(labels.astype(np.float32 if labels.dtype.kind == "f" else np.int64))  # (B,)
         return Batch(None, torch.from_numpy(inputs), labels, len(rows), np.asarray(indices))
 

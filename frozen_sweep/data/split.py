@@ -6,7 +6,6 @@ Python object is held for training data; valid and test also keep their text (BL
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from frozen_sweep.data.batching import Batch, Group, batch_indices
 from frozen_sweep.data.vocab import BOS, EOS, PAD
@@ -100,6 +99,8 @@ class Split:
 
     def collate(self, indices, length: int | None = None) -> Batch:
         """The Batch of examples `indices`, both sides padded to `length` (a Group's), or each to its longest + 1."""
+        import torch  # torch: imported by the batches, not by a sweep's plan (which prepares data)
+
         rows = self._row(indices)
         src = None
         if self.src is not None:

@@ -248,6 +248,12 @@ def check_known_keys(node, path: str = "") -> None:
 def fingerprint(cfg: DictConfig) -> dict:
     """{"sha256": ..., "config": {dotted key: value}, "data": {file: sha256}, "prepared": the prepared dataset's key}:
     what determines the job's result."""
+    return sealed(*fingerprint_recipe(cfg))
+
+
+def fingerprint_recipe(cfg: DictConfig) -> tuple[dict, dict]:
+    """(what the fingerprint hashes before the CPU's part, the CPU's part): kept by a sweep's plan so that jobs that
+    differ only in their seed get theirs from one serialisation (`reseeded`)."""
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     container.pop("hydra", None)
     container.pop("bases", None)  # how the launcher finds a base: the base itself enters below, by its identity
@@ -269,10 +275,21 @@ def fingerprint(cfg: DictConfig) -> dict:
     base = cfg.finetune.base_checkpoint
     if base is not None:  # what the job starts from: a changed base run is another job
         recipe["base"] = SCRATCH if base == SCRATCH else base_identity(base, cfg.task.cache_dir)
-    before_cpu = digest(recipe)  # what records from before the CPU's part was fingerprinted hold
-    recipe["config"] = config = {**config, **cpu_identity(cfg.trainer.threads, cfg.trainer.follow_free_cores)}
-    return {"sha256": digest(recipe), "config": config, "data": data, "prepared": key, "recipe": FINGERPRINT_RECIPE,
-            BEFORE_CPU: before_cpu}  # fmt: skip
+    return recipe, cpu_identity(cfg.trainer.threads, cfg.trainer.follow_free_cores)
+
+
+def sealed(recipe: dict, cpu: dict) -> dict:
+    """The fingerprint of a recipe and its CPU's part, with the hash records from before the CPU's part hold."""
+    before_cpu = digest(recipe)
+    config = {**recipe["config"], **cpu}
+    return {"sha256": digest({**recipe, "config": config}), "config": config, "data": recipe["data"],
+            "prepared": recipe["prepared"], "recipe": FINGERPRINT_RECIPE, BEFORE_CPU: before_cpu}  # fmt: skip
+
+
+def reseeded(recipe: dict, cpu: dict, seed: int) -> dict:
+    """The fingerprint of the recipe's job with another seed: what `fingerprint` gives that job, when its seed enters
+    no other key (a sweep's plan checks that on a second job before it relies on it)."""
+    return sealed({**recipe, "config": {**recipe["config"], "seed": seed}}, cpu)
 
 
 def digest(recipe: dict) -> str:

@@ -1,5 +1,7 @@
 """Every job of a sweep composed and validated before any starts, with its directory and what it already holds."""
 
+import contextlib
+import gc
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -12,11 +14,12 @@ from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import Config, ConfigError
 from frozen_sweep.job.dry_run import RUN, Decision, decide, report
-from frozen_sweep.job.job_config import absolute_paths, fingerprint, job_config, override_key
+from frozen_sweep.job.job_config import absolute_paths, override_key
 from frozen_sweep.run.directory import LAST_CHECKPOINT, completed_runs, is_completed, previous_record, read_record
 from frozen_sweep.run.lock import live_runner
 
 from ._compose import JobComposer
+from ._seeds import SeedShare
 
 NOT_A_FROZEN_SWEEP_APP = "frozen_sweep's launchers run frozen_sweep jobs only"
 
@@ -37,7 +40,7 @@ class PlannedJob:
     refused: Optional[str] = None  # why the job cannot run (a dry run plans every job; a real sweep stops at one)
     same_run: Optional[Path] = None  # another directory of the sweep that holds (or will hold) this job's result
     waits_for: Optional["PlannedJob"] = None  # the base run this job starts from, not completed yet (_bases.py)
-    checked: Optional[DictConfig] = None  # the config the job runs (job_config), once checked
+    checked_task: Optional[DictConfig] = None  # the task of the config the job runs (job_config), once checked
     checked_fingerprint: Optional[dict] = None
     passed: Sequence[str] = ()  # the overrides the user gave (`overrides` less the launcher's), for what Hydra prints
 
@@ -83,23 +86,25 @@ def plan_jobs(
     jobs, datasets = [], {}
     composer = JobComposer(hydra_context, sweep_config)
     runs = SameRuns(Path(str(sweep_config.hydra.sweep.dir)).absolute())
-    for num, passed in enumerate(job_overrides, start=initial_job_idx):
-        overrides = with_launcher_overrides(passed, launcher_overrides)  # messages name only the `passed` ones
-        config = composer.compose(overrides)
-        try:
-            base = base_of and base_of(config)  # bases.NAME: the base's planned job; its directory in the config
-        except ConfigError as e:
-            if not refuse_each:
-                raise SweepConfigError(f"job #{num} ({' '.join(passed)}): {e}. No job was started.") from e
-            jobs.append(PlannedJob(num, overrides, config, _job_dir(config), None, refused=str(e)))
-            continue
-        if base is not None and not base.already_completed:  # checked once its base has completed
-            jobs.append(PlannedJob(num, overrides, config, _job_dir(config), None, waits_for=base))
-            continue
-        job = plan_job(num, overrides, config, runs, refuse_each, passed)
-        jobs.append(job)
-        if job.checked is not None and not job.already_completed:
-            datasets.setdefault(job.checked_fingerprint["prepared"], (num, job.checked.task))
+    seeds = SeedShare()
+    with no_cyclic_gc():  # each job's config is kept: thousands of objects a job
+        for num, passed in enumerate(job_overrides, start=initial_job_idx):
+            overrides = with_launcher_overrides(passed, launcher_overrides)  # messages name only the `passed` ones
+            config = composer.compose(overrides)
+            try:
+                base = base_of and base_of(config)  # bases.NAME: the base's planned job; its directory in the config
+            except ConfigError as e:
+                if not refuse_each:
+                    raise SweepConfigError(f"job #{num} ({' '.join(passed)}): {e}. No job was started.") from e
+                jobs.append(PlannedJob(num, overrides, config, _job_dir(config), None, refused=str(e)))
+                continue
+            if base is not None and not base.already_completed:  # checked once its base has completed
+                jobs.append(PlannedJob(num, overrides, config, _job_dir(config), None, waits_for=base))
+                continue
+            job = plan_job(num, overrides, config, runs, refuse_each, passed, seeds)
+            jobs.append(job)
+            if job.checked_task is not None and not job.already_completed:
+                datasets.setdefault(job.checked_fingerprint["prepared"], (num, job.checked_task))
     check_distinct_dirs(jobs)
     _prepare_data(datasets)
     shared = set.intersection(*(set(job.overrides) for job in jobs))
@@ -109,11 +114,32 @@ def plan_jobs(
     return jobs
 
 
+@contextlib.contextmanager
+def no_cyclic_gc():
+    """Python's cyclic collector off while jobs are planned: each job's config (kept for its launch) is thousands of
+    objects, and each of the collector's full passes walks every config planned so far (a sixth of a 900-job plan's
+    CPU time, docs/performance.md)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def plan_job(
-    num: int, overrides: list[str], config: DictConfig, runs: "SameRuns", refuse_each: bool, passed: Sequence[str]
+    num: int,
+    overrides: list[str],
+    config: DictConfig,
+    runs: "SameRuns",
+    refuse_each: bool,
+    passed: Sequence[str],
+    seeds: Optional[SeedShare] = None,
 ) -> PlannedJob:
     """One composed job, checked as the job will check itself, with what its directory holds; a refusal names the
-    overrides the user `passed` (not those the launcher adds)."""
+    overrides the user `passed` (not those the launcher adds). `seeds`: the checks of the jobs planned before it,
+    which it shares when it differs from one only in its seed (_seeds.py)."""
     with open_dict(config.hydra.job):
         config.hydra.job.num = num
         config.hydra.job.id = f"job_id_for_{num}"  # the submitit job id replaces it once the job runs
@@ -122,17 +148,16 @@ def plan_job(
         config.hydra.runtime.output_dir = str(job_dir)
     absolute_paths(config, Path(config.hydra.runtime.cwd))  # checked here, read by the job: the same files
     try:
-        checked = job_config(task_config(config), overrides, copied=True)
-        job_fingerprint = fingerprint(checked)
-        previous = previous_record(job_dir, job_fingerprint, checked.force)
+        checked = (seeds or SeedShare()).check(config, overrides)
+        previous = previous_record(job_dir, checked.fingerprint, checked.force)
     except (ConfigError, OmegaConfBaseException) as e:  # e.g. a mandatory value left unset
         if not refuse_each:
             raise SweepConfigError(f"job #{num} ({' '.join(passed)}): {e}. No job was started.") from e
         return PlannedJob(num, overrides, config, job_dir, None, refused=str(e))
     job = PlannedJob(num, overrides, config, job_dir, previous, live_runner(job_dir))
-    job.checked, job.checked_fingerprint = checked, job_fingerprint
+    job.checked_task, job.checked_fingerprint = checked.task, checked.fingerprint
     if not checked.force and not is_completed(previous):
-        job.same_run = runs.find(job_fingerprint["sha256"], job_dir)
+        job.same_run = runs.find(checked.fingerprint["sha256"], job_dir)
     return job
 
 
@@ -156,12 +181,6 @@ class SameRuns:
             self.completed = completed_runs(self.sweep_dir)
         found = self.completed.get(sha256) or self.planned.setdefault(sha256, job_dir)
         return None if found == job_dir else found
-
-
-def task_config(config: DictConfig) -> DictConfig:
-    """The config the job's task function gets: without the hydra node, as Hydra's run_job passes it (resolving the
-    hydra node, e.g. its help text, for every job would cost more than the rest of the job's checks)."""
-    return OmegaConf.masked_copy(config, [key for key in config if key != "hydra"])
 
 
 def _prepare_data(datasets: dict[str, tuple[int, DictConfig]]) -> None:

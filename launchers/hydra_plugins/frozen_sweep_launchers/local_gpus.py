@@ -237,6 +237,8 @@ def visible_gpus(configured: Optional[Sequence[int]]) -> list[int]:
         return list(configured)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:
+        if not gpu_driver_present():
+            return []  # torch's import alone costs seconds of a sweep's plan
         import torch
 
         return list(range(torch.cuda.device_count()))
@@ -275,3 +277,11 @@ def environment(**variables: str) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def gpu_driver_present() -> bool:
+    """Whether a GPU driver shows a device here (NVIDIA's /proc entry or device files, ROCm's /dev/kfd): without
+    one torch would count none."""
+    nvidia = Path("/proc/driver/nvidia/gpus")
+    listed = nvidia.is_dir() and any(nvidia.iterdir())
+    return listed or any(Path("/dev").glob("nvidia[0-9]*")) or Path("/dev/kfd").exists()
