@@ -11,7 +11,7 @@ import sacrebleu
 from frozen_sweep import collect
 from frozen_sweep.tables import paper
 from frozen_sweep.tables.build import build_tables
-from frozen_sweep.tables.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_ENOUGH, paper_check
+from frozen_sweep.tables.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_ENOUGH, paper_check, reservoir_row_name
 from frozen_sweep.tables.paper import REFERENCES
 from frozen_sweep.tables.render import markdown
 from frozen_sweep.tables.runs import load_runs
@@ -290,3 +290,9 @@ def test_real_jobs_save_what_the_bootstrap_needs(tmp_path, micro_overrides):
     p = runs.assign(p=p_values(runs)).set_index("label").p
     assert pd.isna(p["(0)"]) and 0 < p["(3)"] <= 1
 
+
+
+def test_an_untrained_reservoir_row_is_named_as_its_table_names_it():
+    assert reservoir_row_name((2, 3, "ffn", "LRLRL", False)) == "ffn LRLRL"
+    assert reservoir_row_name((2, 3, "transformer", "LRLRL", True)) == "transformer LRLRL (backskip)"
+    assert reservoir_row_name((3, 0, "transformer", "LLL", False)) == "all trainable (3 layers)"

@@ -188,7 +188,16 @@ def reservoir_check(claim: ReservoirClaim, runs: pd.DataFrame, higher: bool, min
         verdict, indicative = INCONCLUSIVE, False
     return Check(claim.key, claim.statement, claim.rule, verdict, compared, "",
                  f"{evidence(runs, ())}; {seeds.describe()}", indicative,
-                 "; ".join(f"{' '.join(map(str, row))} {why}" for row, why in untrained.items()))  # fmt: skip
+                 "; ".join(f"{reservoir_row_name(row)} {why}" for row, why in untrained.items()))  # fmt: skip
+
+
+def reservoir_row_name(row: tuple) -> str:
+    """A reservoir table's row (RESERVOIR_ROW) as its Type and Pattern columns name it: "ffn LRLRL", "all trainable
+    (3 layers)"."""
+    updatable, reservoirs, kind, pattern, backskip = row
+    if not reservoirs:
+        return f"all trainable ({updatable} layers)"
+    return f"{kind} {pattern}" + " (backskip)" * bool(backskip)
 
 
 def check_tables(tables: list[Table], reference: Reference = None, min_runs: int = 1) -> None:
