@@ -120,8 +120,7 @@ class Trainer:
         )
         if best:
             save_checkpoint(self.run_dir / BEST_CHECKPOINT, self.model, self.cfg.seed, step=self.state.step)
-        keep = self.cfg.trainer.keep_checkpoints
-        keep_step_checkpoint(self.run_dir, self.model, self.cfg.seed, self.state.step, keep)
+        keep_step_checkpoint(self.run_dir, self.model, self.cfg.seed, self.state.step, self.tr.keep_checkpoints)
 
     # ---- training ---------------------------------------------------------------------------------------------------
 
