@@ -1,4 +1,4 @@
-"""The calibrated clock (frozen_sweep.train.clock): time-budgeted reservoir sweeps that compare models, not loads."""
+"""The calibrated clock (frozen_sweep.metrics.clock): time-budgeted reservoir sweeps that compare models, not loads."""
 
 import subprocess
 import sys

@@ -49,7 +49,7 @@ class TrainerConfig:
     max_steps: Optional[int] = None
     max_time_s: Optional[float] = None  # training time budget, on the run's clock (step_time_s); checked every update
     aucc_cutoff_s: Optional[float] = None  # AUCC's T̂ (frozen_sweep.metrics.efficiency); null: the run's own training time (on the run's clock)
-    # the calibrated clock (frozen_sweep.train.clock): seconds per update, measured side by side for the sweep's rows or
+    # the calibrated clock (frozen_sweep.metrics.clock): seconds per update, measured side by side for the sweep's rows or
     # stated; when set, max_time_s, aucc_cutoff_s and AUCC count steps × step_time_s, not the wall clock (null)
     step_time_s: Optional[float] = None
     validate_every_steps: Optional[int] = None  # null: validate at the end of every epoch
@@ -102,13 +102,16 @@ class EvalConfig:
     batch_sentences: int = 128
 
 
-# A trainer.max_steps budget under QUICK_STEPS updates validates on its first max_steps validation examples at most
-# (train/validation.py): a smoke run's validation then costs a fraction of its training. Every documented experiment
-# trains at least 150 updates, so none of their tables depends on this rule.
+# A trainer.max_steps budget under QUICK_STEPS updates validates a translation or language model on its first max_steps
+# validation examples at most (train/validation.py): a smoke run's validation then costs a fraction of its training
+# (labelled and masked splits are validated whole: cheap, no decoding). Every documented experiment trains at least 150
+# updates, so none of their tables depends on this rule.
 QUICK_STEPS = 100
+QUICK_KINDS = ("translation", "lm")
 
 
-def quick_validation_cap(trainer) -> Optional[int]:
-    """The validation examples a quick job scores and decodes: trainer.max_steps under QUICK_STEPS, else None (all)."""
-    steps = trainer.max_steps
-    return steps if steps is not None and steps < QUICK_STEPS else None
+def quick_validation_cap(cfg) -> Optional[int]:
+    """The validation examples a quick job scores and decodes: trainer.max_steps when under QUICK_STEPS for a
+    translation or language model, else None (all)."""
+    steps, kind = cfg.trainer.max_steps, getattr(cfg.task.kind, "value", cfg.task.kind)
+    return steps if kind in QUICK_KINDS and steps is not None and steps < QUICK_STEPS else None

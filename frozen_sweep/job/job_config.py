@@ -265,7 +265,7 @@ def fingerprint_recipe(cfg: DictConfig) -> tuple[dict, dict]:
     batches = math.prod(config.pop(key, 1) for key in WORLD_KEYS)
     if batches > 1:  # absent at 1, so that the fingerprints of jobs from before these keys stay the same
         config[BATCHES_PER_UPDATE] = batches
-    cap = quick_validation_cap(cfg.trainer)
+    cap = quick_validation_cap(cfg)
     if cap is not None:  # a quick job validates on fewer examples; absent otherwise, as for the batches above
         config[QUICK_VALIDATION] = cap
     from frozen_sweep.data.identity import prepared_key  # the data package: imported when a fingerprint is asked for

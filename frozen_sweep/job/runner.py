@@ -41,7 +41,7 @@ from frozen_sweep.study import for_config
 from frozen_sweep.system import cpu
 from frozen_sweep.system.signals import ignore_stops
 from frozen_sweep.system.files import write_text_atomic  # fmt: skip
-from frozen_sweep.train import clock
+from frozen_sweep.metrics import clock
 from frozen_sweep.train.stopping import Diverged
 from frozen_sweep.train.trainer import Trainer
 from frozen_sweep.weights import freeze

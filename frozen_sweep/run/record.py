@@ -4,7 +4,7 @@ writes and reads it. No torch here.
 Definitions the collector relies on:
 - `history`: one entry per validation: epoch (fractional when validating every N steps), step, wall_time_s (training
   wall-clock time so far, validation included, summed over resumes), calibrated_time_s (step × trainer.step_time_s,
-  only on the calibrated clock: frozen_sweep.train.clock), train_sentences and train_tokens (training
+  only on the calibrated clock: frozen_sweep.metrics.clock), train_sentences and train_tokens (training
   examples and target tokens consumed so far), train_loss (label-smoothed, mean since the
   previous validation), valid_loss (per-token NLL, no smoothing), valid_ppl, valid_bleu (greedy, on the validation
   set or its first `trainer.valid_bleu_sentences`; null for LM or when disabled) and valid_metric (valid_bleu for

@@ -8,7 +8,7 @@
   best / TARGET_FRACTION); time to best: the time of the best validation; trainable/all;
 - the validation metric at the same update count for every run (the last validation they all made): it does not
   depend on the machine's speed or load, and it tells per-update learning from per-second speed;
-- times are on the runs' clock (frozen_sweep.train.clock), which a footnote names: the wall clock depends on the
+- times are on the runs' clock (frozen_sweep.metrics.clock), which a footnote names: the wall clock depends on the
   machine's load, the calibrated one (updates × each row's step time) does not.
 """
 
@@ -19,7 +19,7 @@ import pandas as pd
 from frozen_sweep.metrics.efficiency import time_to_target
 from frozen_sweep.run.record import best_entry
 from frozen_sweep.tables import untrained
-from frozen_sweep.train.clock import CLOCK_NOTES, time_key
+from frozen_sweep.metrics.clock import CLOCK_NOTES, time_key
 from frozen_sweep.tables.plots import METRIC_LABELS, curves, higher_is_better, plotted_metric, pyplot
 from frozen_sweep.tables.render import Table, fraction, mean_std, number
 from frozen_sweep.tables.runs import completed, per_setting, setting_of

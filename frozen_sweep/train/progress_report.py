@@ -65,7 +65,7 @@ def tokens_per_s(state: TrainState) -> float:
 
 
 def clock_time(state: TrainState, tr) -> float:
-    """The training time the time budget counts: the calibrated clock's (frozen_sweep.train.clock), else the wall's."""
+    """The training time the time budget counts: the calibrated clock's (frozen_sweep.metrics.clock), else the wall's."""
     return state.train_time_s if tr.step_time_s is None else state.step * tr.step_time_s
 
 

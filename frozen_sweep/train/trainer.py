@@ -32,7 +32,7 @@ from frozen_sweep.metrics.log import MetricsLog
 from frozen_sweep.parallel.distributed import all_gather, broadcast_from_main, on_main, sum_over_ranks, wrap
 from frozen_sweep.parallel.world import SINGLE, World
 from frozen_sweep.run.directory import BEST_CHECKPOINT, LAST_CHECKPOINT
-from frozen_sweep.train.clock import calibrated_time
+from frozen_sweep.metrics.clock import calibrated_time
 from frozen_sweep.train.loss import TrainingLoss
 from frozen_sweep.train.optim import optimizer_and_schedule
 from frozen_sweep.train.stopping import Diverged, TrainState, add_validation, best_loss, diverging

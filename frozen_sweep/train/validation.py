@@ -31,10 +31,10 @@ from frozen_sweep.evaluate.scores import (
 VALID_BEAM = 1  # validation BLEU is greedy
 
 
-def bleu_sentences(tr) -> Optional[int]:
+def bleu_sentences(cfg) -> Optional[int]:
     """How many validation sentences are decoded for BLEU: trainer.valid_bleu_sentences (null: all, 0: none), at most
     the quick cap."""
-    n, cap = tr.valid_bleu_sentences, quick_validation_cap(tr)
+    n, cap = cfg.trainer.valid_bleu_sentences, quick_validation_cap(cfg)
     return n if cap is None or n == 0 else cap if n is None else min(n, cap)
 
 
@@ -44,7 +44,7 @@ class Validation:
         self.monolingual, self.is_mlm = cfg.task.kind.monolingual, cfg.task.kind == TaskKind.mlm
         self.classes, self.regression = data.num_classes, data.regression  # a head's: GLUE's metrics
         tr = self.tr
-        self.valid = data.valid.head(quick_validation_cap(tr))
+        self.valid = data.valid.head(quick_validation_cap(cfg))
         valid = held_out_batches(self.valid, "valid", cfg.task, len(data.vocab), tr.max_tokens, tr.length_multiple)
         self.batches = [batch.to(device) for batch in valid]  # copied to the device once, for every validation
 
@@ -77,13 +77,13 @@ class Validation:
         without validation BLEU) and their beam."""
         if self.monolingual or self.classes or self.regression:
             return {"examples": len(self.valid), "bleu_sentences": 0, "beam": None}
-        n, held_out = bleu_sentences(self.tr), len(self.valid)
+        n, held_out = bleu_sentences(self.cfg), len(self.valid)
         return {"examples": held_out, "bleu_sentences": held_out if n is None else min(n, held_out), "beam": VALID_BEAM}
 
     def bleu(self, model: nn.Module) -> float:
         """Greedy-decoded BLEU on the validation set (or its first `bleu_sentences`)."""
         valid = self.valid
-        sources = valid.sources(bleu_sentences(self.tr))
+        sources = valid.sources(bleu_sentences(self.cfg))
         refs = valid.tgt_text[: len(sources)]
         hyps = translate(model, sources, self.data.vocab, self.device, self.cfg.eval, beam=VALID_BEAM)
         return bleu_chrf(hyps, refs)["bleu"]
