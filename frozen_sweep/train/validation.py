@@ -3,10 +3,10 @@ to the device once, greedy BLEU on its first `trainer.valid_bleu_sentences` sent
 masked LM the loss, perplexity and accuracy on its masked positions (the same masks at every validation), and a
 classifier's or regression's GLUE metrics (evaluate/scores.py), each a possible trainer.stop_metric.
 
-A quick job validates quickly: under a `trainer.max_steps` budget of fewer than QUICK_STEPS (100) updates, validation scores
-(and decodes for BLEU) at most one example per update (trainer=quick decodes 50 sentences of its own), so that
-validating a 20-step job does not take longer than training it (docs/training.md). The cap enters the
-job's fingerprint (job/job_config.py)."""
+A quick job validates quickly: a translation or language model under a `trainer.max_steps` budget of fewer than
+QUICK_STEPS (100) updates scores (and decodes for BLEU) at most one validation example per update (trainer=quick
+decodes 50 sentences of its own), so that validating a 20-step job does not take longer than training it
+(docs/training.md). The cap enters the job's fingerprint (job/job_config.py)."""
 
 from typing import Optional
 
