@@ -49,8 +49,8 @@ class TrainerConfig:
     max_steps: Optional[int] = None
     max_time_s: Optional[float] = None  # training time budget, on the run's clock (step_time_s); checked every update
     aucc_cutoff_s: Optional[float] = None  # AUCC's T̂ (frozen_sweep.metrics.efficiency); null: the run's own training time (on the run's clock)
-    # the calibrated clock (frozen_sweep.metrics.clock): seconds per update, measured side by side for the sweep's rows or
-    # stated; when set, max_time_s, aucc_cutoff_s and AUCC count steps × step_time_s, not the wall clock (null)
+    # the calibrated clock (frozen_sweep.metrics.clock): seconds per update, measured side by side for the sweep's
+    # rows or stated; when set, max_time_s, aucc_cutoff_s and AUCC count steps × step_time_s, not the wall clock (null)
     step_time_s: Optional[float] = None
     validate_every_steps: Optional[int] = None  # null: validate at the end of every epoch
     patience: int = 5  # validations without improvement before early stopping
