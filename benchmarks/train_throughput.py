@@ -216,13 +216,15 @@ def llama_step(name: str, args, repeats: int, device, transformers) -> list[str]
         models = {"ours": common.build(cfg, vocab)}
         _, ours_step = common.train_step(cfg, models["ours"], Path(tmp), vocab, device)
         models["nn causal stack"] = llama_reference.TorchDecoder(m, vocab).to(device)
+        cuda = device.type == "cuda"  # bf16 autocast for every contender, as ours has on CUDA
         steps = {
             "ours": ours_step,
-            "nn causal stack": reference_step(models["nn causal stack"], models["nn causal stack"], cfg.trainer),
+            "nn causal stack": reference_step(models["nn causal stack"], models["nn causal stack"], cfg.trainer, cuda),
         }
         if transformers:
             models["LlamaForCausalLM"], forward = llama_reference.hf_llama(cfg, vocab)
-            steps["LlamaForCausalLM"] = reference_step(models["LlamaForCausalLM"].to(device), forward, cfg.trainer)
+            steps["LlamaForCausalLM"] = reference_step(models["LlamaForCausalLM"].to(device), forward, cfg.trainer,
+                                                       cuda)  # fmt: skip
         print(f"\nmodel={name} (language model): {m.decoder_layers} layers, d {m.d_model}, SwiGLU {m.ffn_dim}, "
               f"{m.heads} heads, {m.kv_heads} key/value heads, vocab {vocab}; batch {args.sentences}×{args.length} "
               f"({batch.n_tokens} target tokens); {repeats} rounds, medians")  # fmt: skip

@@ -121,3 +121,25 @@ def test_compiled_training_on_the_gpu_matches_eager(tmp_path, micro_overrides, m
         trainer = Trainer(cfg, data, build_model(cfg, len(data.vocab)).to(CUDA), CUDA, tmp_path / str(compiled))
         valid_loss[compiled] = trainer.fit().history[-1]["valid_loss"]
     assert valid_loss[True] == pytest.approx(valid_loss[False], rel=1e-3)
+
+
+def test_a_llama_style_language_model_trains_on_the_gpu_in_bf16_like_fp32(tmp_path, micro_overrides):
+    """Rotary positions, grouped-query attention and SwiGLU under bf16 autocast: it learns as in fp32, and the frozen
+    attention and gates stay the seed's draws."""
+    valid_loss = {}
+    for amp in (False, True):
+        cfg = compose_config(*micro_overrides, "task.kind=lm", "task.src_lang=null", "model=llama_micro",
+                             "freeze=att", "freeze.gate.frozen=true", f"trainer.amp={amp}",
+                             "trainer.valid_bleu_sentences=0")  # fmt: skip
+        data = load_task(cfg.task)
+        (tmp_path / str(amp)).mkdir()
+        model = build_model(cfg, len(data.vocab)).to(CUDA)
+        drawn = {n: p.detach().clone() for n, p in model.named_parameters()}
+        trainer = Trainer(cfg, data, model, CUDA, tmp_path / str(amp))
+        assert trainer.autocast == amp
+        history = trainer.fit().history
+        assert history[-1]["valid_loss"] < history[0]["valid_loss"]
+        valid_loss[amp] = history[-1]["valid_loss"]
+        for name, p in model.named_parameters():
+            assert torch.equal(p, drawn[name]) == (not p.requires_grad), name
+    assert valid_loss[True] == pytest.approx(valid_loss[False], rel=0.05)
