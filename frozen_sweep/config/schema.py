@@ -10,7 +10,6 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Dict, List
 
-from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from frozen_sweep.config.finetune import FinetuneConfig
@@ -75,6 +74,8 @@ NEUTRAL_KEYS = frozenset(
 def register_configs() -> None:
     """The schemas live in their own group, so that `freeze=glob(*)` sweeps exactly the YAML options; the
     `neutral_keys` resolver gives conf/config.yaml the NEUTRAL_KEYS (and the extra keys it names)."""
+    from hydra.core.config_store import ConfigStore  # here: what only reads records (the collector) needs no Hydra
+
     OmegaConf.register_new_resolver("neutral_keys", lambda *extra: sorted(NEUTRAL_KEYS | set(extra)), replace=True)
     cs = ConfigStore.instance()
     cs.store(name="config_schema", node=Config)

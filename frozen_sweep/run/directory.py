@@ -53,17 +53,26 @@ def write_result(run_dir: Path, result: RunResult) -> None:
 
 
 def load_result(path: Path) -> dict:
-    """Read a result record; raise ValueError saying why when it is unreadable or not a record.
+    """Read a result record; raise ValueError saying why when it is unreadable or not a record."""
+    try:
+        with open(path, "rb") as file:  # not pathlib: a third of the time when thousands are collected
+            data = file.read()
+    except OSError as e:
+        raise ValueError(f"{path}: unreadable result record ({e})") from e
+    return parse_result(data, path)
+
+
+def parse_result(data: bytes, path: Path) -> dict:
+    """A result record from its file's bytes; raise ValueError saying why when it is unreadable or not a record.
 
     orjson parses a record ~6x faster than json (collecting thousands); what it refuses (NaN or Infinity, which the
     records may hold, or a torn write) goes to json, whose error the reason quotes."""
     try:
-        data = Path(path).read_bytes()
         try:
             record = orjson.loads(data)
         except orjson.JSONDecodeError:
             record = json.loads(data.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{path}: unreadable result record ({e})") from e
     if not isinstance(record, dict) or record.get("status") not in STATUSES:
         raise ValueError(f"{path}: not a result record (status must be one of {', '.join(STATUSES)})")

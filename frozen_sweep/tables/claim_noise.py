@@ -17,7 +17,6 @@ from typing import Callable, Optional
 
 import numpy as np
 import pandas as pd
-from sacrebleu.metrics import BLEU
 
 from frozen_sweep.tables.significance import SCORE_TOLERANCE, outputs
 
@@ -68,6 +67,8 @@ def bleu_support(holds: Callable[[dict], bool], runs: pd.DataFrame) -> Optional[
     references = {tuple(refs) if refs else None for _, refs in saved.values()}
     if len(references) != 1 or None in references or any(hyps is None for hyps, _ in saved.values()):
         return None
+    from sacrebleu.metrics import BLEU  # here: only runs with saved translations need sacrebleu (60-90 ms to import)
+
     metric = BLEU(references=[list(next(iter(references)))])
     stats = {row: np.array(metric._extract_corpus_statistics(hyps, None), dtype=float) for row, (hyps, _) in saved.items()}
     for row, row_stats in stats.items():
