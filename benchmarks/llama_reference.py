@@ -41,6 +41,23 @@ def hf_llama(cfg, vocab: int):
     return model, forward
 
 
+def matrix_products(m, vocab: int, tokens: int):
+    """A step's matrix products alone, at the shapes of the LLaMA-style step (every projection forward, its input's
+    gradient and its weight's gradient; the tied output layer likewise): the floor under any implementation of that
+    step that uses these kernels."""
+    kv = m.d_model // m.heads * m.kv_heads
+    shapes = [(m.d_model, m.d_model), (m.d_model, kv), (m.d_model, kv), (m.d_model, m.d_model)]  # q, k, v, o
+    shapes += [(m.d_model, m.ffn_dim), (m.d_model, m.ffn_dim), (m.ffn_dim, m.d_model)]  # gate, up, down
+    shapes = shapes * m.decoder_layers + [(m.d_model, vocab)]
+    operands = [(torch.randn(tokens, i), torch.randn(o, i), torch.randn(tokens, o)) for i, o in shapes]
+
+    def step(batch):
+        for x, w, grad in operands:  # x (N, in), w (out, in), grad (N, out)
+            x @ w.t(), grad @ w, grad.t() @ x  # forward, input's gradient, weight's gradient
+
+    return step
+
+
 @torch.no_grad()
 def kv_cache_bytes(model: Transformer, length: int) -> int:
     """Bytes of the key/value caches after greedy decoding has read `length` positions of one sequence."""

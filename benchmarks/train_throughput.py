@@ -21,8 +21,10 @@ Then the LLaMA-style decoder (`--llama llama_paper`: `base`'s width, heads and 6
 heads; no dropout, as LLaMA) as a language model at the same batch: ours, Hugging Face LlamaForCausalLM of the same
 config, and torch.nn's causal pre-LayerNorm stack of the same width, heads, layers and FFN width (benchmarks/
 llama_reference.py), the same loss, Adam and schedule, timed in CPU seconds on the CPU (fairer than wall time on a
-busy machine). Target: ours ≥ 1.2× LlamaForCausalLM's tokens/s. And the key/value cache of decoding 256 positions
-with kv_heads and with one key/value head per query head: grouped-query attention holds kv_heads/heads of it.
+busy machine), and on the CPU the step's matrix products alone at the same shapes (the floor under any implementation
+with these kernels; it bounds how far ours can beat LlamaForCausalLM). Target: ours ≥ 1.2× LlamaForCausalLM's
+tokens/s. And the key/value cache of decoding 256 positions with kv_heads and with one key/value head per query head:
+grouped-query attention holds kv_heads/heads of it.
 
 `--device cuda`: every contender runs in bf16 autocast (the trainer's default there), the peak is a bf16
 8192² matmul in the same rounds, and the targets are big ≥ 45% and base ≥ 35% of it. The batch of docs/performance.md's GPU table:
@@ -225,6 +227,8 @@ def llama_step(name: str, args, repeats: int, device, transformers) -> list[str]
             models["LlamaForCausalLM"], forward = llama_reference.hf_llama(cfg, vocab)
             steps["LlamaForCausalLM"] = reference_step(models["LlamaForCausalLM"].to(device), forward, cfg.trainer,
                                                        cuda)  # fmt: skip
+        if not cuda:
+            steps["matrix products alone"] = llama_reference.matrix_products(m, vocab, batch.tgt_in.numel())
         print(f"\nmodel={name} (language model): {m.decoder_layers} layers, d {m.d_model}, SwiGLU {m.ffn_dim}, "
               f"{m.heads} heads, {m.kv_heads} key/value heads, vocab {vocab}; batch {args.sentences}×{args.length} "
               f"({batch.n_tokens} target tokens); {repeats} rounds, medians")  # fmt: skip
@@ -233,8 +237,12 @@ def llama_step(name: str, args, repeats: int, device, transformers) -> list[str]
                                    time.process_time if cpu else time.perf_counter)  # fmt: skip
     print(f"timed in {'CPU seconds of this process (time.process_time)' if cpu else 'wall seconds'}")
     common.table(["model", "params", "step", "tokens/s", "step / ours"],
-                 [[k, f"{n_params(models[k]) / 1e6:.1f}M", f"{t * 1e3:.0f} ms", f"{batch.n_tokens / t:,.0f}",
-                   f"{t / times['ours']:.2f}"] for k, t in times.items()])  # fmt: skip
+                 [[k, f"{n_params(models[k]) / 1e6:.1f}M" if k in models else "", f"{t * 1e3:.0f} ms",
+                   f"{batch.n_tokens / t:,.0f}", f"{t / times['ours']:.2f}"] for k, t in times.items()])  # fmt: skip
+    if "matrix products alone" in times and "LlamaForCausalLM" in times:
+        floor = times["matrix products alone"]
+        print(f"the step's matrix products alone take {floor / times['ours']:.0%} of ours: no implementation with "
+              f"these kernels beats LlamaForCausalLM by more than {times['LlamaForCausalLM'] / floor:.2f}×")  # fmt: skip
     length = min(256, m.max_positions)
     gqa = llama_reference.kv_cache_bytes(models["ours"].cpu(), length)
     mha_cfg = common.compose_config("task=lm_bible_en", f"model={name}", f"model.kv_heads={m.heads}")
