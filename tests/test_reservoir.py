@@ -13,7 +13,7 @@ from frozen_sweep.data import load_task
 from frozen_sweep.metrics.efficiency import aucc, time_to_target
 from frozen_sweep.model.reservoir import Reservoir
 from frozen_sweep.tables.build import build_tables
-from frozen_sweep.tables.plots import plot_tables
+from frozen_sweep.tables.plots import plot_tables, pyplot
 from frozen_sweep.tables.render import markdown
 from frozen_sweep.tables.runs import load_runs
 from frozen_sweep.train.trainer import Trainer
@@ -202,3 +202,28 @@ def test_reservoir_table_and_aucc_plot(tmp_path):
     assert "T̂ = 100 s" in text and "| Updatable | Reservoir | Type |" in text and f"{at_40}: validation BLEU" in text
     plot_tables([table], tmp_path / "aucc.png")
     assert (tmp_path / "aucc.png").stat().st_size > 10_000
+
+
+def test_the_aucc_plot_draws_the_calibrated_clock_when_every_run_counted_on_it(tmp_path, monkeypatch):
+    """Runs on the calibrated clock are drawn at updates × their step time, whatever their wall time; one run on the
+    wall clock puts the whole figure back on it."""
+    root = tmp_path / "reservoir_mt"
+    write_reservoir_run(root, "base", "LLLL", "none", best=20, reach_s=80, step_time_s=0.5)
+    write_reservoir_run(root, "ffn", "LRLR", "ffn", best=21, reach_s=40, step_time_s=0.25)
+    plt = pyplot()
+    monkeypatch.setattr(plt, "close", lambda fig: None)  # keep the figure to look at it
+
+    def drawn(root) -> tuple[str, list[list[float]]]:
+        (table,) = build_tables(load_runs([str(root)]))
+        plot_tables([table], tmp_path / "aucc.png")
+        ax = plt.gcf().axes[0]
+        runs = [list(line.get_xdata() * 60) for line in ax.lines if not line.get_label().startswith("_")]
+        plt.close(plt.gcf())
+        return ax.get_xlabel(), runs
+
+    label, runs = drawn(root)
+    assert label.startswith("calibrated time (min)")
+    assert sorted(runs) == [[2.5, 5.0, 7.5, 10.0], [5.0, 10.0, 15.0, 20.0]]  # updates 10..40 × 0.25 s and × 0.5 s
+    write_reservoir_run(root, "wall", "LRLR", "transformer", best=21, reach_s=40)
+    label, runs = drawn(root)
+    assert label.startswith("wall-clock time (min)") and [10.0, 20.0, 30.0, 40.0] in runs

@@ -1,5 +1,6 @@
-"""Figures: validation curves per table (against epoch and wall-clock time), and the training loss every N steps
-from the runs' metrics.jsonl where they have one; one file per table."""
+"""Figures: validation curves per table (against epoch and time: the calibrated clock where every run counted on it,
+else the wall clock), and the training loss every N steps from the runs' metrics.jsonl where they have one; one file
+per table."""
 
 import re
 from collections.abc import Iterable
@@ -7,6 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from frozen_sweep.metrics.clock import CALIBRATED, time_key
+from frozen_sweep.metrics.efficiency import WALL
 from frozen_sweep.metrics.sinks import read_metrics
 from frozen_sweep.run.directory import METRICS_FILE
 
@@ -33,6 +36,14 @@ def curves(runs: pd.DataFrame) -> pd.DataFrame:
     """Every validation of every run, long format: path, label, epoch, wall_time_s, valid_metric, valid_loss..."""
     points = runs[["path", "label", "history"]].explode("history", ignore_index=True).dropna(subset=["history"])
     return points.drop(columns="history").join(pd.DataFrame(points.history.tolist(), index=points.index))
+
+
+def time_axis(runs: pd.DataFrame) -> tuple[str, str]:
+    """The time axis (a history key) and its name: the calibrated clock when every run counted its budget and AUCC on
+    it (updates × trainer.step_time_s: the same at any load), else the wall clock."""
+    if len(runs) and all(time_key(record) == CALIBRATED for record in runs.record):
+        return CALIBRATED, "calibrated time (min): updates × trainer.step_time_s"
+    return WALL, "wall-clock time (min)"
 
 
 def train_curves(run_dirs: Iterable[Path]) -> dict[Path, pd.DataFrame]:
@@ -80,13 +91,17 @@ def draw(ax, points: pd.DataFrame, x: str, y: str, scale: float = 1.0, **style) 
 
 
 def plot_convergence(table, path: Path) -> None:
-    """Validation score against epoch and against wall-clock time, one colour per row label: the mean over its seeds
+    """Validation score against epoch and against time (time_axis), one colour per row label: the mean over its seeds
     with their min–max band, the seeds counted in the legend; a third panel with the training loss against time
     when the runs logged metrics.jsonl. The time panel says how many jobs shared the machine, with how many threads."""
     plt = pyplot()
     points = curves(table.runs)
     y, ylabel = plotted_metric(points, table.metric_name)
     train = train_curves(Path(path).parent for path in table.runs.path)
+    clock, clock_label = time_axis(table.runs)
+    if clock == CALIBRATED:  # the training loss's points on the same clock: its update × the run's step time
+        step_time = {Path(p).parent: record["step_time_s"] for p, record in zip(table.runs.path, table.runs.record)}
+        train = {d: steps.assign(**{CALIBRATED: steps.step * step_time[d]}) for d, steps in train.items()}
     fig, axes = plt.subplots(1, 3 if train else 2, figsize=(16 if train else 11, 4.2))
     by_epoch, by_time = axes[:2]
     by_time.sharey(by_epoch)
@@ -94,15 +109,15 @@ def plot_convergence(table, path: Path) -> None:
         seeds = label_points.path.nunique()
         style = dict(color=f"C{i % 10}", marker=".", linewidth=1.2)
         draw(by_epoch, label_points, "epoch", y, label=f"{label} ({seeds} seed{'s' * (seeds != 1)})", **style)
-        draw(by_time, label_points, "wall_time_s", y, scale=60, **style)
+        draw(by_time, label_points, clock, y, scale=60, **style)
         logged = [steps.assign(path=str(run_dir)) for run_dir, steps in train.items()
                   if str(run_dir / "result.json") in set(label_points.path)]  # fmt: skip
         if logged:
-            draw(axes[2], pd.concat(logged), "wall_time_s", "loss", scale=60, color=style["color"], linewidth=0.8)
+            draw(axes[2], pd.concat(logged), clock, "loss", scale=60, color=style["color"], linewidth=0.8)
     by_epoch.set(xlabel="epoch", ylabel=ylabel)
-    by_time.set(xlabel="wall-clock time (min)", title=sharing(table.runs))
+    by_time.set(xlabel=clock_label, title=sharing(table.runs))
     if train:
-        axes[2].set(xlabel="wall-clock time (min)", ylabel="training loss (metrics.jsonl)")
+        axes[2].set(xlabel=clock_label, ylabel="training loss (metrics.jsonl)")
     if y == "valid_metric" and not higher_is_better(table.metric_name):
         by_epoch.set_yscale("log")
     for ax in axes:

@@ -20,7 +20,7 @@ from frozen_sweep.metrics.efficiency import time_to_target
 from frozen_sweep.run.record import best_entry
 from frozen_sweep.tables import untrained
 from frozen_sweep.metrics.clock import CLOCK_NOTES, time_key
-from frozen_sweep.tables.plots import METRIC_LABELS, curves, higher_is_better, plotted_metric, pyplot
+from frozen_sweep.tables.plots import METRIC_LABELS, curves, higher_is_better, plotted_metric, pyplot, time_axis
 from frozen_sweep.tables.render import Table, fraction, mean_std, number
 from frozen_sweep.tables.runs import completed, per_setting, setting_of
 
@@ -157,7 +157,8 @@ def reservoir_tables(runs: pd.DataFrame) -> list[Table]:
 
 
 def plot_aucc(table: Table, path) -> None:
-    """Validation metric against wall-clock time per run, T̂ marked; the legend gives each run's AUCC."""
+    """Validation metric against time per run (the clock its AUCC counted on: plots.time_axis), T̂ marked; the legend
+    gives each run's AUCC."""
     plt = pyplot()
     runs = table.runs.assign(label=[
         f"{p}{' backskip' if b else ''} {t if r else ''}".strip() + f" (AUCC {number(a)})"
@@ -166,12 +167,13 @@ def plot_aucc(table: Table, path) -> None:
     ])  # fmt: skip
     points = curves(runs)
     y, ylabel = plotted_metric(points, table.metric_name)
+    clock, clock_label = time_axis(runs)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for i, (_, run) in enumerate(points.groupby("path", sort=False)):
-        ax.plot(run.wall_time_s / 60, run[y], marker=".", linewidth=1.2, color=f"C{i % 10}", label=run.label.iloc[0])
+        ax.plot(run[clock] / 60, run[y], marker=".", linewidth=1.2, color=f"C{i % 10}", label=run.label.iloc[0])
     for cutoff in set(runs.aucc_cutoff_s.dropna()):
         ax.axvline(cutoff / 60, color="grey", linestyle="--", linewidth=1)
-    ax.set(xlabel="wall-clock training time (min); dashed: T̂", ylabel=ylabel, title=table.title)
+    ax.set(xlabel=f"{clock_label}; dashed: T̂", ylabel=ylabel, title=table.title)
     if not higher_is_better(table.metric_name) and y == "valid_metric":
         ax.set_yscale("log")
     ax.grid(alpha=0.3)

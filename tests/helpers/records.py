@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from frozen_sweep.metrics.clock import calibrated_time, clock_name
 from frozen_sweep.metrics.efficiency import aucc
 from frozen_sweep.run.directory import write_result
 from frozen_sweep.run.record import RunResult
@@ -43,17 +44,19 @@ def write_run(root: Path, row, metric: float = 10.0, seed: int = 1, overrides=()
     return run_dir / "result.json"
 
 
-def write_reservoir_run(root, name, pattern, kind, best, reach_s, seed=1, backskip=False, updates=40):
+def write_reservoir_run(root, name, pattern, kind, best, reach_s, seed=1, backskip=False, updates=40, step_time_s=None):
     """A completed reservoir-study record whose validation BLEU climbs linearly to `best` at `reach_s` seconds,
-    validated 4 times, the last after `updates`."""
+    validated 4 times, the last after `updates`; with `step_time_s`, on the calibrated clock."""
     history = [{"epoch": i, "step": updates * i // 4, "wall_time_s": reach_s * i / 4, "valid_loss": 5 - i,
-                "valid_metric": best * i / 4} for i in (1, 2, 3, 4)]  # fmt: skip
+                "valid_metric": best * i / 4, **calibrated_time(updates * i // 4, step_time_s)}
+               for i in (1, 2, 3, 4)]  # fmt: skip
     record = RunResult(
         status="completed", study="reservoir", task="bible_es_en", model="demo", seed=seed, metric_name="bleu",
         test_metric=best - 1, best_metric=best, best_epoch=4, trainable_ratio=1 - pattern.count("R") / 10,
         reservoir={"type": kind, "stack": "encoder", "pattern": pattern, "reservoir_layers": pattern.count("R"),
                    "updatable_layers": pattern.count("L"), "backskip": backskip},
-        aucc=aucc(history, 100, initial=0.0), aucc_cutoff_s=100, history=history,
+        aucc=aucc(history, 100, initial=0.0), aucc_cutoff_s=100, history=history, step_time_s=step_time_s,
+        clock=clock_name(step_time_s),
         fingerprint={"config": {"model.encoder_layers": len(pattern)}},  # the model's shape, as evidence reads it
         overrides=[f"reservoir={kind}", f"model.encoder_layers={len(pattern)}", f"seed={seed}", "name=reservoir_mt"],
     )  # fmt: skip
