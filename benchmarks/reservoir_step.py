@@ -8,12 +8,24 @@ with `Trainer._train_step` on one fixed batch, side by side, interleaved, median
 per step over the all-trainable model's (benchmarks/common.py: step_flops): a reservoir needs its forward and, when
 something below it trains, its input gradient — no weight gradients; backskipping drops its backward entirely; a
 reservoir with nothing trainable below it (placement=bottom) runs no backward either way.
+
+`--experiment NAME` (e.g. reservoir_lm) times that experiment's own rows instead — the jobs of its sweep
+(`hydra.sweeper.params`), each composed as the job is, on a synthetic batch of the job's `trainer.max_tokens` target
+tokens (sentences of --length) — side by side in the same way, and prints the seconds per update of each as the YAML
+of a stated calibration: the experiment's `trainer.step_times` (docs/training.md, the calibrated clock). The CPU
+seconds of this process (time.process_time): a busy machine inflates them less than wall time.
 """
 
+import datetime
+import itertools
 import tempfile
+import time
 from pathlib import Path
 
 import common
+from omegaconf import OmegaConf
+
+from frozen_sweep.system.cpu import machine
 
 
 def contenders(encoder_layers: int, count: int) -> dict[str, list[str]]:
@@ -29,6 +41,33 @@ def contenders(encoder_layers: int, count: int) -> dict[str, list[str]]:
     return out
 
 
+def experiment_rows(name: str) -> dict[str, list[str]]:
+    """Row name → overrides: the experiment's sweep (each `key: a,b,c` of hydra.sweeper.params), its product."""
+    params = OmegaConf.load(common.CONF / "experiment" / f"{name}.yaml").hydra.sweeper.params
+    axes = [[f"{key}={value.strip()}" for value in str(values).split(",")] for key, values in params.items()]
+    return {" ".join(row): list(row) for row in itertools.product(*axes)}
+
+
+def calibrate(args, repeats: int) -> None:
+    """Each row of `args.experiment` timed side by side; its seconds per update as the YAML of trainer.step_times."""
+    rows = experiment_rows(args.experiment)
+    cfgs = {row: common.compose_config(f"experiment={args.experiment}", *o) for row, o in rows.items()}
+    first = next(iter(cfgs.values()))
+    vocab, sentences = first.task.vocab_size, max(1, first.trainer.max_tokens // args.length)
+    batch = common.synthetic_batch(sentences, args.length, vocab)
+    with tempfile.TemporaryDirectory() as tmp:
+        steps = {row: common.train_step(c, common.build(c, vocab), Path(tmp), vocab)[1] for row, c in cfgs.items()}
+        print(f"experiment={args.experiment}: {len(cfgs)} rows side by side, batch {sentences}×{args.length} "
+              f"(trainer.max_tokens={first.trainer.max_tokens}), {repeats} rounds, median CPU seconds")  # fmt: skip
+        times = common.interleaved({row: (lambda s=s: s(batch)) for row, s in steps.items()}, repeats, warmup=1,
+                                   clock=time.process_time)  # fmt: skip
+    common.table(["row", "s per update"], [[row, f"{t:.4f}"] for row, t in times.items()])
+    print(f"\ntrainer:\n  step_times:  # s per update, {machine()}, {args.threads} thread(s), "
+          f"{datetime.date.today()}: python benchmarks/reservoir_step.py --experiment {args.experiment}")  # fmt: skip
+    for row, t in times.items():  # the row's sweep values joined by "_", as the `join` resolver names it
+        print(f"    {'_'.join(o.partition('=')[2] for o in row.split())}: {t:.4f}")
+
+
 def main() -> None:
     p = common.parser(__doc__)
     p.add_argument("--model", default="demo")
@@ -36,7 +75,11 @@ def main() -> None:
     p.add_argument("--reservoirs", type=int, default=2)
     p.add_argument("--sentences", type=int, default=64)
     p.add_argument("--length", type=int, default=32, help="tokens per side of every sentence (incl. bos/eos)")
+    p.add_argument("--experiment", help="time this experiment's rows instead; print their trainer.step_times")
     args = p.parse_args()
+    if args.experiment:
+        common.setup(args)
+        return calibrate(args, args.repeats or 7)
     if args.quick:
         args.model, args.encoder_layers, args.reservoirs, args.sentences, args.length = "micro", 3, 1, 4, 8
         args.repeats = 1

@@ -6,6 +6,8 @@ import sys
 import pytest
 
 from frozen_sweep.collect import main as collect
+from frozen_sweep.job.job_config import fingerprint, job_config
+from tests.conftest import compose_config
 from tests.helpers.sweeps import LOCAL, record, run_sweep
 
 # experiment=reservoir_lm at micro size on the toy corpus: two rows, a 3 s budget on a 0.5 s-per-update clock
@@ -44,3 +46,24 @@ def test_time_budgeted_sweeps_give_the_same_table_quiet_and_beside_a_busy_cpu(tm
     table = reservoir_table(tmp_path / "quiet", capsys)
     assert "Clock: calibrated" in table and "| LLL |" in table and "| RLR |" in table, table
     assert reservoir_table(tmp_path / "busy", capsys) == table
+
+
+@pytest.mark.parametrize("experiment, rows", [
+    ("reservoir_lm", {"reservoir=transformer": "transformer", "reservoir=none": "none"}),
+    ("reservoir_mt", {"reservoir=conv model.encoder_layers=6": "conv_6",
+                      "reservoir=ffn model.encoder_layers=4": "ffn_4"}),
+])  # fmt: skip
+def test_an_experiments_calibration_gives_each_row_its_own_step_time(experiment, rows):
+    """The shipped calibrations: each row of the sweep picks its step time from the experiment's table; another
+    row's entry is not part of a job's identity, its own is."""
+    for row, key in rows.items():
+        cfg = compose_config(f"experiment={experiment}", *row.split())
+        assert cfg.trainer.step_time_s == cfg.trainer.step_times[key] > 0
+    row, key = next(iter(rows.items()))
+    other = next(k for k in compose_config(f"experiment={experiment}").trainer.step_times if k != key)
+
+    def identity(*overrides: str) -> str:
+        overrides = [f"experiment={experiment}", *row.split(), *overrides]
+        return fingerprint(job_config(compose_config(*overrides), overrides))["sha256"]
+
+    assert identity(f"trainer.step_times.{other}=9") == identity() != identity(f"trainer.step_times.{key}=9")

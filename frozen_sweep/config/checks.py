@@ -68,6 +68,7 @@ RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("trainer.betas", lambda v: len(v) == 2 and all(map(_fraction, v)), "must be two numbers in [0, 1)"),
     ("trainer.aucc_cutoff_s", _positive_or_null, "must be > 0 (or null)"),
     ("trainer.step_time_s", _positive_or_null, "must be > 0 s per update (or null: the wall clock)"),
+    ("trainer.step_times", lambda v: all(x > 0 for x in v.values()), "must map names to > 0 s per update"),
     ("reservoir.conv_kernel", lambda v: v >= 1 and v % 2 == 1, "must be odd and >= 1"),
     ("finetune.max_unk_rate", lambda v: 0.0 <= v <= 1.0, "must be in [0, 1], e.g. 0.01"),
     ("relearn.thresholds", lambda v: all(0 < x < 1 for x in v), "must be fractions in (0, 1), e.g. [0.01, 0.05]"),

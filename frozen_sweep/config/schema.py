@@ -65,7 +65,8 @@ BASE_KEYS = ("finetune.base_checkpoint", "relearn.base_checkpoint")
 # the record says how it ran (`threads`, `follow_free_cores`).
 NEUTRAL_KEYS = frozenset(
     {"name", "force", "dry_run", "task.cache_dir", "trainer.progress", "trainer.threads", "trainer.follow_free_cores",
-     "trainer.device", "trainer.keep_checkpoints", "trainer.loggers", "trainer.log_every_steps", "trainer.dist_timeout_s"}
+     "trainer.device", "trainer.keep_checkpoints", "trainer.loggers", "trainer.log_every_steps",
+     "trainer.dist_timeout_s", "trainer.step_times"}
     | {f"trainer.wandb.{f.name}" for f in fields(WandbConfig)}
     | {f"trainer.mlflow.{f.name}" for f in fields(MlflowConfig)}
 )  # fmt: skip
@@ -73,10 +74,13 @@ NEUTRAL_KEYS = frozenset(
 
 def register_configs() -> None:
     """The schemas live in their own group, so that `freeze=glob(*)` sweeps exactly the YAML options; the
-    `neutral_keys` resolver gives conf/config.yaml the NEUTRAL_KEYS (and the extra keys it names)."""
+    `neutral_keys` resolver gives conf/config.yaml the NEUTRAL_KEYS (and the extra keys it names); `join` names a
+    row of several sweep axes for a key, e.g. `${trainer.step_times.${join:${reservoir.name},${model.encoder_layers}}}`
+    picks "ffn_4" (an interpolated key must be a string)."""
     from hydra.core.config_store import ConfigStore  # here: what only reads records (the collector) needs no Hydra
 
     OmegaConf.register_new_resolver("neutral_keys", lambda *extra: sorted(NEUTRAL_KEYS | set(extra)), replace=True)
+    OmegaConf.register_new_resolver("join", lambda *parts: "_".join(map(str, parts)), replace=True)
     cs = ConfigStore.instance()
     cs.store(name="config_schema", node=Config)
     cs.store(group="schema", name="task", node=TaskConfig)

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from omegaconf import MISSING
 
@@ -52,6 +52,10 @@ class TrainerConfig:
     # the calibrated clock (frozen_sweep.metrics.clock): seconds per update, measured side by side for the sweep's
     # rows or stated; when set, max_time_s, aucc_cutoff_s and AUCC count steps × step_time_s, not the wall clock (null)
     step_time_s: Optional[float] = None
+    # a stated calibration of several rows, for step_time_s to pick its own, e.g. by reservoir type:
+    # `step_time_s: ${trainer.step_times.${reservoir.name}}` (conf/experiment/reservoir_lm.yaml); only the value
+    # picked is part of a job's identity (the table is neutral)
+    step_times: Dict[str, float] = field(default_factory=dict)
     validate_every_steps: Optional[int] = None  # null: validate at the end of every epoch
     patience: int = 5  # validations without improvement before early stopping
     # divergence guard: a non-finite loss fails the run (stopped_reason: diverged), and so do diverge_validations

@@ -257,6 +257,7 @@ def fingerprint_recipe(cfg: DictConfig) -> tuple[dict, dict]:
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     container.pop("hydra", None)
     container.pop("bases", None)  # how the launcher finds a base: the base itself enters below, by its identity
+    container["trainer"].pop("step_times", None)  # a calibration's table: only the step_time_s it gave counts
     neutral = NEUTRAL_KEYS | DATA_LOCATION_KEYS | LABEL_KEYS
     config = {
         key: value for key, value in flatten(container).items()
