@@ -1,6 +1,7 @@
 """Every job of a sweep composed and validated before any starts, with its directory and what it already holds."""
 
 import contextlib
+import functools
 import gc
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from frozen_sweep.run.directory import LAST_CHECKPOINT, completed_runs, is_compl
 from frozen_sweep.run.lock import live_runner
 
 from ._compose import JobComposer
-from ._seeds import SeedShare
+from ._seeds import Checked, SeedClass, SeedShare
 
 NOT_A_FROZEN_SWEEP_APP = "frozen_sweep's launchers run frozen_sweep jobs only"
 
@@ -32,7 +33,7 @@ class SweepConfigError(CompactHydraException):
 class PlannedJob:
     num: int  # hydra.job.num
     overrides: list[str]
-    config: DictConfig  # the composed job config, hydra node included; hydra.runtime.output_dir is the job's dir
+    composed: Optional[DictConfig]  # the job's config, hydra node included (its output_dir is job_dir); see `config`
     job_dir: Path
     previous: Optional[dict]  # the result record the directory held before the sweep started
     runner: Optional[dict] = None  # who runs the job now (an earlier launcher's job, still live), else None
@@ -43,11 +44,30 @@ class PlannedJob:
     checked_task: Optional[DictConfig] = None  # the task of the config the job runs (job_config), once checked
     checked_fingerprint: Optional[dict] = None
     passed: Sequence[str] = ()  # the overrides the user gave (`overrides` less the launcher's), for what Hydra prints
+    deferred: Optional[Callable[[], DictConfig]] = None  # composes the config of a job planned from its class's checks
+    class_force: bool = False  # `force` and `trainer.devices` of such a job, from its class (_seeds.py)
+    class_devices: int = 1
+
+    @property
+    def config(self) -> DictConfig:
+        """The composed job config; a job planned from its seed class's checks is composed when first asked for
+        (its launch), a dry run composes none of them."""
+        if self.composed is None and self.deferred is not None:
+            self.composed = self.deferred()
+        return self.composed
+
+    @property
+    def force(self) -> bool:
+        return bool(self.composed.force) if self.composed is not None else self.class_force
+
+    @property
+    def devices(self) -> int:
+        return self.composed.trainer.devices if self.composed is not None else self.class_devices
 
     @property
     def already_completed(self) -> bool:
         """Completed in its own directory, or in another one with the same fingerprint: not run again."""
-        return (is_completed(self.previous) or self.same_run is not None) and not self.config.force
+        return (is_completed(self.previous) or self.same_run is not None) and not self.force
 
     def completed_record(self) -> dict:
         """The completed record this job's result is in ({} when there is none yet)."""
@@ -56,7 +76,7 @@ class PlannedJob:
 
     @property
     def resumes(self) -> bool:
-        return (self.job_dir / LAST_CHECKPOINT).exists() and not self.config.force
+        return (self.job_dir / LAST_CHECKPOINT).exists() and not self.force
 
 
 def plan_jobs(
@@ -90,6 +110,10 @@ def plan_jobs(
     with no_cyclic_gc():  # each job's config is kept: thousands of objects a job
         for num, passed in enumerate(job_overrides, start=initial_job_idx):
             overrides = with_launcher_overrides(passed, launcher_overrides)  # messages name only the `passed` ones
+            uncomposed = seeds.uncomposed(overrides)
+            if uncomposed is not None:  # a later job of a seed class: its checks are the class's
+                jobs.append(plan_uncomposed(num, overrides, *uncomposed, composer, runs, refuse_each, passed))
+                continue
             config = composer.compose(overrides)
             try:
                 base = base_of and base_of(config)  # bases.NAME: the base's planned job; its directory in the config
@@ -101,7 +125,7 @@ def plan_jobs(
             if base is not None and not base.already_completed:  # checked once its base has completed
                 jobs.append(PlannedJob(num, overrides, config, _job_dir(config), None, waits_for=base))
                 continue
-            job = plan_job(num, overrides, config, runs, refuse_each, passed, seeds)
+            job = plan_job(num, overrides, config, runs, refuse_each, passed, seeds, has_base=base is not None)
             jobs.append(job)
             if job.checked_task is not None and not job.already_completed:
                 datasets.setdefault(job.checked_fingerprint["prepared"], (num, job.checked_task))
@@ -136,10 +160,57 @@ def plan_job(
     refuse_each: bool,
     passed: Sequence[str],
     seeds: Optional[SeedShare] = None,
+    has_base: bool = False,
 ) -> PlannedJob:
     """One composed job, checked as the job will check itself, with what its directory holds; a refusal names the
     overrides the user `passed` (not those the launcher adds). `seeds`: the checks of the jobs planned before it,
     which it shares when it differs from one only in its seed (_seeds.py)."""
+    job_dir = place(config, num)
+    job = PlannedJob(num, overrides, config, job_dir, None)
+    return _checked(job, lambda: (seeds or SeedShare()).check(config, overrides, job_dir, has_base), runs,
+                    refuse_each, passed)  # fmt: skip
+
+
+def plan_uncomposed(
+    num: int,
+    overrides: list[str],
+    shared: SeedClass,
+    seed: int,
+    composer: JobComposer,
+    runs: "SameRuns",
+    refuse_each: bool,
+    passed: Sequence[str],
+) -> PlannedJob:
+    """A later job of a seed class whose directory follows from its overrides (_seeds.py): planned from the class's
+    checks, its config composed when the launcher first reads it."""
+    job_dir = shared.place.job_dir(overrides)
+    deferred = functools.partial(_compose_placed, composer, overrides, num, job_dir)
+    job = PlannedJob(num, overrides, None, job_dir, None, deferred=deferred, class_force=shared.first.force,
+                     class_devices=shared.devices)  # fmt: skip
+    return _checked(job, lambda: shared.checked(seed), runs, refuse_each, passed)
+
+
+def _checked(job: PlannedJob, check: Callable[[], Checked], runs: "SameRuns", refuse_each: bool,
+             passed: Sequence[str]) -> PlannedJob:  # fmt: skip
+    """The job with its checks' results and what its directory holds, or refused (SweepConfigError unless
+    `refuse_each`)."""
+    try:
+        checked = check()
+        job.previous = previous_record(job.job_dir, checked.fingerprint, checked.force)
+    except (ConfigError, OmegaConfBaseException) as e:  # e.g. a mandatory value left unset
+        if not refuse_each:
+            raise SweepConfigError(f"job #{job.num} ({' '.join(passed)}): {e}. No job was started.") from e
+        job.previous, job.refused = None, str(e)
+        return job
+    job.runner = live_runner(job.job_dir)
+    job.checked_task, job.checked_fingerprint = checked.task, checked.fingerprint
+    if not checked.force and not is_completed(job.previous):
+        job.same_run = runs.find(checked.fingerprint["sha256"], job.job_dir)
+    return job
+
+
+def place(config: DictConfig, num: int) -> Path:
+    """Set the job's number, id and output directory in its config, its paths made absolute; its directory."""
     with open_dict(config.hydra.job):
         config.hydra.job.num = num
         config.hydra.job.id = f"job_id_for_{num}"  # the submitit job id replaces it once the job runs
@@ -147,18 +218,14 @@ def plan_job(
     with read_write(config.hydra.runtime), open_dict(config.hydra.runtime):
         config.hydra.runtime.output_dir = str(job_dir)
     absolute_paths(config, Path(config.hydra.runtime.cwd))  # checked here, read by the job: the same files
-    try:
-        checked = (seeds or SeedShare()).check(config, overrides)
-        previous = previous_record(job_dir, checked.fingerprint, checked.force)
-    except (ConfigError, OmegaConfBaseException) as e:  # e.g. a mandatory value left unset
-        if not refuse_each:
-            raise SweepConfigError(f"job #{num} ({' '.join(passed)}): {e}. No job was started.") from e
-        return PlannedJob(num, overrides, config, job_dir, None, refused=str(e))
-    job = PlannedJob(num, overrides, config, job_dir, previous, live_runner(job_dir))
-    job.checked_task, job.checked_fingerprint = checked.task, checked.fingerprint
-    if not checked.force and not is_completed(previous):
-        job.same_run = runs.find(checked.fingerprint["sha256"], job_dir)
-    return job
+    return job_dir
+
+
+def _compose_placed(composer: JobComposer, overrides: list[str], num: int, job_dir: Path) -> DictConfig:
+    config = composer.compose(overrides)
+    if place(config, num) != job_dir:  # the class's rule was checked on its second job: this cannot differ
+        raise SweepConfigError(f"job #{num} ({' '.join(overrides)}): its directory is not {job_dir} as planned")
+    return config
 
 
 def with_launcher_overrides(overrides: Sequence[str], launcher_overrides: Sequence[str]) -> list[str]:
@@ -231,7 +298,7 @@ def dry_run(jobs: list[PlannedJob]) -> None:
     rows = []
     for job in jobs:
         runner = None if job.refused or job.already_completed else job.runner
-        decision = decide(job.job_dir, job.previous, job.config.force, runner, job.refused, job.same_run)
+        decision = decide(job.job_dir, job.previous, job.force, runner, job.refused, job.same_run)
         if job.waits_for is not None:
             decision = Decision(RUN, f"once its base {job.waits_for.label} has completed (checked then)")
         rows.append((job.label, job.job_dir, decision))
@@ -244,8 +311,8 @@ def dry_run(jobs: list[PlannedJob]) -> None:
 def check_devices(jobs: list[PlannedJob], ranks: int, what: str) -> None:
     """Every job's trainer.devices is the number of ranks the launcher gives it; else the sweep stops unstarted."""
     for job in jobs:
-        if job.config.trainer.devices != ranks:
+        if job.devices != ranks:
             raise SweepConfigError(
-                f"job #{job.num} ({job.label}): trainer.devices={job.config.trainer.devices}, but {what} gives it "
+                f"job #{job.num} ({job.label}): trainer.devices={job.devices}, but {what} gives it "
                 f"{ranks}: make them equal. No job was started."
             )
