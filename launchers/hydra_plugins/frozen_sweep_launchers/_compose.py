@@ -8,6 +8,10 @@ deepcopy, the largest per-job cost of a plan), and each job copies it and applie
 overrides with Hydra's own function, then gets the fields load_configuration derives from the overrides
 (hydra.overrides.task, hydra.job.override_dirname). A job with an override Hydra reads specially (a `hydra.` key,
 a package `@`) is composed in full. tests/test_plan_compose.py checks the result equals load_sweep_config's.
+
+Hydra gives each composition a fresh config repository (a deep copy of its sources, then every file read, parsed and
+validated again: two fifths of a composition); the plan's compositions share one, as the two passes of one
+composition share theirs (the configs it caches are only read: merging copies them).
 """
 
 import functools
@@ -39,13 +43,28 @@ class JobComposer:
             return self.loader.load_sweep_config(self.sweep_config, list(overrides))
         groups = tuple(o.input_line for o in parsed if self._group(o))
         if groups not in self.composed:
-            self.composed[groups] = pickle.dumps(self.loader.load_sweep_config(self.sweep_config, list(groups)))
+            self.composed[groups] = pickle.dumps(self._compose_groups(list(groups)))
         config = pickle.loads(self.composed[groups])
         ConfigLoaderImpl._apply_overrides_to_config([o for o in parsed if not self._group(o)], config)
         with read_write(config.hydra), open_dict(config.hydra):
             config.hydra.overrides.task = [o.input_line for o in parsed]
             config.hydra.job.override_dirname = override_dirname(parsed, config.hydra.job.config.override_dirname)
         return config
+
+    def _compose_groups(self, groups: list[str]) -> DictConfig:
+        """load_sweep_config of the group overrides, its config files read through the plan's one repository."""
+        loader, repo = self.loader, self.repo
+
+        def shared_repo(config_name, overrides):  # what Hydra's method does, with `repo` for a fresh repository
+            parsed = OverridesParser.create().parse_overrides(overrides=overrides)
+            loader._process_config_searchpath(config_name, parsed, repo)
+            return parsed, repo
+
+        loader._parse_overrides_and_create_caching_repo = shared_repo
+        try:
+            return loader.load_sweep_config(self.sweep_config, groups)
+        finally:
+            del loader._parse_overrides_and_create_caching_repo  # Hydra's own method again
 
     def _group(self, override: Override) -> bool:
         """Whether Hydra reads the override as a config-group choice (defaults_list.Overrides)."""

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config.checks import check_range
 from frozen_sweep.job.job_config import fingerprint_recipe, job_config, reseeded, sealed
@@ -81,7 +80,7 @@ class SeedShare:
             checked = full_check(config, overrides)[0]
             shared.derivable = checked.fingerprint == derived.fingerprint
             shared.placeable = shared.derivable and not has_base and shared.devices == config.trainer.devices and (
-                shared.place is not None and _placed_at(shared.place, overrides) == job_dir)
+                shared.place is not None and shared.place.job_dir(overrides) == job_dir)
             return checked
         return derived
 
@@ -89,13 +88,6 @@ class SeedShare:
 def class_key(overrides: Sequence[str]) -> tuple[str, ...]:
     return tuple(o for o in overrides if not o.startswith(f"{SEED}="))
 
-
-def _placed_at(place: JobPlace, overrides: Sequence[str]):
-    """The directory the class's rule gives the job (None where the rule cannot give it)."""
-    try:
-        return place.job_dir(overrides)
-    except OmegaConfBaseException:  # e.g. a subdir that interpolates another key
-        return None
 
 
 def full_check(config: DictConfig, overrides: Sequence[str]) -> tuple[Checked, dict, dict]:
