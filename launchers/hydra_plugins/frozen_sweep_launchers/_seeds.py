@@ -13,6 +13,7 @@ is composed when the launcher first reads it (their launch).
 """
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
@@ -65,7 +66,7 @@ class SeedShare:
             return None
         return shared, seeds[0]
 
-    def check(self, config: DictConfig, overrides: Sequence[str], job_dir, has_base: bool) -> Checked:
+    def check(self, config: DictConfig, overrides: Sequence[str], job_dir: Path, has_base: bool) -> Checked:
         """The job's checks (ConfigError or OmegaConf's errors as job_config raises them), shared with the jobs
         before it that differ from it only in `seed=`; `job_dir` is the job's directory as Hydra gives it."""
         key = class_key(overrides)
@@ -87,7 +88,6 @@ class SeedShare:
 
 def class_key(overrides: Sequence[str]) -> tuple[str, ...]:
     return tuple(o for o in overrides if not o.startswith(f"{SEED}="))
-
 
 
 def full_check(config: DictConfig, overrides: Sequence[str]) -> tuple[Checked, dict, dict]:
