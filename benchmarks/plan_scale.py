@@ -3,10 +3,10 @@ a relaunch of the 900-job sweep once every job has a completed record (all skipp
 
     python benchmarks/plan_scale.py [--quick] [--large: 9,000 jobs too]
 
-The grid is the nine freeze rows × seeds (× two model sizes for 900) on the embedded corpus, so each job is composed,
-checked and fingerprinted as a real sweep's is (every check the plan does: keys, values, data files, its directory's
-record). The relaunch's records are written here, one per job with the job's own fingerprint, as a finished sweep
-leaves them. Each size is run as a fresh command (interpreter start and imports included), its wall time printed
+The grid is the nine freeze rows × seeds (× two model sizes for 900) on the embedded corpus, so each job is planned
+as a real sweep's is (every check the plan does: keys, values, data files, its directory's record; a seed class's
+later jobs from its first two, their configs composed at launch). The relaunch's records are written here, one per
+job with the fingerprint of the job's own full check, as a finished sweep leaves them. Each size is run as a fresh command (interpreter start and imports included), its wall time printed
 with the CPU time the command used and the load average: on a busy machine the CPU time is the figure to compare.
 The per-job cost is the slope between the smallest and the largest grid, the fixed cost its intercept. Targets on a
 quiet machine: 900 jobs in ≤ 10 s, 9,000 in ≤ 60 s.
@@ -103,9 +103,11 @@ def main() -> None:
         large = min(large, 900)  # the relaunch: of the 900-job grid
         relaunch_dir = Path(tmp) / "relaunch"
         written = write_completed_records(relaunch_dir, GRIDS[large])
-        elapsed, _, out = timed_sweep(relaunch_dir, GRIDS[large])
+        at_start = load()
+        elapsed, cpu, out = timed_sweep(relaunch_dir, GRIDS[large])
         assert f"{written} jobs: 0 to run" in out, out[-2000:]
-        print(f"relaunch of {written} completed jobs (all skipped): {elapsed:.1f} s")
+        print(f"relaunch of {written} completed jobs (all skipped): {elapsed:.1f} s wall, {cpu:.1f} s CPU, "
+              f"load {at_start} at start")  # fmt: skip
         for n, target in TARGETS_S.items():
             if n in times:
                 verdict = "met" if times[n] <= target else "NOT met"

@@ -1,6 +1,9 @@
 """Jobs that differ only in their seed share their checks and their fingerprint's serialisation in a sweep's plan
 (hydra_plugins.frozen_sweep_launchers._seeds): every job's fingerprint, directory and overrides must be what the
-job's own full check gives it, whether or not the seed enters another key."""
+job's own full check gives it, whether or not the seed enters another key or the directory, and a job planned without
+its config (a later seed of a class) gets the config Hydra composes for it when the launcher asks."""
+
+from pathlib import Path
 
 from hydra import initialize_config_dir
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
@@ -11,6 +14,7 @@ from omegaconf import OmegaConf
 
 from frozen_sweep.job.job_config import fingerprint, job_config
 from frozen_sweep.run.directory import dirname
+from hydra_plugins.frozen_sweep_launchers._compose import JobComposer
 from hydra_plugins.frozen_sweep_launchers._plan import plan_jobs
 from hydra_plugins.frozen_sweep_launchers._seeds import task_config
 from tests.conftest import CONF
@@ -20,21 +24,31 @@ OmegaConf.register_new_resolver("job_dirname", dirname, replace=True)  # as pyth
 GRID = ["freeze=none,emb", "seed=1,2,3,-1"]
 
 
-def plan(tmp_path, fixed: list[str], grid: list[str]):
+def plan(sweep_dir: str, fixed: list[str], grid: list[str]):
+    """The batch, its planned jobs, and each job's directory as its own composition gives it (its config composed
+    first, where the plan deferred it)."""
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
-        overrides = [*fixed, *grid, f"hydra.sweep.dir={tmp_path}"]
+        overrides = [*fixed, *grid, f"hydra.sweep.dir={sweep_dir}"]
         sweep_config = loader.load_configuration("config", overrides, run_mode=RunMode.MULTIRUN)
         parsed = OverridesParser.create(config_loader=loader).parse_overrides([*fixed, *grid])
         (batch,) = BasicSweeper.split_arguments(parsed, None)
-        jobs = plan_jobs(HydraContext(config_loader=loader, callbacks=None), sweep_config, batch, 0, refuse_each=True)
-    return batch, jobs
+        context = HydraContext(config_loader=loader, callbacks=None)
+        jobs = plan_jobs(context, sweep_config, batch, 0, refuse_each=True)
+        composer = JobComposer(context, sweep_config)  # equal to Hydra's: tests/test_plan_compose.py
+        sweep = [composer.compose(job.overrides).hydra.sweep for job in jobs]
+        dirs = [Path(str(s.dir), str(s.subdir)).absolute() for s in sweep]
+        deferred = [job.deferred is not None and job.composed is None for job in jobs]
+        assert all(job.config.hydra.runtime.output_dir == str(d) for job, d in zip(jobs, dirs))  # composed now
+    return batch, jobs, dirs, deferred
 
 
 def test_seed_variants_get_the_fingerprints_a_full_check_gives(tmp_path, micro_overrides):
     for seeded in ([], ["trainer.patience=${seed}"]):  # the second: the seed enters another key, no sharing
-        batch, jobs = plan(tmp_path / str(len(seeded)), [*micro_overrides, *seeded], GRID)
+        batch, jobs, dirs, deferred = plan(str(tmp_path / str(len(seeded))), [*micro_overrides, *seeded], GRID)
         assert [job.overrides for job in jobs] == [list(b) for b in batch] and len(jobs) == 8
+        assert [job.job_dir for job in jobs] == dirs
+        assert sum(deferred) == (0 if seeded else 4)  # the third and fourth seeds of each class: not composed
         refused = [job for job in jobs if "seed=-1" in job.overrides]
         expected = "trainer.patience=-1: must be > 0" if seeded else "seed=-1: must be >= 0"  # the seed's own check
         assert [job.refused for job in refused] == [expected] * 2
@@ -43,3 +57,9 @@ def test_seed_variants_get_the_fingerprints_a_full_check_gives(tmp_path, micro_o
             full = fingerprint(job_config(task_config(job.config), job.overrides))
             assert job.refused is None and job.checked_fingerprint == full, job.overrides
         assert len({job.checked_fingerprint["sha256"] for job in ran}) == len({job.job_dir for job in jobs}) - 2 == 6
+
+
+def test_a_seed_in_the_sweep_directory_has_every_job_composed_where_hydra_puts_it(tmp_path, micro_overrides):
+    """The class's directory rule is checked on its second job: here it does not hold, so no job is derived."""
+    _, jobs, dirs, deferred = plan(f"{tmp_path}/s${{seed}}", micro_overrides, ["seed=1,2,3"])
+    assert [job.job_dir for job in jobs] == dirs and len(set(dirs)) == 3 and not any(deferred)

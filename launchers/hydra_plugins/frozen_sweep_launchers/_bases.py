@@ -18,7 +18,8 @@ from frozen_sweep.config import BASE_PREFIX, NEUTRAL_KEYS, ConfigError
 from frozen_sweep.job.job_config import base_reference, override_key
 
 from ._compose import JobComposer
-from ._plan import PlannedJob, SameRuns, plan_job, with_launcher_overrides
+from ._plan import with_launcher_overrides
+from ._planned import PlannedJob, SameRuns, plan_job
 
 
 # the sweep's own overrides that reach its bases too: where and how a job runs (the cache, the device, loggers), not

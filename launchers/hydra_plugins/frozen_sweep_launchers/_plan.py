@@ -2,61 +2,21 @@
 
 import contextlib
 import gc
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from hydra.core.hydra_config import HydraConfig
-from hydra.errors import CompactHydraException
 from hydra.types import HydraContext
-from omegaconf import DictConfig, OmegaConf, open_dict, read_write
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import DictConfig, OmegaConf
 
 from frozen_sweep.config import Config, ConfigError
 from frozen_sweep.job.dry_run import RUN, Decision, decide, report
-from frozen_sweep.job.job_config import absolute_paths, override_key
-from frozen_sweep.run.directory import LAST_CHECKPOINT, completed_runs, is_completed, previous_record, read_record
-from frozen_sweep.run.lock import live_runner
+from frozen_sweep.job.job_config import override_key
 
 from ._compose import JobComposer
+from ._planned import PlannedJob, SameRuns, SweepConfigError, job_dir_of, plan_job, plan_uncomposed
 from ._seeds import SeedShare
 
 NOT_A_FROZEN_SWEEP_APP = "frozen_sweep's launchers run frozen_sweep jobs only"
-
-
-class SweepConfigError(CompactHydraException):
-    """A job of the sweep cannot run as configured; raised before anything starts."""
-
-
-@dataclass(eq=False)  # a job is itself, not its field values
-class PlannedJob:
-    num: int  # hydra.job.num
-    overrides: list[str]
-    config: DictConfig  # the composed job config, hydra node included; hydra.runtime.output_dir is the job's dir
-    job_dir: Path
-    previous: Optional[dict]  # the result record the directory held before the sweep started
-    runner: Optional[dict] = None  # who runs the job now (an earlier launcher's job, still live), else None
-    label: str = ""  # what sets this job apart in the sweep, for progress lines
-    refused: Optional[str] = None  # why the job cannot run (a dry run plans every job; a real sweep stops at one)
-    same_run: Optional[Path] = None  # another directory of the sweep that holds (or will hold) this job's result
-    waits_for: Optional["PlannedJob"] = None  # the base run this job starts from, not completed yet (_bases.py)
-    checked_task: Optional[DictConfig] = None  # the task of the config the job runs (job_config), once checked
-    checked_fingerprint: Optional[dict] = None
-    passed: Sequence[str] = ()  # the overrides the user gave (`overrides` less the launcher's), for what Hydra prints
-
-    @property
-    def already_completed(self) -> bool:
-        """Completed in its own directory, or in another one with the same fingerprint: not run again."""
-        return (is_completed(self.previous) or self.same_run is not None) and not self.config.force
-
-    def completed_record(self) -> dict:
-        """The completed record this job's result is in ({} when there is none yet)."""
-        record = self.previous if is_completed(self.previous) else self.same_run and read_record(self.same_run)
-        return record if is_completed(record) else {}
-
-    @property
-    def resumes(self) -> bool:
-        return (self.job_dir / LAST_CHECKPOINT).exists() and not self.config.force
 
 
 def plan_jobs(
@@ -90,18 +50,22 @@ def plan_jobs(
     with no_cyclic_gc():  # each job's config is kept: thousands of objects a job
         for num, passed in enumerate(job_overrides, start=initial_job_idx):
             overrides = with_launcher_overrides(passed, launcher_overrides)  # messages name only the `passed` ones
+            uncomposed = seeds.uncomposed(overrides)
+            if uncomposed is not None:  # a later job of a seed class: its checks are the class's
+                jobs.append(plan_uncomposed(num, overrides, *uncomposed, composer, runs, refuse_each, passed))
+                continue
             config = composer.compose(overrides)
             try:
                 base = base_of and base_of(config)  # bases.NAME: the base's planned job; its directory in the config
             except ConfigError as e:
                 if not refuse_each:
                     raise SweepConfigError(f"job #{num} ({' '.join(passed)}): {e}. No job was started.") from e
-                jobs.append(PlannedJob(num, overrides, config, _job_dir(config), None, refused=str(e)))
+                jobs.append(PlannedJob(num, overrides, config, job_dir_of(config), None, refused=str(e)))
                 continue
             if base is not None and not base.already_completed:  # checked once its base has completed
-                jobs.append(PlannedJob(num, overrides, config, _job_dir(config), None, waits_for=base))
+                jobs.append(PlannedJob(num, overrides, config, job_dir_of(config), None, waits_for=base))
                 continue
-            job = plan_job(num, overrides, config, runs, refuse_each, passed, seeds)
+            job = plan_job(num, overrides, config, runs, refuse_each, passed, seeds, has_base=base is not None)
             jobs.append(job)
             if job.checked_task is not None and not job.already_completed:
                 datasets.setdefault(job.checked_fingerprint["prepared"], (num, job.checked_task))
@@ -128,59 +92,10 @@ def no_cyclic_gc():
             gc.enable()
 
 
-def plan_job(
-    num: int,
-    overrides: list[str],
-    config: DictConfig,
-    runs: "SameRuns",
-    refuse_each: bool,
-    passed: Sequence[str],
-    seeds: Optional[SeedShare] = None,
-) -> PlannedJob:
-    """One composed job, checked as the job will check itself, with what its directory holds; a refusal names the
-    overrides the user `passed` (not those the launcher adds). `seeds`: the checks of the jobs planned before it,
-    which it shares when it differs from one only in its seed (_seeds.py)."""
-    with open_dict(config.hydra.job):
-        config.hydra.job.num = num
-        config.hydra.job.id = f"job_id_for_{num}"  # the submitit job id replaces it once the job runs
-    job_dir = _job_dir(config)
-    with read_write(config.hydra.runtime), open_dict(config.hydra.runtime):
-        config.hydra.runtime.output_dir = str(job_dir)
-    absolute_paths(config, Path(config.hydra.runtime.cwd))  # checked here, read by the job: the same files
-    try:
-        checked = (seeds or SeedShare()).check(config, overrides)
-        previous = previous_record(job_dir, checked.fingerprint, checked.force)
-    except (ConfigError, OmegaConfBaseException) as e:  # e.g. a mandatory value left unset
-        if not refuse_each:
-            raise SweepConfigError(f"job #{num} ({' '.join(passed)}): {e}. No job was started.") from e
-        return PlannedJob(num, overrides, config, job_dir, None, refused=str(e))
-    job = PlannedJob(num, overrides, config, job_dir, previous, live_runner(job_dir))
-    job.checked_task, job.checked_fingerprint = checked.task, checked.fingerprint
-    if not checked.force and not is_completed(previous):
-        job.same_run = runs.find(checked.fingerprint["sha256"], job_dir)
-    return job
-
-
 def with_launcher_overrides(overrides: Sequence[str], launcher_overrides: Sequence[str]) -> list[str]:
     """The job's overrides, then the launcher's (e.g. its thread count) for the keys the job does not set."""
     own = {override_key(o) for o in overrides}
     return list(overrides) + [o for o in launcher_overrides if override_key(o) not in own]
-
-
-class SameRuns:
-    """Where each fingerprint's run is: a completed record under the sweep's folder (read once, when a job first
-    needs it), else the first job of this plan that runs it."""
-
-    def __init__(self, sweep_dir: Path):
-        self.sweep_dir = sweep_dir
-        self.completed: Optional[dict[str, Path]] = None
-        self.planned: dict[str, Path] = {}
-
-    def find(self, sha256: str, job_dir: Path) -> Optional[Path]:
-        if self.completed is None:
-            self.completed = completed_runs(self.sweep_dir)
-        found = self.completed.get(sha256) or self.planned.setdefault(sha256, job_dir)
-        return None if found == job_dir else found
 
 
 def _prepare_data(datasets: dict[str, tuple[int, DictConfig]]) -> None:
@@ -193,21 +108,6 @@ def _prepare_data(datasets: dict[str, tuple[int, DictConfig]]) -> None:
             prepare(task)
         except (OSError, ValueError) as e:
             raise SweepConfigError(f"job #{num}: preparing its data: {e}. No job was started.") from e
-
-
-def _job_dir(config: DictConfig) -> Path:
-    """hydra.sweep.dir/hydra.sweep.subdir, evaluated as Hydra's run_job does (with the job's HydraConfig set when they
-    use the `hydra:` resolver; setting it copies the hydra node, a third of a job's plan)."""
-    sweep = config.hydra.sweep
-    if "${hydra:" not in f"{OmegaConf.to_container(sweep, resolve=False)}":
-        return Path(str(sweep.dir), str(sweep.subdir)).absolute()
-    hydra_config = HydraConfig.instance()
-    previous = hydra_config.cfg
-    hydra_config.set_config(config)
-    try:
-        return Path(str(config.hydra.sweep.dir), str(config.hydra.sweep.subdir)).absolute()
-    finally:
-        hydra_config.cfg = previous
 
 
 def check_distinct_dirs(jobs: list[PlannedJob], not_started: str = "No job was started.") -> None:
@@ -231,7 +131,7 @@ def dry_run(jobs: list[PlannedJob]) -> None:
     rows = []
     for job in jobs:
         runner = None if job.refused or job.already_completed else job.runner
-        decision = decide(job.job_dir, job.previous, job.config.force, runner, job.refused, job.same_run)
+        decision = decide(job.job_dir, job.previous, job.force, runner, job.refused, job.same_run)
         if job.waits_for is not None:
             decision = Decision(RUN, f"once its base {job.waits_for.label} has completed (checked then)")
         rows.append((job.label, job.job_dir, decision))
@@ -244,8 +144,8 @@ def dry_run(jobs: list[PlannedJob]) -> None:
 def check_devices(jobs: list[PlannedJob], ranks: int, what: str) -> None:
     """Every job's trainer.devices is the number of ranks the launcher gives it; else the sweep stops unstarted."""
     for job in jobs:
-        if job.config.trainer.devices != ranks:
+        if job.devices != ranks:
             raise SweepConfigError(
-                f"job #{job.num} ({job.label}): trainer.devices={job.config.trainer.devices}, but {what} gives it "
+                f"job #{job.num} ({job.label}): trainer.devices={job.devices}, but {what} gives it "
                 f"{ranks}: make them equal. No job was started."
             )

@@ -5,15 +5,24 @@ fingerprinted in full (frozen_sweep.job.job_config); the second is too, and its 
 derived from the first by substituting the seed (job_config.reseeded): equal, the class's later jobs get theirs
 derived and only their seed's own range check; different (the seed enters another key, e.g. by an interpolation),
 every job of the class is checked in full. Either way each job's fingerprint is the one a full check gives it.
+
+When the second job's directory also follows from its overrides by Hydra's rule (hydra.job.override_dirname in
+hydra.sweep.subdir, _place.py) and the class has no base, the class's later jobs are not composed at all while the
+sweep is planned: their directory, fingerprint, `force` and `trainer.devices` come from the class, and their config
+is composed when the launcher first reads it (their launch).
 """
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
 from frozen_sweep.config.checks import check_range
 from frozen_sweep.job.job_config import fingerprint_recipe, job_config, reseeded, sealed
+
+from ._compose import parse
+from ._place import JobPlace
 
 SEED = "seed"
 
@@ -32,30 +41,53 @@ class SeedClass:
     first: Checked
     recipe: dict  # job_config.fingerprint_recipe of the first job
     cpu: dict
+    place: Optional[JobPlace]  # how a job's directory follows from its overrides; None: the class has a base
+    devices: int  # trainer.devices of the first job
     derivable: Optional[bool] = None  # whether reseeded gives a later job's fingerprint; None until a second job
+    placeable: bool = False  # whether a later job's directory follows from its overrides (checked on the second job)
+
+    def checked(self, seed: int) -> Checked:
+        """A later job's checks: its seed's own range check (the one check that reads it), the class's others."""
+        check_range(SEED, seed)
+        return Checked(self.first.task, self.first.force, reseeded(self.recipe, self.cpu, seed))
 
 
 class SeedShare:
     def __init__(self):
         self.classes: dict[tuple[str, ...], SeedClass] = {}
 
-    def check(self, config: DictConfig, overrides: Sequence[str]) -> Checked:
+    def uncomposed(self, overrides: Sequence[str]) -> Optional[tuple[SeedClass, int]]:
+        """(the job's class, its seed) when the job can be planned without composing its config, else None."""
+        shared = self.classes.get(class_key(overrides))
+        if shared is None or not (shared.derivable and shared.placeable):
+            return None
+        seeds = [o.value() for o in parse(overrides) if o.key_or_group == SEED]
+        if len(seeds) != 1 or type(seeds[0]) is not int:  # e.g. seed=2.0: the schema's conversion is composition's
+            return None
+        return shared, seeds[0]
+
+    def check(self, config: DictConfig, overrides: Sequence[str], job_dir: Path, has_base: bool) -> Checked:
         """The job's checks (ConfigError or OmegaConf's errors as job_config raises them), shared with the jobs
-        before it that differ from it only in `seed=`."""
-        key = tuple(o for o in overrides if not o.startswith(f"{SEED}="))
+        before it that differ from it only in `seed=`; `job_dir` is the job's directory as Hydra gives it."""
+        key = class_key(overrides)
         shared = self.classes.get(key)
         if shared is None or shared.derivable is False:
             checked, recipe, cpu = full_check(config, overrides)
-            self.classes.setdefault(key, SeedClass(checked, recipe, cpu))
+            place = None if has_base else JobPlace.of(config)
+            self.classes.setdefault(key, SeedClass(checked, recipe, cpu, place, config.trainer.devices))
             return checked
-        seed = config[SEED]
-        check_range(SEED, seed)  # the one check that reads the seed
-        derived = Checked(shared.first.task, shared.first.force, reseeded(shared.recipe, shared.cpu, seed))
+        derived = shared.checked(config[SEED])
         if shared.derivable is None:
             checked = full_check(config, overrides)[0]
             shared.derivable = checked.fingerprint == derived.fingerprint
+            shared.placeable = shared.derivable and not has_base and shared.devices == config.trainer.devices and (
+                shared.place is not None and shared.place.job_dir(overrides) == job_dir)
             return checked
         return derived
+
+
+def class_key(overrides: Sequence[str]) -> tuple[str, ...]:
+    return tuple(o for o in overrides if not o.startswith(f"{SEED}="))
 
 
 def full_check(config: DictConfig, overrides: Sequence[str]) -> tuple[Checked, dict, dict]:

@@ -200,7 +200,7 @@ def warn_oversubscribed(jobs: list[PlannedJob], at_a_time: int) -> None:
     """Say so when the jobs' ranks, at `at_a_time` jobs at a time, outnumber this machine's cores: each rank is a
     process training on its own threads, and ranks sharing a core each train slower than the whole job would."""
     cores = len(os.sched_getaffinity(0))
-    ranks = max((job.config.trainer.devices for job in jobs), default=1)
+    ranks = max((job.devices for job in jobs), default=1)
     if at_a_time * ranks > cores:
         log.warning(
             f"{at_a_time} jobs at a time (hydra.launcher.max_parallel) × {ranks} ranks each (trainer.devices) = "
