@@ -1,7 +1,5 @@
 """Every job of a sweep composed and validated before any starts, with its directory and what it already holds."""
 
-import contextlib
-import gc
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
@@ -11,6 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 from frozen_sweep.config import Config, ConfigError
 from frozen_sweep.job.dry_run import RUN, Decision, decide, report
 from frozen_sweep.job.job_config import override_key
+from frozen_sweep.system.gc_pause import no_cyclic_gc
 
 from ._compose import JobComposer
 from ._planned import PlannedJob, SameRuns, SweepConfigError, job_dir_of, plan_job, plan_uncomposed
@@ -47,7 +46,7 @@ def plan_jobs(
     composer = JobComposer(hydra_context, sweep_config)
     runs = SameRuns(Path(str(sweep_config.hydra.sweep.dir)).absolute())
     seeds = SeedShare()
-    with no_cyclic_gc():  # each job's config is kept: thousands of objects a job
+    with no_cyclic_gc():  # each job's config is kept: thousands of objects a job (a sixth of a 900-job plan's CPU)
         for num, passed in enumerate(job_overrides, start=initial_job_idx):
             overrides = with_launcher_overrides(passed, launcher_overrides)  # messages name only the `passed` ones
             uncomposed = seeds.uncomposed(overrides)
@@ -76,20 +75,6 @@ def plan_jobs(
         job.passed = list(passed)
         job.label = " ".join(o for o in job.overrides if o not in shared) or job.job_dir.name
     return jobs
-
-
-@contextlib.contextmanager
-def no_cyclic_gc():
-    """Python's cyclic collector off while jobs are planned: each job's config (kept for its launch) is thousands of
-    objects, and each of the collector's full passes walks every config planned so far (a sixth of a 900-job plan's
-    CPU time, docs/performance.md)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def with_launcher_overrides(overrides: Sequence[str], launcher_overrides: Sequence[str]) -> list[str]:
