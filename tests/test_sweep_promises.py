@@ -113,7 +113,8 @@ def test_hydras_job_settings_hold_for_frozen_sweep_jobs(tmp_path, micro_override
     (tmp_path / "corpus").symlink_to(toy_corpus)
     overrides = [o for o in micro_overrides if not o.startswith("task.path=")] + ["task.path=corpus"]
     command = sweep_command(tmp_path / "sweep", *overrides, LOCAL, "hydra.job.name=myjob", "hydra.job.chdir=true",
-                            "hydra.sweep.subdir=s${seed}", "seed=1,2")  # fmt: skip
+                            "hydra.sweep.subdir=s${seed}", "seed=1,2", "trainer.max_steps=4",
+                            "hydra.launcher.max_parallel=2")  # fmt: skip
     proc = subprocess.run(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stdout
