@@ -54,12 +54,16 @@ def write_result(run_dir: Path, result: RunResult) -> None:
 
 def load_result(path: Path) -> dict:
     """Read a result record; raise ValueError saying why when it is unreadable or not a record."""
+    return parse_result(result_bytes(path), path)
+
+
+def result_bytes(path: Path) -> bytes:
+    """A result record's file as it is on disk; ValueError saying why when it cannot be read."""
     try:
         with open(path, "rb") as file:  # not pathlib: a third of the time when thousands are collected
-            data = file.read()
+            return file.read()
     except OSError as e:
         raise ValueError(f"{path}: unreadable result record ({e})") from e
-    return parse_result(data, path)
 
 
 def parse_result(data: bytes, path: Path) -> dict:

@@ -9,7 +9,7 @@ from typing import Optional
 import pandas as pd
 
 from frozen_sweep.config import COMPONENTS, NEUTRAL_KEYS
-from frozen_sweep.run.directory import BEFORE_CPU, RESULT_FILE, parse_result
+from frozen_sweep.run.directory import BEFORE_CPU, RESULT_FILE, parse_result, result_bytes
 from frozen_sweep.run.lock import live_runner
 from frozen_sweep.system.gc_pause import no_cyclic_gc
 from frozen_sweep.tables.paper import ROWS
@@ -198,10 +198,9 @@ def run_rows(paths: list[str]) -> list[dict]:
     rows, finished = [], {}  # sha256 of a finished record's bytes → its row
     for path in paths:
         try:
-            with open(path, "rb") as file:  # not pathlib: a third of the time when thousands are collected
-                data = file.read()
-        except OSError as e:
-            rows.append({"path": path, "status": "corrupt", "reason": f"unreadable result record ({e})"})
+            data = result_bytes(path)
+        except ValueError as e:
+            rows.append({"path": path, "status": "corrupt", "reason": str(e).removeprefix(f"{path}: ")})
             continue
         digest = hashlib.sha256(data).digest()
         if digest in finished:
