@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from frozen_sweep.collect import main as collect
+from frozen_sweep.config import ConfigError
 from frozen_sweep.job.job_config import fingerprint, job_config
 from tests.conftest import compose_config
 from tests.helpers.sweeps import LOCAL, record, run_sweep
@@ -67,3 +68,17 @@ def test_an_experiments_calibration_gives_each_row_its_own_step_time(experiment,
         return fingerprint(job_config(compose_config(*overrides), overrides))["sha256"]
 
     assert identity(f"trainer.step_times.{other}=9") == identity() != identity(f"trainer.step_times.{key}=9")
+
+
+def test_a_row_the_calibration_lacks_is_refused_in_one_line_naming_it():
+    """8 layers are not in reservoir_mt's calibration: the job is refused naming the row, the rows the table has and
+    the way out, in one line (not OmegaConf's three-line interpolation error)."""
+    overrides = ["experiment=reservoir_mt", "reservoir=ffn", "model.encoder_layers=8"]
+    with pytest.raises(ConfigError) as refused:
+        job_config(compose_config(*overrides), overrides)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith("trainer.step_time_s: ")
+    assert "trainer.step_times.ffn_8" in message and "ffn_4, ffn_6" in message
+    assert "trainer.step_time_s=null" in message
+    wall = [*overrides, "trainer.step_time_s=null"]
+    assert job_config(compose_config(*wall), wall).trainer.step_time_s is None

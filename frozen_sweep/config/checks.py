@@ -5,6 +5,7 @@ is checked in frozen_sweep.job.job_config)."""
 from typing import Any, Callable
 
 from omegaconf import OmegaConf
+from omegaconf.errors import InterpolationKeyError
 
 from frozen_sweep.config import (
     SCRATCH,
@@ -91,8 +92,22 @@ def check_range(key: str, value) -> None:
             raise ConfigError(f"{key}={value}: {text}")
 
 
+def check_calibrated_row(cfg) -> None:
+    """A stated calibration (trainer.step_times) that lacks this job's row: one line naming the row and the fix."""
+    try:
+        cfg.trainer.step_time_s
+    except InterpolationKeyError as e:
+        missing = e.msg.splitlines()[0].removeprefix("Interpolation key ").removesuffix(" not found")
+        raise ConfigError(
+            f"trainer.step_time_s: no calibrated step time for this job's row ({missing}); trainer.step_times has "
+            f"{', '.join(cfg.trainer.step_times) or 'no row'}: add it (benchmarks/reservoir_step.py prints the "
+            "experiment's rows) or pass trainer.step_time_s=null for the wall clock"
+        ) from None
+
+
 def validate(cfg) -> None:
     """Range and cross-field checks; raise ConfigError naming the key and the allowed values."""
+    check_calibrated_row(cfg)
     for key, allowed, text in RANGES:
         value = OmegaConf.select(cfg, key)
         value = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
