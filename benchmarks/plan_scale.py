@@ -62,7 +62,8 @@ def write_completed_records(sweep_dir: Path, grid: list[str]) -> int:
     from hydra_plugins.frozen_sweep_launchers._seeds import task_config
 
     import frozen_sweep.__main__  # noqa: F401 - the schema and the resolvers the command registers
-    from frozen_sweep.job.job_config import fingerprint, job_config
+    from frozen_sweep.job.fingerprint import fingerprint
+    from frozen_sweep.job.job_config import job_config
     from frozen_sweep.run.directory import write_result
     from frozen_sweep.run.record import RunResult
 

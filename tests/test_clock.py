@@ -7,7 +7,8 @@ import pytest
 
 from frozen_sweep.collect import main as collect
 from frozen_sweep.config import ConfigError
-from frozen_sweep.job.job_config import fingerprint, job_config
+from frozen_sweep.job.fingerprint import fingerprint
+from frozen_sweep.job.job_config import job_config
 from tests.conftest import compose_config
 from tests.helpers.sweeps import LOCAL, record, run_sweep
 

@@ -18,7 +18,8 @@ import pytest
 import torch
 
 from frozen_sweep.data import load_task
-from frozen_sweep.job.job_config import fingerprint, job_config
+from frozen_sweep.job.fingerprint import fingerprint
+from frozen_sweep.job.job_config import job_config
 from frozen_sweep.job.runner import run_job
 from frozen_sweep.train.trainer import Trainer
 from frozen_sweep.train.updates import TooFewBatches, rank_share, update_batches, updates_in_epoch

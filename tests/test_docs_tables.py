@@ -5,7 +5,7 @@ regenerate."""
 
 import re
 
-from frozen_sweep.job.job_config import FINGERPRINT_RECIPE
+from frozen_sweep.job.fingerprint import FINGERPRINT_RECIPE
 from frozen_sweep.tables.provenance import RECIPE_WORDS
 from tests.conftest import ROOT
 

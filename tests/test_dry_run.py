@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from frozen_sweep.job.dry_run import ADOPT, REFUSE, RESUME, RUN, SKIP
-from frozen_sweep.job.job_config import fingerprint, job_config
+from frozen_sweep.job.fingerprint import fingerprint
+from frozen_sweep.job.job_config import job_config
 from frozen_sweep.run.directory import LAST_CHECKPOINT, write_result
 from frozen_sweep.run.lock import exclusive_run
 from frozen_sweep.run.record import RunResult

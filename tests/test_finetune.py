@@ -13,7 +13,8 @@ import torch
 from frozen_sweep import classify as classify_command
 from frozen_sweep import export
 from frozen_sweep.data.bible import extract_bible
-from frozen_sweep.job.job_config import fingerprint, job_config
+from frozen_sweep.job.fingerprint import fingerprint
+from frozen_sweep.job.job_config import job_config
 from frozen_sweep.model import component_of_parameters
 from frozen_sweep.tables.build import build_tables
 from frozen_sweep.tables.runs import load_runs

@@ -13,7 +13,8 @@ from frozen_sweep.data import load_task
 from frozen_sweep.data.identity import prepared_key
 from frozen_sweep.data.preparation import prepare
 from frozen_sweep.data.text_files import langs_of
-from frozen_sweep.job.job_config import fingerprint, job_config
+from frozen_sweep.job.fingerprint import fingerprint
+from frozen_sweep.job.job_config import job_config
 from tests.conftest import ROOT, compose_config, toy_pairs, write_corpus
 from tests.helpers.jobs import result, run_cli
 

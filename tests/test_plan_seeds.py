@@ -12,7 +12,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import HydraContext, RunMode
 from omegaconf import OmegaConf
 
-from frozen_sweep.job.job_config import fingerprint, job_config
+from frozen_sweep.job.fingerprint import fingerprint
+from frozen_sweep.job.job_config import job_config
 from frozen_sweep.run.directory import dirname
 from hydra_plugins.frozen_sweep_launchers._compose import JobComposer
 from hydra_plugins.frozen_sweep_launchers._plan import plan_jobs

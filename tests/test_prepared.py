@@ -17,7 +17,7 @@ from frozen_sweep.data.identity import data_identity, prepared_key
 from frozen_sweep.data.preparation import Reservoir, prepare
 from frozen_sweep.data.prepared import DiskArray, problem, side_files
 from frozen_sweep.data.split import Side
-from frozen_sweep.job.job_config import fingerprint
+from frozen_sweep.job.fingerprint import fingerprint
 from tests.conftest import compose_config, write_corpus
 
 

@@ -9,7 +9,8 @@ import torch
 
 from frozen_sweep.config import ConfigError
 from frozen_sweep.data import load_task
-from frozen_sweep.job.job_config import fingerprint, job_config
+from frozen_sweep.job.fingerprint import fingerprint
+from frozen_sweep.job.job_config import job_config
 from frozen_sweep.job.runner import run_job
 from frozen_sweep.run.base_run import BaseRunError, examples_to_best
 from frozen_sweep.run.directory import LAST_CHECKPOINT

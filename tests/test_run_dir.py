@@ -13,7 +13,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import ConfigError
-from frozen_sweep.job.job_config import fingerprint, job_config
+from frozen_sweep.job.fingerprint import fingerprint
+from frozen_sweep.job.job_config import job_config
 from frozen_sweep.run.directory import (
     RESULT_FILE,
     FingerprintMismatch,

@@ -60,7 +60,7 @@ BASE_KEYS = ("finetune.base_checkpoint", "relearn.base_checkpoint")
 
 
 # Keys that change where or how a job runs, not what it computes: job directory names leave them out (conf/config.yaml
-# reads them through the `neutral_keys` resolver), fingerprints too (frozen_sweep.job.job_config) and so do the
+# reads them through the `neutral_keys` resolver), fingerprints too (frozen_sweep.job.fingerprint) and so do the
 # collector's settings (frozen_sweep.tables.runs). The thread keys change a result's last bits, not what it measures:
 # the record says how it ran (`threads`, `follow_free_cores`).
 NEUTRAL_KEYS = frozenset(

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Optional
 
 from frozen_sweep.config import ConfigError
-from frozen_sweep.job.job_config import fingerprint, job_config
+from frozen_sweep.job.fingerprint import fingerprint
+from frozen_sweep.job.job_config import job_config
 from frozen_sweep.run.directory import LAST_CHECKPOINT, completed_runs, is_completed, previous_record, read_record
 from frozen_sweep.run.lock import describe_runner, live_runner
 

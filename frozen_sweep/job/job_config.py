@@ -1,25 +1,14 @@
-"""From a composed config and its command-line overrides to the config a job runs, checked, and its fingerprint.
+"""From a composed config and its command-line overrides to the config a job runs, checked (its fingerprint:
+frozen_sweep.job.fingerprint).
 
 One path for a single job (frozen_sweep.job.runner) and for every job of a sweep before any starts (the launchers' plan):
 budgets resolved, unknown keys rejected, the relearn base adopted, cross-field checks, data files checked. No torch
 here: Hydra's plugin scan imports the launchers, and they import this.
-
-The fingerprint is what determines a job's result: its resolved config less config.NEUTRAL_KEYS (where or how it runs,
-not what it computes) and DATA_LOCATION_KEYS, plus the identity of its data: the corpus files' content hashes and the
-key of the prepared dataset they give (frozen_sweep.data.identity).
-A job directory's result is reused or resumed only by a job with the same fingerprint (frozen_sweep.run.directory).
-Data-parallel jobs: `trainer.devices` and `trainer.update_freq` enter it only as their product, the batches per update
-(frozen_sweep.train.updates): 4 devices and 1 device accumulating 4 batches make the same updates.
-How the CPU computes enters it too (frozen_sweep.system.threads): the job's thread count and ATEN_CPU_CAPABILITY where
-set, since both change the numbers; where the job runs (the machine, the load) does not.
 """
 
 import copy
 import dataclasses
 import difflib
-import hashlib
-import json
-import math
 import os
 from pathlib import Path
 from typing import Optional
@@ -30,7 +19,6 @@ from frozen_sweep.config import (
     BASE_KEYS,
     BASE_PREFIX,
     Config,
-    NEUTRAL_KEYS,
     SCRATCH,
     ConfigError,
     FreezeFrom,
@@ -41,38 +29,12 @@ from frozen_sweep.config import (
 )  # fmt: skip
 from frozen_sweep.config.checks import validate
 from frozen_sweep.config.stack_layout import parse_reset_layer
-from frozen_sweep.config.trainer import quick_validation_cap
 from frozen_sweep.metrics.sinks import check_installed
 from frozen_sweep.run.base_run import BaseRunError, load_base_run
-from frozen_sweep.run.directory import BEFORE_CPU, BEST_CHECKPOINT, flatten
-from frozen_sweep.system.threads import cpu_identity
 
-# where the data (and a fine-tuning job's base run and vocabulary) are: their content is fingerprinted
-DATA_LOCATION_KEYS = frozenset({"task.path", "task.sword_dir", "task.vocab", "finetune.base_checkpoint"})
-# keys added after records were written: left out of the fingerprint at these defaults, so that older jobs keep theirs
-# (task.header: false before null, detect, was its default; both read a file without a header line the same way)
-LATER_DEFAULTS = {"freeze.head.frozen": (False,), "freeze.head.init": ("random",), "task.header": (False, None),
-                  "task.bible_labels": ("division",), "finetune.frozen": ("keep",), "finetune.freeze_from": ("base",),
-                  "finetune.max_unk_rate": (0.01,), "model.pooling": ("first",),
-                  **{f"task.{key}": (None,) for key in ("dataset", "dataset_config", "revision", "data_files",
-                                                        "text_column", "text_pair_column", "label_column",
-                                                        "src_column", "tgt_column")},
-                  "task.train_split": ("train",), "task.valid_split": ("validation",), "task.test_split": ("test",),
-                  "task.valid_from_train": (0,), "freeze.gate.frozen": (False,), "freeze.gate.init": ("random",),
-                  "model.ffn": ("mlp",), "model.positions": ("sinusoidal",), "model.rope_base": (10000.0,),
-                  "model.kv_heads": (None,), "model.bias": (True,), "model.norm_eps": (1e-05,)}  # fmt: skip
-# `study` only labels the record's table; it stays in directory names (study=freeze and study=reservoir runs never
-# share one), and records from before the key existed keep their fingerprint
-LABEL_KEYS = frozenset({"study"})
 ADOPTED = ("task", "model", "freeze", "reservoir")  # a relearn job takes these from its base run
 FINETUNE_ADOPTED = ("model", "reservoir")  # a fine-tuning job takes these from its base run, and its vocabulary
 BUDGETS = ("max_epochs", "max_steps", "max_time_s")  # trainer keys; a run stops at the first one reached
-# bumped when the same config and data give other results: 2 = batches planned by numpy's PCG64 (data/batching.py)
-# 3 = a job's threads fixed for its life (frozen_sweep.system.cpu), not following the load
-FINGERPRINT_RECIPE = 3
-WORLD_KEYS = ("trainer.devices", "trainer.update_freq")  # fingerprinted as their product, BATCHES_PER_UPDATE
-BATCHES_PER_UPDATE = "trainer.batches_per_update"
-QUICK_VALIDATION = "trainer.quick_validation_examples"  # the validation examples a quick job uses
 PATH_KEYS = ("task.path", "task.sword_dir", "task.cache_dir", "relearn.base_checkpoint", "finetune.base_checkpoint")
 PATH_NAMES = frozenset({SCRATCH})  # values of PATH_KEYS that are no paths
 
@@ -243,65 +205,3 @@ def check_known_keys(node, path: str = "") -> None:
             child = node._get_node(key)
             if isinstance(child, DictConfig) and not child._is_missing() and not child._is_none():
                 check_known_keys(child, f"{path}{key}.")
-
-
-def fingerprint(cfg: DictConfig) -> dict:
-    """{"sha256": ..., "config": {dotted key: value}, "data": {file: sha256}, "prepared": the prepared dataset's key}:
-    what determines the job's result."""
-    return sealed(*fingerprint_recipe(cfg))
-
-
-def fingerprint_recipe(cfg: DictConfig) -> tuple[dict, dict]:
-    """(what the fingerprint hashes before the CPU's part, the CPU's part): kept by a sweep's plan so that jobs that
-    differ only in their seed get theirs from one serialisation (`reseeded`)."""
-    container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
-    container.pop("hydra", None)
-    container.pop("bases", None)  # how the launcher finds a base: the base itself enters below, by its identity
-    container["trainer"].pop("step_times", None)  # a calibration's table: only the step_time_s it gave counts
-    neutral = NEUTRAL_KEYS | DATA_LOCATION_KEYS | LABEL_KEYS
-    config = {
-        key: value for key, value in flatten(container).items()
-        if key not in neutral and value not in LATER_DEFAULTS.get(key, ())
-    }  # fmt: skip
-    batches = math.prod(config.pop(key, 1) for key in WORLD_KEYS)
-    if batches > 1:  # absent at 1, so that the fingerprints of jobs from before these keys stay the same
-        config[BATCHES_PER_UPDATE] = batches
-    cap = quick_validation_cap(cfg)
-    if cap is not None:  # a quick job validates on fewer examples; absent otherwise, as for the batches above
-        config[QUICK_VALIDATION] = cap
-    from frozen_sweep.data.identity import prepared_key  # the data package: imported when a fingerprint is asked for
-
-    key, data, _ = prepared_key(cfg.task)  # the key also covers the code's tokenisation (format, SentencePiece)
-    recipe = {"config": config, "data": data, "prepared": key, "recipe": FINGERPRINT_RECIPE}
-    base = cfg.finetune.base_checkpoint
-    if base is not None:  # what the job starts from: a changed base run is another job
-        recipe["base"] = SCRATCH if base == SCRATCH else base_identity(base, cfg.task.cache_dir)
-    return recipe, cpu_identity(cfg.trainer.threads, cfg.trainer.follow_free_cores)
-
-
-def sealed(recipe: dict, cpu: dict) -> dict:
-    """The fingerprint of a recipe and its CPU's part, with the hash records from before the CPU's part hold."""
-    before_cpu = digest(recipe)
-    config = {**recipe["config"], **cpu}
-    return {"sha256": digest({**recipe, "config": config}), "config": config, "data": recipe["data"],
-            "prepared": recipe["prepared"], "recipe": FINGERPRINT_RECIPE, BEFORE_CPU: before_cpu}  # fmt: skip
-
-
-def reseeded(recipe: dict, cpu: dict, seed: int) -> dict:
-    """The fingerprint of the recipe's job with another seed: what `fingerprint` gives that job, when its seed enters
-    no other key (a sweep's plan checks that on a second job before it relies on it)."""
-    return sealed({**recipe, "config": {**recipe["config"], "seed": seed}}, cpu)
-
-
-def digest(recipe: dict) -> str:
-    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
-
-
-def base_identity(path: str, cache_dir: str) -> dict:
-    """A fine-tuning job's base run as the fingerprint sees it: its record's fingerprint and its best checkpoint's
-    content hash."""
-    from frozen_sweep.data.identity import file_sha256
-
-    base = load_base_run(path)
-    checkpoint = file_sha256(base.path / BEST_CHECKPOINT, cache_dir)
-    return {"fingerprint": (base.record.get("fingerprint") or {}).get("sha256"), "checkpoint": checkpoint}

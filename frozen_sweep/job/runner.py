@@ -20,7 +20,8 @@ from frozen_sweep.config import ConfigError, Device, TaskKind
 from frozen_sweep.data import TaskData, load_task
 from frozen_sweep.job.how_it_runs import how_it_runs, job_threads
 from frozen_sweep.job.job_data import prepare_checked
-from frozen_sweep.job.job_config import BUDGETS, fingerprint, job_config
+from frozen_sweep.job.fingerprint import fingerprint
+from frozen_sweep.job.job_config import BUDGETS, job_config
 from frozen_sweep.job.test_set import evaluate_test
 from frozen_sweep.metrics import efficiency
 from frozen_sweep.parallel import distributed

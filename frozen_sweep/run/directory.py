@@ -6,7 +6,7 @@ here: the launchers and the collector read run directories too. Who runs it now:
 - Names: the job's overrides (Hydra's override_dirname) with `%` and `/` percent-encoded, so that two different
   override lists never share a directory (`task.path=/a/b_c` and `task.path=/a_b/c` used to) and names stay readable.
 - Reuse: a directory's result is skipped, and its checkpoint resumed, only by a job with the same fingerprint
-  (frozen_sweep.job.job_config); any other job stops with what differs. Records written before fingerprints existed
+  (frozen_sweep.job.fingerprint); any other job stops with what differs. Records written before fingerprints existed
   are reused unless their config.yaml says they belong to another job.
 """
 

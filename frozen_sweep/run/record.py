@@ -97,7 +97,7 @@ class RunResult:
     jobs_at_a_time: Optional[int] = None  # the jobs its launcher ran at a time on this machine (null: not launched)
     deterministic: bool = False  # trainer.deterministic: CUDA's deterministic algorithms
     overrides: list = field(default_factory=list)
-    fingerprint: dict = field(default_factory=dict)  # sha256, config and data that determine the result (job_config)
+    fingerprint: dict = field(default_factory=dict)  # sha256, config and data that determine the result (job/fingerprint.py)
     versions: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """How many CPU threads a job uses, and what else of the CPU changes its numbers: no torch here, so that the
-fingerprint (frozen_sweep.job.job_config) can name them before any job starts (frozen_sweep.system.cpu sets them).
+fingerprint (frozen_sweep.job.fingerprint) can name them before any job starts (frozen_sweep.system.cpu sets them).
 
 The thread count and torch's CPU kernels (ATEN_CPU_CAPABILITY: default, avx2, avx512) change a job's numbers: matrix
 products split and vectorise their sums differently. Both enter the fingerprint (cpu_identity).

@@ -6,7 +6,7 @@ classifier's or regression's GLUE metrics (evaluate/scores.py), each a possible 
 A quick job validates quickly: a translation or language model under a `trainer.max_steps` budget of fewer than
 QUICK_STEPS (100) updates scores (and decodes for BLEU) at most one validation example per update (trainer=quick
 decodes 50 sentences of its own), so that validating a 20-step job does not take longer than training it
-(docs/training.md). The cap enters the job's fingerprint (job/job_config.py)."""
+(docs/training.md). The cap enters the job's fingerprint (job/fingerprint.py)."""
 
 from typing import Optional
 

@@ -2,7 +2,7 @@
 
 A large grid is mostly seeds: 900 jobs may be 18 configs × 50 seeds. The first job of such a class is checked and
 fingerprinted in full (frozen_sweep.job.job_config); the second is too, and its fingerprint compared with the one
-derived from the first by substituting the seed (job_config.reseeded): equal, the class's later jobs get theirs
+derived from the first by substituting the seed (fingerprint.reseeded): equal, the class's later jobs get theirs
 derived and only their seed's own range check; different (the seed enters another key, e.g. by an interpolation),
 every job of the class is checked in full. Either way each job's fingerprint is the one a full check gives it.
 
@@ -19,7 +19,8 @@ from typing import Optional, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from frozen_sweep.config.checks import check_range
-from frozen_sweep.job.job_config import fingerprint_recipe, job_config, reseeded, sealed
+from frozen_sweep.job.fingerprint import fingerprint_recipe, reseeded, sealed
+from frozen_sweep.job.job_config import job_config
 
 from ._compose import parse
 from ._place import JobPlace
@@ -39,7 +40,7 @@ class Checked:
 @dataclass
 class SeedClass:
     first: Checked
-    recipe: dict  # job_config.fingerprint_recipe of the first job
+    recipe: dict  # fingerprint.fingerprint_recipe of the first job
     cpu: dict
     place: Optional[JobPlace]  # how a job's directory follows from its overrides; None: the class has a base
     devices: int  # trainer.devices of the first job
