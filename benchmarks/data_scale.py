@@ -109,6 +109,38 @@ class Memory:
         return f"{self.peak:.0f} MB ({self.anon:.0f} anon + {self.file:.0f} file)"
 
 
+SPLITS = {"train": "train", "valid": "validation", "test": "test"}  # text file name → hub split
+README = "---\nconfigs:\n- config_name: tr-en\n  data_files:\n" + "".join(
+    f"  - split: {split}\n    path: tr-en/{split}-*\n" for split in SPLITS.values()) + "---\n"  # fmt: skip
+
+
+def write_hub_layout(corpus: Path) -> Path:
+    """The text corpus's pairs as parquet in the hub's layout, 100,000 rows a row group."""
+    import pyarrow as pa  # only for the hub layout
+    import pyarrow.parquet as pq
+
+    out = corpus / "hub"
+    if (out / "done").exists():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    (out / "tr-en").mkdir(parents=True)
+    schema = pa.schema([("translation", pa.struct([("es", pa.string()), ("en", pa.string())]))])
+    for name, split in SPLITS.items():
+        with open(corpus / f"{name}.es", encoding="utf-8") as es, open(corpus / f"{name}.en", encoding="utf-8") as en, \
+                pq.ParquetWriter(out / "tr-en" / f"{split}-00000-of-00001.parquet", schema) as writer:  # fmt: skip
+            chunk = []
+            for s, t in zip(es, en):
+                chunk.append({"es": s.rstrip("\n"), "en": t.rstrip("\n")})
+                if len(chunk) == 100_000:
+                    writer.write_table(pa.table({"translation": chunk}, schema=schema))
+                    chunk = []
+            if chunk:
+                writer.write_table(pa.table({"translation": chunk}, schema=schema))
+    (out / "README.md").write_text(README)
+    (out / "done").touch()
+    return out
+
+
 def run_child(command: list[str], log: Path) -> tuple[float, Memory, str]:
     """(seconds, peak memory, output) of a child process."""
     started = time.perf_counter()
@@ -198,8 +230,6 @@ def main() -> None:
     text_tasks = {pairs: [*task, f"task.path={corpus}", f"task.cache_dir={cache}"] for pairs, corpus in corpora.items()}
     compare_job_memory("text_files", text_tasks, args.dir, args.repeats or 3, 50)
     shutil.rmtree(cache, ignore_errors=True)
-    from hub_prepare import write_hub_layout  # the same pairs in the hub's parquet layout (task=hf)
-
     hub_tasks = {pairs: ["task=hf", f"task.dataset={write_hub_layout(corpus)}", "task.dataset_config=tr-en",
                          *task[1:], f"task.cache_dir={cache}"] for pairs, corpus in corpora.items()}  # fmt: skip
     compare_job_memory("hub layout", hub_tasks, args.dir, args.repeats or 3, 50)

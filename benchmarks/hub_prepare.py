@@ -17,42 +17,11 @@ import sys
 from pathlib import Path
 
 import common
-import pyarrow as pa
-import pyarrow.parquet as pq
-from data_scale import run_child, write_corpus
+from data_scale import run_child, write_corpus, write_hub_layout
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import TaskConfig
 from frozen_sweep.data.sources import source_dir
-
-SPLITS = {"train": "train", "valid": "validation", "test": "test"}  # text file name → hub split
-README = "---\nconfigs:\n- config_name: tr-en\n  data_files:\n" + "".join(
-    f"  - split: {split}\n    path: tr-en/{split}-*\n" for split in SPLITS.values()) + "---\n"  # fmt: skip
-
-
-def write_hub_layout(corpus: Path) -> Path:
-    """The text corpus's pairs as parquet in the hub's layout, 100,000 rows a row group."""
-    out = corpus / "hub"
-    if (out / "done").exists():
-        return out
-    shutil.rmtree(out, ignore_errors=True)
-    (out / "tr-en").mkdir(parents=True)
-    schema = pa.schema([("translation", pa.struct([("es", pa.string()), ("en", pa.string())]))])
-    for name, split in SPLITS.items():
-        with open(corpus / f"{name}.es", encoding="utf-8") as es, open(corpus / f"{name}.en", encoding="utf-8") as en, \
-                pq.ParquetWriter(out / "tr-en" / f"{split}-00000-of-00001.parquet", schema) as writer:  # fmt: skip
-            chunk = []
-            for s, t in zip(es, en):
-                chunk.append({"es": s.rstrip("\n"), "en": t.rstrip("\n")})
-                if len(chunk) == 100_000:
-                    writer.write_table(pa.table({"translation": chunk}, schema=schema))
-                    chunk = []
-            if chunk:
-                writer.write_table(pa.table({"translation": chunk}, schema=schema))
-    (out / "README.md").write_text(README)
-    (out / "done").touch()
-    return out
-
 
 def main() -> None:
     p = common.parser(__doc__)
