@@ -47,12 +47,6 @@ def untrained_reason(record: dict) -> Optional[str]:
     return why if below else None
 
 
-def untrained_column(runs: pd.DataFrame) -> pd.Series:
-    """Each run's untrained_reason (None for runs that learned and for runs that did not complete)."""
-    return pd.Series([untrained_reason(r) if s == "completed" and isinstance(r, dict) else None
-                      for s, r in zip(runs.status, runs.record)], index=runs.index, dtype=object)  # fmt: skip
-
-
 def row_reasons(runs: pd.DataFrame, key) -> dict:
     """{row key: "(how many) of its runs untrained: first reason"} for the rows (grouped by `key`) with an untrained
     run."""
