@@ -1,7 +1,11 @@
-"""The collector's view of runs that cannot be averaged: dead `running` records and duplicates of one run."""
+"""The collector's view of runs: which files are records, and the runs that cannot be averaged (dead `running`
+records, duplicates of one run)."""
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
+from frozen_sweep.run import directory
 from frozen_sweep.run.directory import load_result
 from frozen_sweep.run.lock import exclusive_run
 from frozen_sweep.system.files import write_json_atomic
@@ -62,3 +66,18 @@ def test_a_run_shared_by_two_experiments_counts_in_each(tmp_path):
     assert (runs.status == "completed").sum() == 4
     tables = build_tables(runs)
     assert len(tables) == 2 and all(len(t.runs) == 2 and "(0)" in set(t.runs.label) for t in tables)
+
+
+def test_records_are_found_as_pathlib_names_them_without_following_links_and_read_whole(tmp_path, monkeypatch):
+    first = write_run(tmp_path / "sweep", "(0)")
+    second = write_run(tmp_path / "sweep" / "rerun", "(1)")
+    (tmp_path / "link").symlink_to(tmp_path / "sweep", target_is_directory=True)  # not followed: no run twice
+    (tmp_path / "odd").mkdir()
+    (tmp_path / "odd" / "result.json").symlink_to(tmp_path / "sweep", target_is_directory=True)  # not a record
+    monkeypatch.setattr(directory, "READ_CHUNK", 100)  # every record takes many reads
+    monkeypatch.chdir(tmp_path)
+    runs = load_runs(["./", "sweep/"])
+    assert sorted(runs.path) == sorted(str(p.relative_to(tmp_path)) for p in (first, second))  # "sweep/…", once
+    assert list(runs.status) == ["completed", "completed"] and list(runs.label) == ["(0)", "(1)"]
+    with pytest.raises(ValueError, match=r"unreadable result record \(\[Errno 21\] Is a directory: '.*odd/result.json'"):
+        load_result(tmp_path / "odd" / "result.json")

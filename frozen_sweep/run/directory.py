@@ -42,6 +42,7 @@ LOCK_FILE = "job.lock"  # held by the job's one runner
 ATTEMPTS_FILE = "attempts.json"  # launchers: one entry per time the job ran: where, with which GPU, when, how it ended
 SUBMISSION_FILE = "submission.json"  # launchers: what was submitted for this directory, written before submitting
 PROGRESS_FILE = "progress.json"  # the job's step, budget, latest validation and speed, for a launcher's live status
+READ_CHUNK = 1 << 16  # bytes asked of os.read at a time: a record (≈10 KB) in one read; under malloc's mmap threshold
 
 
 # ---- the result record ---------------------------------------------------------------------------------------------
@@ -59,10 +60,18 @@ def load_result(path: Path) -> dict:
 
 def result_bytes(path: Path) -> bytes:
     """A result record's file as it is on disk; ValueError saying why when it cannot be read."""
-    try:
-        with open(path, "rb") as file:  # not pathlib: a third of the time when thousands are collected
-            return file.read()
+    name = os.fspath(path)  # an error names it as open() would: '/a/result.json', not PosixPath('/a/result.json')
+    try:  # os.read, not open() nor pathlib: no file objects, half the time when thousands are collected
+        fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            data = os.read(fd, READ_CHUNK)
+            while chunk := os.read(fd, READ_CHUNK):  # a record larger than one chunk, or a file that grew
+                data += chunk
+            return data
+        finally:
+            os.close(fd)
     except OSError as e:
+        e.filename = e.filename or name  # os.read does not name it: "[Errno 21] Is a directory: 'a/result.json'"
         raise ValueError(f"{path}: unreadable result record ({e})") from e
 
 

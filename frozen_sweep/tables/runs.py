@@ -9,11 +9,12 @@ from typing import Optional
 import pandas as pd
 
 from frozen_sweep.config import COMPONENTS, NEUTRAL_KEYS
-from frozen_sweep.run.directory import BEFORE_CPU, RESULT_FILE, parse_result, result_bytes
+from frozen_sweep.run.directory import RESULT_FILE, parse_result, result_bytes
 from frozen_sweep.run.lock import live_runner
 from frozen_sweep.system.gc_pause import no_cyclic_gc
 from frozen_sweep.tables.paper import ROWS
-from frozen_sweep.tables.untrained import untrained_column
+from frozen_sweep.tables.duplicates import flag_duplicates, run_identity
+from frozen_sweep.tables.untrained import untrained_reason
 
 STALE_FACTOR, STALE_MARGIN_S = 2, 300  # a running record silent for longer than 2 × its validation interval + 5 min
 STALE_BEFORE_VALIDATION_S = 3600  # ... or for an hour before its first validation: its runner is gone
@@ -27,18 +28,30 @@ CSV_COLUMNS = ["path", "status", "reason", "study", "task", "model", "row", "lab
 
 def find_results(paths: list[str]) -> list[str]:
     """Every result.json under the paths (a path may be a result.json itself), each once, named as pathlib would
-    name them and in its order. Strings from os.walk, not rglob's Paths: a third of the time on thousands of run
-    directories; neither follows a symbolic link to a directory."""
+    name them and in its order. Strings from os.scandir, not rglob's Paths nor os.walk's lists: half the time on
+    thousands of run directories; none follows a symbolic link to a directory, and unreadable ones are skipped."""
     found = set()
-    for path in map(Path, paths):
-        root = str(path)
-        if path.is_file():
+    for root in map(str, map(Path, paths)):  # as pathlib names them: "outputs/" and "./outputs" are "outputs"
+        if os.path.isfile(root):
             found.add(root)
-        for parent, _, files in os.walk(root):
-            if RESULT_FILE in files:
-                name = os.path.join(parent, RESULT_FILE)
-                found.add(name[2:] if root == "." else name)  # "./a/result.json": pathlib says "a/result.json"
+        found.update(name[2:] if root == "." else name for name in results_under(root))  # pathlib: "a/result.json"
     return sorted(found, key=lambda name: name.split(os.sep))  # pathlib's order: by component
+
+
+def results_under(root: str) -> list[str]:
+    """The result.json files in `root` and its subdirectories, as os.walk would find them."""
+    found, directories = [], [root]
+    while directories:
+        try:
+            with os.scandir(directories.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        directories.append(entry.path)
+                    elif entry.name == RESULT_FILE and not entry.is_dir():  # a link to a directory is not a record
+                        found.append(entry.path)
+        except OSError:  # gone or unreadable meanwhile: os.walk skips it too
+            continue
+    return found
 
 
 def setting_of(overrides: list[str], ignored: frozenset = frozenset()) -> tuple[str, ...]:
@@ -119,47 +132,6 @@ def dead_reason(path: Path, record: dict, now: Optional[datetime] = None) -> Opt
     )
 
 
-def experiment_of(overrides: list[str]) -> str:
-    """The `experiment=` a run was launched with ("" without one): a run counts once within each experiment."""
-    return next((o.partition("=")[2] for o in overrides if o.lstrip("+").startswith("experiment=")), "")
-
-
-def flag_duplicates(runs: pd.DataFrame) -> None:
-    """Completed runs of the same config, data and seed within one experiment are one result: the first (by path)
-    counts, the others get status "duplicate" instead of being averaged as if they were seeds, with the thread counts
-    when they differ (then their numbers do too: the fingerprints differ only in their CPU part). A run repeated in
-    another experiment counts in that experiment's tables too (docs/collect.md). Records without a fingerprint compare
-    by study, task, model, freeze pattern, setting and seed. One pass over the frame."""
-    done = runs[runs.status == "completed"]
-    if done.empty:
-        return
-    fingerprints = [record.get("fingerprint") or {} for record in done.record]
-    keys = pd.Series(
-        [
-            repr((experiment_of(record.get("overrides") or []),
-                  fingerprint.get(BEFORE_CPU) or fingerprint.get("sha256") or (study, task, model, label, setting, seed)))
-            for record, fingerprint, study, task, model, label, setting, seed in zip(
-                done.record, fingerprints, done.study, done.task, done.model, done.label, done.setting, done.seed)
-        ],
-        index=done.index,
-    )  # fmt: skip
-    repeated = keys.duplicated()
-    if not repeated.any():
-        return
-    threads = done.record.map(lambda record: record.get("threads"))
-    first_path = done.path.groupby(keys).transform("first")[repeated]
-    first_threads = threads.groupby(keys).transform("first")[repeated]
-    other = [
-        f" at {own} thread(s), it at {kept}" if own != kept else ""
-        for own, kept in zip(threads[repeated], first_threads)
-    ]
-    runs.loc[first_path.index, "status"] = "duplicate"
-    runs.loc[first_path.index, "reason"] = [
-        f"same config, data and seed as {path}{at}: counted once, not as another seed"
-        for path, at in zip(first_path, other)
-    ]
-
-
 def run_row(path: str, data: bytes) -> dict:
     """One run as a flat row (plus the whole record, for the studies' own columns) from its record's bytes; a record
     that cannot be read becomes status "corrupt" with the reason."""
@@ -168,7 +140,7 @@ def run_row(path: str, data: bytes) -> dict:
         freeze = record.get("freeze") or {}
         overrides = [str(o) for o in record.get("overrides") or []]
         dead = dead_reason(Path(path), record) if record["status"] == "running" else None
-        return {
+        row = {
             "path": path,
             "status": "dead" if dead else record["status"],
             "reason": dead or why_not_completed(record),
@@ -184,6 +156,9 @@ def run_row(path: str, data: bytes) -> dict:
             "history": record.get("history") or [],
             "record": record,
         }
+        if row["status"] == "completed":  # work done once per record read: copies share the row
+            row["untrained"], row["identity"] = untrained_reason(record), run_identity(record, row)
+        return row
     except ValueError as e:
         reason = str(e).removeprefix(f"{path}: ")
     except (AttributeError, TypeError, LookupError) as e:  # JSON, but not shaped like a record
@@ -214,11 +189,13 @@ def run_rows(paths: list[str]) -> list[dict]:
 
 def load_runs(paths: list[str]) -> pd.DataFrame:
     """All runs under the paths, one row each, in table order (task, model, paper row, seed)."""
-    columns = [*CSV_COLUMNS, "setting", "history", "record"]
+    columns = [*CSV_COLUMNS, "setting", "history", "record", "identity"]
     with no_cyclic_gc():  # a record is hundreds of objects, none of them garbage: 15-20% of the reading
-        runs = pd.DataFrame(run_rows(find_results(paths)), columns=columns)
+        rows = run_rows(find_results(paths))
+        runs = pd.DataFrame(rows, columns=columns)
     runs = runs.astype({k: "Int64" for k in ("seed", "params_trainable", "params_total", "steps")})
-    runs["untrained"] = untrained_column(runs)  # why a completed run counts as untrained (tables.untrained), else None
+    # why a completed run counts as untrained (tables.untrained), else None (not NaN: a reason's truth is read)
+    runs["untrained"] = pd.Series([row.get("untrained") for row in rows], dtype=object)
     flag_duplicates(runs)
     runs["order"] = runs.label.map({row: i for i, row in enumerate(ROWS)}).fillna(len(ROWS))
     return runs.sort_values(["task", "model", "order", "label", "seed", "path"], ignore_index=True)
