@@ -127,7 +127,7 @@ def dead_reason(path: Path, record: dict, now: Optional[datetime] = None) -> Opt
     if silent is None or silent <= limit:
         return None
     return (
-        f"dead: no update for {silent / 60:.0f} min (validations every ≤{(interval or 0) / 60:.1f} min) and no "
+        f"no update for {silent / 60:.0f} min (validations every ≤{(interval or 0) / 60:.1f} min) and no "
         "process holds its directory; run the same command again to resume it from its checkpoint"
     )
 
