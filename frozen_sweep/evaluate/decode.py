@@ -12,10 +12,11 @@ from frozen_sweep.data.vocab import BOS, EOS
 from frozen_sweep.model import Transformer
 
 
-def _select_rows(caches: list[dict[str, Tensor]], rows: Tensor, keys=("self_k", "self_v", "cross_k", "cross_v")) -> None:
+def _select_rows(caches: list[dict[str, Tensor]], rows: Tensor, keys: tuple[str, ...]) -> None:
     for cache in caches:
         for key in keys:
-            cache[key] = cache[key].index_select(0, rows)
+            if key in cache:
+                cache[key] = cache[key].index_select(0, rows)
 
 
 def beam_search(model: Transformer, src: Tensor, beam: int, bos: int, eos: int, **search) -> list[list[int]]:
@@ -51,11 +52,10 @@ def beam_search_nbest(
     max_positions = model.tgt_embed.max_positions
     max_len = length_caps(src_lens, max_len_a, max_len_b, max_positions)  # (B,)
 
-    memory, mask = model.encode(src)
-    memory = memory.repeat_interleave(K, 0)  # (B*K, S, D)
-    # (B*K, 1, 1, S): additive (0 or -inf), made once, rather than a boolean mask attention converts at every step
+    # once per sentence, not per hypothesis: cross-attention reads a sentence's keys and values for its K rows at once
+    memory, mask = model.encode(src)  # (B, S, D), (B, 1, 1, S)
+    # additive (0 or -inf), made once, rather than a boolean mask attention converts at every step
     mask = torch.zeros(mask.shape, dtype=memory.dtype, device=src.device).masked_fill_(~mask, -math.inf)
-    mask = mask.repeat_interleave(K, 0)
     caches = model.new_caches() if cache else None
     tokens = torch.full((B * K, 1), bos, dtype=torch.long, device=src.device)  # (B*K, t+1)
     scores = torch.zeros(B, K, device=src.device)  # summed log-probs of the live hypotheses
@@ -112,9 +112,10 @@ def beam_search_nbest(
             sentence = [sentence[row] for row in keep_list]
             nearest_limit = min(limit[i] for i in sentence)
             scores, tokens, row_limit = scores[keep], tokens[keep_rows], row_limit[keep_rows]
-            memory, mask = memory[keep_rows], mask[keep_rows]
+            memory, mask = memory[keep], mask[keep]
             if cache:
-                _select_rows(caches, keep_rows)
+                _select_rows(caches, keep_rows, keys=("self_k", "self_v"))
+                _select_rows(caches, keep, keys=("cross_k", "cross_v"))
 
     return [sorted(hyps, reverse=True)[:nbest] for hyps in finished]
 
