@@ -12,6 +12,9 @@ from frozen_sweep.data.vocab import BOS, EOS
 from frozen_sweep.model import Transformer
 
 
+ENCODE_ROWS = 16  # sources encoded at a time by `encode_by_length`
+
+
 def _select_rows(caches: list[dict[str, Tensor]], rows: Tensor, keys: tuple[str, ...]) -> None:
     for cache in caches:
         for key in keys:
@@ -53,7 +56,7 @@ def beam_search_nbest(
     max_len = length_caps(src_lens, max_len_a, max_len_b, max_positions)  # (B,)
 
     # once per sentence, not per hypothesis: cross-attention reads a sentence's keys and values for its K rows at once
-    memory, mask = model.encode(src)  # (B, S, D), (B, 1, 1, S)
+    memory, mask = encode_by_length(model, src)  # (B, S, D), (B, 1, 1, S)
     # additive (0 or -inf), made once, rather than a boolean mask attention converts at every step
     mask = torch.zeros(mask.shape, dtype=memory.dtype, device=src.device).masked_fill_(~mask, -math.inf)
     caches = model.new_caches() if cache else None
@@ -118,6 +121,21 @@ def beam_search_nbest(
                 _select_rows(caches, keep, keys=("cross_k", "cross_v"))
 
     return [sorted(hyps, reverse=True)[:nbest] for hyps in finished]
+
+
+def encode_by_length(model: Transformer, src: Tensor, rows: int = ENCODE_ROWS) -> tuple[Tensor, Tensor]:
+    """`model.encode(src)` (src right-padded), run on `rows` sources of similar length at a time, each group padded
+    only to its own longest: a batch's lengths vary (most are shorter than its longest), and the encoder's work is
+    in proportion to the padded tokens. Padding positions of the memory are 0 (attention never reads them)."""
+    src_lens = (src != model.pad_id).sum(1)  # (B,)
+    memory = None
+    for group in src_lens.argsort(stable=True).split(rows):
+        width = int(src_lens[group].max())
+        encoded, _ = model.encode(src[group, :width])  # (rows, width, D)
+        if memory is None:
+            memory = encoded.new_zeros(src.shape[0], src.shape[1], encoded.shape[2])  # (B, S, D)
+        memory[group, :width] = encoded
+    return memory, (src != model.pad_id)[:, None, None, :]
 
 
 def translate(model: Transformer, sources: list[list[int]], vocab, device, eval_cfg, **options) -> list[str]:
