@@ -12,6 +12,7 @@ from frozen_sweep.data.vocab import BOS, EOS
 from frozen_sweep.model import Transformer
 
 
+DROP_AT = 8  # done sentences leave the batch once they are at least 1/DROP_AT of it
 ENCODE_ROWS = 16  # sources encoded at a time by `encode_by_length`
 
 
@@ -45,8 +46,9 @@ def beam_search_nbest(
     A hypothesis' score is its summed log-probability (eos included) divided by length ** len_penalty. At every step
     the 2·beam best continuations are ranked; those ending in eos within the top `beam` are finished, the best `beam`
     others stay live. A sentence is done when it has `beam` finished hypotheses or reaches
-    max_len_a · source length + max_len_b tokens; done sentences leave the batch. `cache=False` runs the decoder
-    over the whole prefix at every step instead of reusing keys and values (the same search, slower: benchmarks).
+    max_len_a · source length + max_len_b tokens; done sentences leave the batch together once they are an eighth of
+    it (a removal copies every cache; until then their rows run on, unused). `cache=False` runs the decoder over the
+    whole prefix at every step instead of reusing keys and values (the same search, slower: benchmarks).
     The device is read only when hypotheses finish (a few times per sentence), so a GPU is not stalled every step.
     """
     model.eval()
@@ -67,6 +69,7 @@ def beam_search_nbest(
     limit = max_len.tolist()  # per original sentence, on the host
     row_limit = max_len.repeat_interleave(K)  # per live row, on the device
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
+    closed = [False] * B  # done: no more hypotheses (its rows may still run until the next removal)
     not_eos = None  # (V,): from the first logits (the output weight may be drawn only while it projects)
     nearest_limit = min(limit)  # the lowest limit of a sentence still in the batch, on the host
 
@@ -93,7 +96,8 @@ def beam_search_nbest(
             b, j = ended.unbind(1)
             hyps = tokens[b * K + from_beam[b, j], 1:].tolist()
             for row, score, hyp in zip(b.tolist(), top_scores[b, j].tolist(), hyps):
-                finished[sentence[row]].append((score / (t + 1) ** len_penalty, hyp))
+                if not closed[sentence[row]]:
+                    finished[sentence[row]].append((score / (t + 1) ** len_penalty, hyp))
 
         live_scores, pick = top_scores.masked_fill(ends, -math.inf).topk(K, dim=1)  # (n, K)
         if K == 1:  # greedy: every row continues itself, nothing to reorder
@@ -106,9 +110,11 @@ def beam_search_nbest(
         scores = live_scores
 
         done = [len(finished[i]) >= K or t + 1 >= limit[i] for i in sentence]
+        for i, d in zip(sentence, done):
+            closed[i] |= d
         if all(done):
             break
-        if any(done):  # drop done sentences from the batch
+        if sum(done) * DROP_AT >= len(done):  # drop done sentences from the batch
             keep_list = [row for row, d in enumerate(done) if not d]
             keep = torch.tensor(keep_list, device=src.device)
             keep_rows = (keep.unsqueeze(1) * K + torch.arange(K, device=src.device)).view(-1)
