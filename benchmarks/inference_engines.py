@@ -8,18 +8,22 @@ For each model: the embedded corpus' test set (its prepared SentencePiece vocabu
 sentences of each model), the model built as a job builds it (seeded init, untrained: an untrained model rarely ends
 a sentence, so hypotheses run to the cap, the worst case); for each of --runs, a finished translation run's trained
 model, vocabulary and the first --run-sentences of its test.src.txt (sentences end where the model ends them, as in
-use, and BLEU means something). Each model is exported with the project's own writers (`--format hf`, `--format ctranslate2`, float32 and int8). Every engine gets
-the same sentences in the same batches (sorted by length, eval.batch_sentences each) and the same cap: at most
---max-len tokens per hypothesis, end of sentence included (eval.max_len_a=0; `generate`'s max_length and
-`max_decoding_length` = --max-len − 1). Then, at each thread count (torch.set_num_threads; CTranslate2's
-intra_threads, one translator) and beam 1 and 4: sentences/s by the wall clock and the CPU seconds of the process
-(time.process_time: fairer on a shared machine; CTranslate2's pool threads count too), one round each after a warm-up
-batch of 2 sentences, the engines in one process on the same batches, BLEU against the references (≈0: untrained), how many translations equal ours, and the output's mean
-length in subwords (the work each engine did: an untrained model's beam searches end at different lengths).
+use, and BLEU means something). Each model is exported with the project's own writers (`--format hf`, `--format
+ctranslate2`, float32 and int8). Every engine gets the same sentences in the same batches (sorted by length,
+eval.batch_sentences each) and the same cap: at most --max-len tokens per hypothesis, end of sentence included
+(eval.max_len_a=0; `generate`'s max_length and `max_decoding_length` = --max-len − 1), and the same rule to end a
+sentence's beam search: `beam` finished hypotheses (`generate`'s early_stopping=True; its default heuristic searches
+on, slower, other translations). Then, at each thread count (torch.set_num_threads; CTranslate2's intra_threads, one
+translator) and beam 1 and 4: sentences/s by the wall clock and the CPU seconds of the process (time.process_time:
+fairer on a shared machine; CTranslate2's pool threads count too), the median of --repeats rounds (default 1), after
+a warm-up batch of 2 sentences, the engines in one process on the same batches, BLEU against the references (≈0:
+untrained), how many translations equal ours, and the output's mean length in subwords (the work each engine did: an
+untrained model's beam searches end at different lengths).
 
 Target: ours ≥ 1.5× `generate` sentences/s at every setting; CTranslate2 / ours stated.
 """
 
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -64,8 +68,9 @@ def engines(model, vocab, cfg, directory: Path, cap: int) -> dict:
             ids = [s + [EOS] for s in batch]
             width = max(map(len, ids))
             input_ids = torch.tensor([s + [marian.config.pad_token_id] * (width - len(s)) for s in ids])
+            stop = {"early_stopping": True} if beam > 1 else {}  # ours' (fairseq's) rule: done at `beam` finished
             hyps = marian.generate(input_ids=input_ids, attention_mask=input_ids != marian.config.pad_token_id,
-                                   num_beams=beam)  # fmt: skip
+                                   num_beams=beam, **stop)  # fmt: skip
             out += [vocab.decode(h[1:]) for h in hyps]
         return out
 
@@ -122,13 +127,17 @@ def measure(args, label: str, model, vocab, cfg, lines: list[str], refs: list[st
         for threads in args.thread_counts:
             torch.set_num_threads(threads)
             for beam in (1, 4):
-                rates, cpu, outputs = {}, {}, {}
-                for name, run in translate_with.items():
-                    run([batches[0][:2]], beam, threads)  # warm-up
-                    started, cpu_started = time.perf_counter(), time.process_time()
-                    outputs[name] = run(batches, beam, threads)
-                    rates[name] = sentences / (time.perf_counter() - started)
-                    cpu[name] = time.process_time() - cpu_started
+                walls, cpus, outputs = {name: [] for name in ENGINES}, {name: [] for name in ENGINES}, {}
+                for name in ENGINES:
+                    translate_with[name]([batches[0][:2]], beam, threads)  # warm-up
+                for r in range(args.repeats or 1):  # rounds, the engines' order rotated each round; medians
+                    for name in ENGINES[r % len(ENGINES) :] + ENGINES[: r % len(ENGINES)]:
+                        started, cpu_started = time.perf_counter(), time.process_time()
+                        outputs[name] = translate_with[name](batches, beam, threads)
+                        walls[name].append(time.perf_counter() - started)
+                        cpus[name].append(time.process_time() - cpu_started)
+                rates = {name: sentences / statistics.median(walls[name]) for name in ENGINES}
+                cpu = {name: statistics.median(cpus[name]) for name in ENGINES}
                 for name in ENGINES:
                     bleu = sacrebleu.corpus_bleu(outputs[name], [refs]).score
                     same = sum(a == b for a, b in zip(outputs[name], outputs["ours"]))
