@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from frozen_sweep.evaluate.decode import beam_search
+from frozen_sweep.evaluate.decode import ENCODE_ROWS, beam_search
 from frozen_sweep.model import Transformer, component_of_parameters
 from tests.conftest import compose_config
 
@@ -106,3 +106,30 @@ def test_beam_search_batch_independent_and_bounded():
     assert together == alone
     assert all(len(h) < 8 + 3 for h in together)
     assert all(EOS not in h and BOS not in h for h in together)
+
+
+def test_beam_search_encodes_length_groups_reads_memory_once_a_sentence_and_removes_done_sentences_together():
+    """The search's economies, seen by hooks on the real modules, with its output still each sentence's own search:
+    the encoder runs on groups of ENCODE_ROWS sources each padded to its own longest; cross-attention keys come from
+    one memory row a sentence, not one a hypothesis; done sentences leave the batch only an eighth or more at a time."""
+    model = make(seed=5)
+    lengths = [3 + (7 * i) % 12 for i in range(24)]
+    src = torch.full((24, max(lengths)), PAD)
+    for i, n in enumerate(lengths):
+        src[i, : n - 1] = torch.randint(4, V, (n - 1,))
+        src[i, n - 1] = EOS
+    encoder_inputs, cross_rows, step_rows = [], [], []
+    model.encoder.register_forward_pre_hook(lambda _, args: encoder_inputs.append(tuple(args[0].shape[:2])))
+    model.decoder.layers[0].cross_attn.k_proj.register_forward_pre_hook(
+        lambda _, args: cross_rows.append(args[0].shape[0]))
+    model.decoder.register_forward_pre_hook(lambda _, args: step_rows.append(args[0].shape[0]))
+    hyps = beam_search(model, src, beam=4, bos=BOS, eos=EOS, max_len_a=0.5, max_len_b=2)
+    by_length = sorted(lengths)
+    groups = [by_length[i : i + ENCODE_ROWS] for i in range(0, 24, ENCODE_ROWS)]
+    assert encoder_inputs == [(len(g), max(g)) for g in groups]
+    assert cross_rows == [24]
+    removals = [(a, b) for a, b in zip(step_rows, step_rows[1:]) if b < a]
+    assert removals and all((a - b) * 8 >= a for a, b in removals), step_rows
+    for i in (0, 11):
+        assert hyps[i] == beam_search(model, src[i : i + 1, : lengths[i]], beam=4, bos=BOS, eos=EOS, max_len_a=0.5,
+                                      max_len_b=2)[0]  # fmt: skip

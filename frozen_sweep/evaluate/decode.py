@@ -12,10 +12,15 @@ from frozen_sweep.data.vocab import BOS, EOS
 from frozen_sweep.model import Transformer
 
 
-def _select_rows(caches: list[dict[str, Tensor]], rows: Tensor, keys=("self_k", "self_v", "cross_k", "cross_v")) -> None:
+DROP_AT = 8  # done sentences leave the batch once they are at least 1/DROP_AT of it
+ENCODE_ROWS = 16  # sources encoded at a time by `encode_by_length`
+
+
+def _select_rows(caches: list[dict[str, Tensor]], rows: Tensor, keys: tuple[str, ...]) -> None:
     for cache in caches:
         for key in keys:
-            cache[key] = cache[key].index_select(0, rows)
+            if key in cache:
+                cache[key] = cache[key].index_select(0, rows)
 
 
 def beam_search(model: Transformer, src: Tensor, beam: int, bos: int, eos: int, **search) -> list[list[int]]:
@@ -41,8 +46,9 @@ def beam_search_nbest(
     A hypothesis' score is its summed log-probability (eos included) divided by length ** len_penalty. At every step
     the 2·beam best continuations are ranked; those ending in eos within the top `beam` are finished, the best `beam`
     others stay live. A sentence is done when it has `beam` finished hypotheses or reaches
-    max_len_a · source length + max_len_b tokens; done sentences leave the batch. `cache=False` runs the decoder
-    over the whole prefix at every step instead of reusing keys and values (the same search, slower: benchmarks).
+    max_len_a · source length + max_len_b tokens; done sentences leave the batch together once they are an eighth of
+    it (a removal copies every cache; until then their rows run on, unused). `cache=False` runs the decoder over the
+    whole prefix at every step instead of reusing keys and values (the same search, slower: benchmarks).
     The device is read only when hypotheses finish (a few times per sentence), so a GPU is not stalled every step.
     """
     model.eval()
@@ -51,11 +57,10 @@ def beam_search_nbest(
     max_positions = model.tgt_embed.max_positions
     max_len = length_caps(src_lens, max_len_a, max_len_b, max_positions)  # (B,)
 
-    memory, mask = model.encode(src)
-    memory = memory.repeat_interleave(K, 0)  # (B*K, S, D)
-    # (B*K, 1, 1, S): additive (0 or -inf), made once, rather than a boolean mask attention converts at every step
+    # once per sentence, not per hypothesis: cross-attention reads a sentence's keys and values for its K rows at once
+    memory, mask = encode_by_length(model, src)  # (B, S, D), (B, 1, 1, S)
+    # additive (0 or -inf), made once, rather than a boolean mask attention converts at every step
     mask = torch.zeros(mask.shape, dtype=memory.dtype, device=src.device).masked_fill_(~mask, -math.inf)
-    mask = mask.repeat_interleave(K, 0)
     caches = model.new_caches() if cache else None
     tokens = torch.full((B * K, 1), bos, dtype=torch.long, device=src.device)  # (B*K, t+1)
     scores = torch.zeros(B, K, device=src.device)  # summed log-probs of the live hypotheses
@@ -64,6 +69,7 @@ def beam_search_nbest(
     limit = max_len.tolist()  # per original sentence, on the host
     row_limit = max_len.repeat_interleave(K)  # per live row, on the device
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
+    closed = [False] * B  # done: no more hypotheses (its rows may still run until the next removal)
     not_eos = None  # (V,): from the first logits (the output weight may be drawn only while it projects)
     nearest_limit = min(limit)  # the lowest limit of a sentence still in the batch, on the host
 
@@ -90,7 +96,8 @@ def beam_search_nbest(
             b, j = ended.unbind(1)
             hyps = tokens[b * K + from_beam[b, j], 1:].tolist()
             for row, score, hyp in zip(b.tolist(), top_scores[b, j].tolist(), hyps):
-                finished[sentence[row]].append((score / (t + 1) ** len_penalty, hyp))
+                if not closed[sentence[row]]:
+                    finished[sentence[row]].append((score / (t + 1) ** len_penalty, hyp))
 
         live_scores, pick = top_scores.masked_fill(ends, -math.inf).topk(K, dim=1)  # (n, K)
         if K == 1:  # greedy: every row continues itself, nothing to reorder
@@ -103,20 +110,38 @@ def beam_search_nbest(
         scores = live_scores
 
         done = [len(finished[i]) >= K or t + 1 >= limit[i] for i in sentence]
+        for i, d in zip(sentence, done):
+            closed[i] |= d
         if all(done):
             break
-        if any(done):  # drop done sentences from the batch
+        if sum(done) * DROP_AT >= len(done):  # drop done sentences from the batch
             keep_list = [row for row, d in enumerate(done) if not d]
             keep = torch.tensor(keep_list, device=src.device)
             keep_rows = (keep.unsqueeze(1) * K + torch.arange(K, device=src.device)).view(-1)
             sentence = [sentence[row] for row in keep_list]
             nearest_limit = min(limit[i] for i in sentence)
             scores, tokens, row_limit = scores[keep], tokens[keep_rows], row_limit[keep_rows]
-            memory, mask = memory[keep_rows], mask[keep_rows]
+            memory, mask = memory[keep], mask[keep]
             if cache:
-                _select_rows(caches, keep_rows)
+                _select_rows(caches, keep_rows, keys=("self_k", "self_v"))
+                _select_rows(caches, keep, keys=("cross_k", "cross_v"))
 
     return [sorted(hyps, reverse=True)[:nbest] for hyps in finished]
+
+
+def encode_by_length(model: Transformer, src: Tensor, rows: int = ENCODE_ROWS) -> tuple[Tensor, Tensor]:
+    """`model.encode(src)` (src right-padded), run on `rows` sources of similar length at a time, each group padded
+    only to its own longest: a batch's lengths vary (most are shorter than its longest), and the encoder's work is
+    in proportion to the padded tokens. Padding positions of the memory are 0 (attention never reads them)."""
+    src_lens = (src != model.pad_id).sum(1)  # (B,)
+    memory = None
+    for group in src_lens.argsort(stable=True).split(rows):
+        width = int(src_lens[group].max())
+        encoded, _ = model.encode(src[group, :width])  # (rows, width, D)
+        if memory is None:
+            memory = encoded.new_zeros(src.shape[0], src.shape[1], encoded.shape[2])  # (B, S, D)
+        memory[group, :width] = encoded
+    return memory, (src != model.pad_id)[:, None, None, :]
 
 
 def translate(model: Transformer, sources: list[list[int]], vocab, device, eval_cfg, **options) -> list[str]:

@@ -50,21 +50,26 @@ class Attention(nn.Module):
 
     def forward(
         self,
-        x: Tensor,  # (B, T, D) queries
+        x: Tensor,  # (N, T, D) queries, N a multiple of B (G query rows a key row, G = N / B; self-attention: G = 1)
         kv: tuple[Tensor, Tensor],  # keys and values, each (B, kv_heads, S, hd)
-        mask: Optional[Tensor] = None,  # (B, 1, 1, S) True where attention is allowed
-        causal: bool = False,
+        mask: Optional[Tensor] = None,  # (B, 1, 1, S) True (or 0 when additive) where attention is allowed
+        causal: bool = False,  # only with G = 1
         start: int = 0,  # the position of x[:, 0] (rotary)
     ) -> Tensor:
-        q = self.split_heads(self.q_proj(x), self.heads)  # (B, H, T, hd)
+        q = self.split_heads(self.q_proj(x), self.heads)  # (N, H, T, hd)
         if self.rotary is not None:
             q = self.rotary(q, start)
         k, v = kv
+        N, H, T, hd = q.shape
+        B = k.shape[0]  # N = B·G: G consecutive query rows share a row of keys (a sentence's beams, cross-attention)
+        G = N // B
+        # the G rows' queries as G·T queries of one row: keys and values are read once per sentence, not per beam
+        q = q.view(B, G, H, T, hd).transpose(1, 2).reshape(B, H, G * T, hd)
         p = self.dropout if self.training else 0.0
         gqa = self.kv_heads != self.heads
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal, enable_gqa=gqa)
-        B, H, T, hd = y.shape
-        return self.out_proj(y.transpose(1, 2).reshape(B, T, H * hd))  # (B, T, D)
+        y = y.view(B, H, G, T, hd).permute(0, 2, 3, 1, 4)  # (B, G, T, H, hd)
+        return self.out_proj(y.reshape(N, T, H * hd))  # (N, T, D)
 
 
 class FeedForward(nn.Module):
@@ -159,8 +164,8 @@ class DecoderLayer(nn.Module):
 
     def forward(
         self,
-        x: Tensor,  # (B, T, D)
-        memory: Optional[Tensor] = None,  # (B, S, D) encoder output
+        x: Tensor,  # (B·G, T, D): G consecutive rows a sentence (beam search's hypotheses)
+        memory: Optional[Tensor] = None,  # (B, S, D) encoder output, once per sentence
         memory_mask: Optional[Tensor] = None,  # (B, 1, 1, S)
         cache: Optional[LayerCache] = None,  # incremental decoding: x holds only the newest position
     ) -> Tensor:
