@@ -15,6 +15,7 @@ from tests.conftest import compose_config
 from tests.helpers.jobs import run_cli
 
 ctranslate2 = pytest.importorskip("ctranslate2")
+pytestmark = pytest.mark.xdist_group("ctranslate2")  # one test worker trains the module's runs, not each
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,9 @@ from tests.conftest import ROOT, compose_config, fake_run_dir
 from tests.helpers.jobs import result, run_cli
 from tests.helpers.model_files import replace_frozen_hash
 
-pytestmark = pytest.mark.slow
+# slow; and on one test worker, so that the module's runs (a base and its fine-tunings, about a minute) are trained
+# once, not once by each worker that takes one of its tests
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("finetune")]
 QUICK = ["trainer=quick", "trainer.label_smoothing=0", "trainer.max_epochs=null"]
 # the base's encoder LLaMA-style (RMSNorm, SwiGLU, rotary positions, grouped-query attention), its biases kept
 LLAMA_OPTIONS = ["model.norm=rms", "model.ffn=swiglu", "model.positions=rope", "model.kv_heads=1"]
