@@ -20,11 +20,29 @@ from frozen_sweep.tables.render import checks_csv, csv, latex, markdown, problem
 from frozen_sweep.tables.runs import load_runs
 from frozen_sweep.tables.significance import with_p_values
 
+SHOWN_LEFT_OUT = 20  # runs left out named one by one on stderr; beyond them a count (the file lists them all)
+
 
 def positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number ≥ 1, got {text!r}")
     return int(text)
+
+
+def report_left_out(left_out, out: Path) -> None:
+    """The runs the tables leave out, on stderr: each one up to SHOWN_LEFT_OUT (in the file too, but easy to miss
+    there), then a count per status; duplicates (thousands, after reruns) only as a count. Every one is in `out`."""
+    duplicate = left_out.status == "duplicate"
+    others = left_out[~duplicate]
+    for r in others.head(SHOWN_LEFT_OUT).itertuples():
+        print(f"collect: not included: {r.path} ({r.status}: {r.reason})", file=sys.stderr)
+    if len(others) > SHOWN_LEFT_OUT:
+        counts = others.status.iloc[SHOWN_LEFT_OUT:].value_counts()
+        print(f"collect: not included: {len(others) - SHOWN_LEFT_OUT} more "
+              f"({', '.join(f'{n} {status}' for status, n in counts.items())}; listed in {out})", file=sys.stderr)
+    if duplicate.any():
+        print(f"collect: not included: {duplicate.sum()} duplicates of runs counted once (listed in {out})",
+              file=sys.stderr)  # fmt: skip
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -62,13 +80,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             claims_out = args.out.with_suffix(".claims.csv")
             write_text_atomic(claims_out, checks)
             print(f"collect: wrote {claims_out}: the findings checked", file=sys.stderr)
-        left_out = problems(runs)
-        duplicate = left_out.status == "duplicate"
-        for r in left_out[~duplicate].itertuples():  # in the file too, but easy to miss there
-            print(f"collect: not included: {r.path} ({r.status}: {r.reason})", file=sys.stderr)
-        if duplicate.any():  # thousands, after reruns: each is listed in the file
-            print(f"collect: not included: {duplicate.sum()} duplicates of runs counted once (listed in {args.out})",
-                  file=sys.stderr)  # fmt: skip
+        report_left_out(problems(runs), args.out)
     else:
         sys.stdout.write(text + (f"\n{checks}" if checks else ""))
     if args.plot:
