@@ -62,6 +62,7 @@ def test_a_sweep_started_with_nohup_stops_whole_on_kill_kill_int_and_kill_hup_th
     assert re.search(r"status: 0 done, 2 running, 0 queued, 0 failed of 2 \| sweep ETA [^\n]+\n"
                      r"  freeze=none: step \d+, epoch [\d.]+/6 \| valid bleu [\d.]+ \| [\d,]+ tok/s \| ETA ", out), out
     assert out.count("\x1b[3F\x1b[J") >= 2, out  # the 3-line block erased before each redraw
+    assert re.search(r"s wall in its last attempt \(training \d+ s over its 4 attempts\)", out), out
     for job in job_dirs(sweep):
         assert [a["status"] for a in read_json(job / "attempts.json")] == ["interrupted"] * 3 + ["completed"]
 

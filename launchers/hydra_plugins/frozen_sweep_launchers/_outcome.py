@@ -84,12 +84,18 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), text)
 
 
-def last_attempt(job: PlannedJob) -> dict:
-    """The job's latest entry in its attempts record (written by the job's own process); {} when there is none."""
+def attempts(job: PlannedJob) -> list[dict]:
+    """The job's attempts record (written by the job's own process, one entry a run of it); [] when there is none."""
     try:
-        return json.loads((job.job_dir / ATTEMPTS_FILE).read_text())[-1]
-    except (OSError, ValueError, IndexError):
-        return {}
+        entries = json.loads((job.job_dir / ATTEMPTS_FILE).read_text())
+        return entries if isinstance(entries, list) else []
+    except (OSError, ValueError):
+        return []
+
+
+def last_attempt(job: PlannedJob) -> dict:
+    """The job's latest entry in its attempts record; {} when there is none."""
+    return (attempts(job) or [{}])[-1]
 
 
 def attempt_wall(job: PlannedJob) -> Optional[float]:

@@ -12,7 +12,7 @@ from hydra.errors import CompactHydraException
 
 from frozen_sweep.run.directory import read_record
 
-from ._outcome import Outcome, attempt_wall
+from ._outcome import Outcome, attempt_wall, attempts
 from ._plan import PlannedJob
 
 log = logging.getLogger(__name__)
@@ -22,16 +22,20 @@ class SweepFailed(CompactHydraException):
     """Raised by Hydra's sweeper when it reads a failed job's return value: the multirun exits with status 1."""
 
 
-def ended(record: dict, wall_s: Optional[float] = None) -> str:
+def ended(record: dict, wall_s: Optional[float] = None, tries: int = 1) -> str:
     """How a completed job ended: "test bleu 23.61, 3.2 epochs (max_steps), 64 s wall (training 41 s)": the wall
-    time of its attempt (start-up, data, tests included) and the record's training time (validations included)."""
+    time of its attempt (start-up, data, tests included) and the record's training time (validations included).
+    A job resumed from a checkpoint says so: its last attempt's wall time, and training time summed over `tries`."""
     metric = record.get("test_metric")
     score = f"test {record.get('metric_name')} {metric:.2f}" if metric is not None else "no test score"
     epochs = (record.get("history") or [{}])[-1].get("epoch")  # at the last validation
     trained = f"{epochs:.2f} epochs" if epochs is not None else "epochs unknown"
     stop = f" ({record['stopped_reason']})" if record.get("stopped_reason") else ""
     training = f"training {record['wall_time_s']:.0f} s" if record.get("wall_time_s") is not None else "training ?"
-    took = f"{wall_s:.0f} s wall ({training})" if wall_s is not None else f"wall time unknown ({training})"
+    if tries > 1:
+        training += f" over its {tries} attempts"
+    last = " in its last attempt" * (tries > 1)
+    took = f"{wall_s:.0f} s wall{last} ({training})" if wall_s is not None else f"wall time unknown ({training})"
     return f"{score}, {trained}{stop}, {took}"
 
 
@@ -55,7 +59,8 @@ class Progress:
         if outcome.status == "failed":
             what = f"FAILED {outcome.job.label}: {outcome.reason}"
         else:
-            what = f"{outcome.job.label}: {ended(read_record(outcome.job.job_dir) or {}, attempt_wall(outcome.job))}"
+            record, tries = read_record(outcome.job.job_dir) or {}, max(1, len(attempts(outcome.job)))
+            what = f"{outcome.job.label}: {ended(record, attempt_wall(outcome.job), tries)}"
         log.info(
             f"[{len(self.outcomes)}/{len(self.jobs)}] {what} | "
             f"done {done}, failed {failed}, running {running}, queued {queued}"
