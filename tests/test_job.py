@@ -2,13 +2,11 @@
 
 import os
 import shutil
-import signal
-import time
 from pathlib import Path
 
 from frozen_sweep.run.lock import exclusive_run
 from tests.conftest import ROOT, fake_run_dir
-from tests.helpers.jobs import bleu_of, result, run_cli, start_cli
+from tests.helpers.jobs import bleu_of, result, run_cli
 
 
 def test_micro_translation_job_writes_a_complete_result(tmp_path, micro_overrides):
@@ -50,35 +48,6 @@ def test_language_model_job(tmp_path, micro_overrides):
     # 60 tokens: a uniform guess scores 60, the untrained model ≈140; 20 words in random order leave ≈20 to learn
     assert r["metric_name"] == "ppl" and 1 < r["test_metric"] < r["data"]["vocab_size"] / 2
     assert r["history"][-1]["valid_metric"] == r["history"][-1]["valid_ppl"]
-
-
-def test_killed_job_resumes_to_the_same_result(tmp_path, micro_overrides):
-    args = [*micro_overrides, "trainer.max_epochs=8", "trainer.valid_bleu_sentences=0"]
-    straight = tmp_path / "straight"
-    assert run_cli(*args, f"hydra.run.dir={straight}").returncode == 0
-
-    resumed = tmp_path / "resumed"
-    proc = start_cli(*args, f"hydra.run.dir={resumed}")
-    checkpoint = resumed / "checkpoint_last.pt"
-    deadline = time.time() + 120
-    while not checkpoint.exists() and time.time() < deadline:
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGSTOP)  # it holds its directory, stopped mid-training
-    refused = run_cli(*args, f"hydra.run.dir={resumed}")  # a second runner of the same directory
-    assert refused.returncode != 0 and f"is already being run by pid {proc.pid}" in refused.stdout, refused.stdout
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert result(resumed)["status"] == "running"  # killed mid-training: no chance to record anything
-
-    second = run_cli(*args, f"hydra.run.dir={resumed}")
-    assert second.returncode == 0, second.stdout
-    assert "resumed from" in second.stdout
-    a, b = result(straight), result(resumed)
-    strip = lambda h: [{k: v for k, v in e.items() if k != "wall_time_s"} for e in h]  # noqa: E731
-    assert strip(a["history"]) == strip(b["history"])
-    assert (a["test_metric"], a["best_epoch"], a["steps"]) == (b["test_metric"], b["best_epoch"], b["steps"])
-    assert a["test_metric"] == bleu_of(straight) > 0  # 8 epochs: some of the toy words come through
-    assert (straight / "test.hyp.txt").read_text() == (resumed / "test.hyp.txt").read_text()
 
 
 def test_bad_config_fails_before_training_and_leaves_nothing_on_disk(tmp_path, micro_overrides):

@@ -186,7 +186,7 @@ def test_micro_mlm_learns_the_toy_corpus(tmp_path, mlm_overrides):
 
 
 def test_killed_mlm_job_resumes_to_the_same_record(tmp_path, mlm_overrides):
-    args = [*mlm_overrides, "trainer.max_epochs=6"]
+    args = [*mlm_overrides, "trainer.max_epochs=3"]
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     assert run_cli(*args, f"hydra.run.dir={straight}").returncode == 0
     proc = start_cli(*args, f"hydra.run.dir={resumed}")
