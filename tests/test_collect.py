@@ -235,19 +235,6 @@ def test_cli_succeeds_despite_corrupt_records(sweep, tmp_path):
     assert run_cli(str(tmp_path / "nothing")).returncode == 1
 
 
-def test_the_runs_left_out_are_named_up_to_a_cap_then_counted_by_status(capsys):
-    from frozen_sweep.collect import SHOWN_LEFT_OUT, report_left_out
-
-    statuses = ["failed"] * 15 + ["corrupt"] * 10 + ["dead"] * 3 + ["duplicate"] * 40
-    left_out = pd.DataFrame({"path": [f"r{i}/result.json" for i in range(len(statuses))], "status": statuses,
-                             "reason": "why"})  # fmt: skip
-    report_left_out(left_out, Path("t.md"))
-    lines = capsys.readouterr().err.splitlines()
-    assert len(lines) == SHOWN_LEFT_OUT + 2 and lines[0] == "collect: not included: r0/result.json (failed: why)"
-    assert lines[-2] == "collect: not included: 8 more (5 corrupt, 3 dead; listed in t.md)"
-    assert lines[-1] == "collect: not included: 40 duplicates of runs counted once (listed in t.md)"
-
-
 def test_paper_rows_match_the_freeze_patterns():
     from frozen_sweep.weights.freeze import PAPER_ROWS
 

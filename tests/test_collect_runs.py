@@ -1,10 +1,13 @@
 """The collector's view of runs: which files are records, and the runs that cannot be averaged (dead `running`
-records, duplicates of one run)."""
+records, duplicates of one run) and how the command reports them."""
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
+from frozen_sweep.collect import SHOWN_LEFT_OUT, report_left_out
 from frozen_sweep.run import directory
 from frozen_sweep.run.directory import load_result
 from frozen_sweep.run.lock import exclusive_run
@@ -81,3 +84,14 @@ def test_records_are_found_as_pathlib_names_them_without_following_links_and_rea
     assert list(runs.status) == ["completed", "completed"] and list(runs.label) == ["(0)", "(1)"]
     with pytest.raises(ValueError, match=r"unreadable result record \(\[Errno 21\] Is a directory: '.*odd/result.json'"):
         load_result(tmp_path / "odd" / "result.json")
+
+
+def test_the_runs_left_out_are_named_up_to_a_cap_then_counted_by_status(capsys):
+    statuses = ["failed"] * 15 + ["corrupt"] * 10 + ["dead"] * 3 + ["duplicate"] * 40
+    left_out = pd.DataFrame({"path": [f"r{i}/result.json" for i in range(len(statuses))], "status": statuses,
+                             "reason": "why"})  # fmt: skip
+    report_left_out(left_out, Path("t.md"))
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == SHOWN_LEFT_OUT + 2 and lines[0] == "collect: not included: r0/result.json (failed: why)"
+    assert lines[-2] == "collect: not included: 8 more (5 corrupt, 3 dead; listed in t.md)"
+    assert lines[-1] == "collect: not included: 40 duplicates of runs counted once (listed in t.md)"
