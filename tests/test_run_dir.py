@@ -13,7 +13,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import ConfigError
-from frozen_sweep.job.fingerprint import fingerprint
+from frozen_sweep.job.fingerprint import FINGERPRINT_RECIPE, digest, fingerprint, fingerprint_recipe
 from frozen_sweep.job.job_config import job_config
 from frozen_sweep.run.directory import (
     RESULT_FILE,
@@ -77,6 +77,31 @@ def test_the_thread_count_and_the_cpu_kernels_are_part_of_the_fingerprint(micro_
     assert previous_record(tmp_path, one, force=False)["status"] == "completed"
     with pytest.raises(FingerprintMismatch, match="cpu.threads: \\(absent\\) → 2"):
         previous_record(tmp_path, two, force=False)
+
+
+def test_keys_added_to_the_schema_leave_the_fingerprints_of_earlier_records_as_they_were():
+    """A key added with a default that changes nothing must not change the fingerprint of a job that records of this
+    recipe hold: their directories would stop the rerun of their own command as "a different config"."""
+    lines = (ROOT / "tests" / "data" / "fingerprint_keys_recipe3.txt").read_text().splitlines()
+    recorded = [line for line in lines if line and not line.startswith("#")]
+    config = fingerprint(checked("trainer.threads=1"))["config"]
+    keys = sorted(key for key in config if not key.startswith("cpu."))  # the CPU's part has a compatibility hash
+    assert FINGERPRINT_RECIPE == 3, "a new recipe: list its default job's keys in tests/data/ for the next change"
+    assert keys == recorded, (
+        f"keys not in recipe-3 records: {sorted(set(keys) - set(recorded))}, gone: {sorted(set(recorded) - set(keys))}"
+        ": give a new key's default in LATER_DEFAULTS (frozen_sweep/job/fingerprint.py) or bump FINGERPRINT_RECIPE")
+
+
+def test_records_from_while_the_fingerprint_held_a_later_default_are_still_the_jobs_runs(micro_overrides, tmp_path):
+    overrides = [*micro_overrides, "trainer.threads=1"]
+    job = fingerprint(checked(*overrides))
+    recipe, cpu = fingerprint_recipe(checked(*overrides))
+    then = {**recipe["config"], **cpu, "trainer.step_time_s": None}  # the config as the code of that time hashed it
+    write_result(tmp_path, RunResult(status="completed", threads=1,
+                                     fingerprint={**job, "config": then, "sha256": digest({**recipe, "config": then})}))
+    assert previous_record(tmp_path, job, force=False)["status"] == "completed"
+    with pytest.raises(FingerprintMismatch, match="seed: 1 → 2"):
+        previous_record(tmp_path, fingerprint(checked(*overrides, "seed=2")), force=False)
 
 
 def test_a_record_of_another_config_is_never_reused(micro_overrides, tmp_path):

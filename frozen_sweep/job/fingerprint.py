@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from frozen_sweep.config import NEUTRAL_KEYS, SCRATCH
 from frozen_sweep.config.trainer import quick_validation_cap
 from frozen_sweep.run.base_run import load_base_run
-from frozen_sweep.run.directory import BEFORE_CPU, BEST_CHECKPOINT, flatten
+from frozen_sweep.run.directory import BEFORE_CPU, BEST_CHECKPOINT, ONCE_HELD, flatten
 from frozen_sweep.system.threads import cpu_identity
 
 # where the data (and a fine-tuning job's base run and vocabulary) are: their content is fingerprinted
@@ -33,7 +33,11 @@ LATER_DEFAULTS = {"freeze.head.frozen": (False,), "freeze.head.init": ("random",
                   "task.train_split": ("train",), "task.valid_split": ("validation",), "task.test_split": ("test",),
                   "task.valid_from_train": (0,), "freeze.gate.frozen": (False,), "freeze.gate.init": ("random",),
                   "model.ffn": ("mlp",), "model.positions": ("sinusoidal",), "model.rope_base": (10000.0,),
-                  "model.kv_heads": (None,), "model.bias": (True,), "model.norm_eps": (1e-05,)}  # fmt: skip
+                  "model.kv_heads": (None,), "model.bias": (True,), "model.norm_eps": (1e-05,),
+                  "trainer.step_time_s": (None,)}  # fmt: skip
+# ...and those of them that the fingerprint held at their default for a while before (records of that time hashed
+# them in): a job at these defaults carries that hash too (directory.ONCE_HELD), so those records stay its runs
+ONCE_HELD_DEFAULTS = {"trainer.step_time_s": None}  # held 2026-11-26 23:29 to 2026-11-27 09:00
 # `study` only labels the record's table; it stays in directory names (study=freeze and study=reservoir runs never
 # share one), and records from before the key existed keep their fingerprint
 LABEL_KEYS = frozenset({"study"})
@@ -82,8 +86,12 @@ def sealed(recipe: dict, cpu: dict) -> dict:
     """The fingerprint of a recipe and its CPU's part, with the hash records from before the CPU's part hold."""
     before_cpu = digest(recipe)
     config = {**recipe["config"], **cpu}
-    return {"sha256": digest({**recipe, "config": config}), "config": config, "data": recipe["data"],
-            "prepared": recipe["prepared"], "recipe": FINGERPRINT_RECIPE, BEFORE_CPU: before_cpu}  # fmt: skip
+    sealed = {"sha256": digest({**recipe, "config": config}), "config": config, "data": recipe["data"],
+              "prepared": recipe["prepared"], "recipe": FINGERPRINT_RECIPE, BEFORE_CPU: before_cpu}  # fmt: skip
+    held = {key: value for key, value in ONCE_HELD_DEFAULTS.items() if key not in config}
+    if held:
+        sealed[ONCE_HELD] = digest({**recipe, "config": {**config, **held}})
+    return sealed
 
 
 def reseeded(recipe: dict, cpu: dict, seed: int) -> dict:

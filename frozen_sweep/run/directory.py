@@ -128,13 +128,16 @@ def dirname(override_dirname: str) -> str:
 # the sha256 a fingerprint would have without its CPU part (threads, kernels: system.threads.cpu_identity), which
 # records from before that part entered it hold as theirs: such a record, with this job's threads, is this job's run
 BEFORE_CPU = "sha256_before_cpu"
+# the sha256 a fingerprint had while it held keys at their default that LATER_DEFAULTS leaves out now (the code of
+# that time hashed them in): a record with it is this job's run too
+ONCE_HELD = "sha256_once_held"
 
 
 def same_job(record: dict, fingerprint: dict) -> bool:
     """Whether a record with a fingerprint is this fingerprint's run (records from before the CPU part: by the
-    fingerprint without it, and the threads they recorded)."""
+    fingerprint without it, and the threads they recorded; records from while it held a later default: ONCE_HELD)."""
     old = record.get("fingerprint") or {}
-    if old.get("sha256") == fingerprint["sha256"]:
+    if old.get("sha256") is not None and old.get("sha256") in (fingerprint["sha256"], fingerprint.get(ONCE_HELD)):
         return True
     threads = fingerprint["config"].get("cpu.threads")
     older = "cpu.threads" not in (old.get("config") or {}) and old.get("sha256") == fingerprint.get(BEFORE_CPU)
