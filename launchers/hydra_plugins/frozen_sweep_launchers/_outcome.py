@@ -100,6 +100,10 @@ def last_attempt(job: PlannedJob) -> dict:
 
 def attempt_wall(job: PlannedJob) -> Optional[float]:
     """The wall time of the job's latest attempt (start to end of its process's run), None while unknown."""
-    attempt = last_attempt(job)
+    return wall_of(last_attempt(job))
+
+
+def wall_of(attempt: dict) -> Optional[float]:
+    """An attempt's wall time, from its entry in the attempts record; None while unknown."""
     ended, started = attempt.get("ended"), attempt.get("started")
     return ended - started if isinstance(ended, (int, float)) and isinstance(started, (int, float)) else None

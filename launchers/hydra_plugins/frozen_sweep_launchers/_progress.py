@@ -12,7 +12,7 @@ from hydra.errors import CompactHydraException
 
 from frozen_sweep.run.directory import read_record
 
-from ._outcome import Outcome, attempt_wall, attempts
+from ._outcome import Outcome, attempts, wall_of
 from ._plan import PlannedJob
 
 log = logging.getLogger(__name__)
@@ -59,8 +59,8 @@ class Progress:
         if outcome.status == "failed":
             what = f"FAILED {outcome.job.label}: {outcome.reason}"
         else:
-            record, tries = read_record(outcome.job.job_dir) or {}, max(1, len(attempts(outcome.job)))
-            what = f"{outcome.job.label}: {ended(record, attempt_wall(outcome.job), tries)}"
+            tries, record = attempts(outcome.job) or [{}], read_record(outcome.job.job_dir) or {}
+            what = f"{outcome.job.label}: {ended(record, wall_of(tries[-1]), len(tries))}"
         log.info(
             f"[{len(self.outcomes)}/{len(self.jobs)}] {what} | "
             f"done {done}, failed {failed}, running {running}, queued {queued}"
