@@ -35,9 +35,9 @@ LATER_DEFAULTS = {"freeze.head.frozen": (False,), "freeze.head.init": ("random",
                   "model.ffn": ("mlp",), "model.positions": ("sinusoidal",), "model.rope_base": (10000.0,),
                   "model.kv_heads": (None,), "model.bias": (True,), "model.norm_eps": (1e-05,),
                   "trainer.step_time_s": (None,)}  # fmt: skip
-# ...and those of them that the fingerprint held at their default for a while before (records of that time hashed
-# them in): a job at these defaults carries that hash too (directory.ONCE_HELD), so those records stay its runs
-ONCE_HELD_DEFAULTS = {"trainer.step_time_s": None}  # held 2026-11-26 23:29 to 2026-11-27 09:00
+# ...and those of them that the fingerprint held at their (first) default for a while before (records of that time
+# hashed them in): a job at that default carries that hash too (directory.ONCE_HELD), so those records stay its runs
+ONCE_HELD_KEYS = ("trainer.step_time_s",)  # held 2026-11-26 23:29 to 2026-11-27 09:00
 # `study` only labels the record's table; it stays in directory names (study=freeze and study=reservoir runs never
 # share one), and records from before the key existed keep their fingerprint
 LABEL_KEYS = frozenset({"study"})
@@ -88,7 +88,7 @@ def sealed(recipe: dict, cpu: dict) -> dict:
     config = {**recipe["config"], **cpu}
     sealed = {"sha256": digest({**recipe, "config": config}), "config": config, "data": recipe["data"],
               "prepared": recipe["prepared"], "recipe": FINGERPRINT_RECIPE, BEFORE_CPU: before_cpu}  # fmt: skip
-    held = {key: value for key, value in ONCE_HELD_DEFAULTS.items() if key not in config}
+    held = {key: LATER_DEFAULTS[key][0] for key in ONCE_HELD_KEYS if key not in config}
     if held:
         sealed[ONCE_HELD] = digest({**recipe, "config": {**config, **held}})
     return sealed

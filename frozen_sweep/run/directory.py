@@ -137,7 +137,8 @@ def same_job(record: dict, fingerprint: dict) -> bool:
     """Whether a record with a fingerprint is this fingerprint's run (records from before the CPU part: by the
     fingerprint without it, and the threads they recorded; records from while it held a later default: ONCE_HELD)."""
     old = record.get("fingerprint") or {}
-    if old.get("sha256") is not None and old.get("sha256") in (fingerprint["sha256"], fingerprint.get(ONCE_HELD)):
+    sha = old.get("sha256")
+    if sha is not None and sha in (fingerprint["sha256"], fingerprint.get(ONCE_HELD)):
         return True
     threads = fingerprint["config"].get("cpu.threads")
     older = "cpu.threads" not in (old.get("config") or {}) and old.get("sha256") == fingerprint.get(BEFORE_CPU)
