@@ -8,23 +8,23 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import numpy as np
-import pyarrow as pa
 import pytest
+from datasets import Features, Value
 
 from frozen_sweep.config import ConfigError
 from frozen_sweep.data import load_task
 from frozen_sweep.data.identity import prepared_key
 from frozen_sweep.job.job_config import job_config
 from tests.conftest import ROOT, compose_config, toy_pairs, write_corpus
-from tests.helpers.hub_layout import glue_table, wmt_table, write_hub_dataset
+from tests.helpers.hub_layout import cards, example_columns, translation_features, wmt_columns, write_hub_dataset
 
 
 @pytest.fixture(scope="module")
 def wmt_dir(tmp_path_factory):
-    """A WMT-style dataset: config es-en, a translation column, train/validation/test as the toy corpus's."""
-    tables = {split: wmt_table(n, seed) for seed, (split, n) in enumerate(zip(("train", "validation", "test"),
-                                                                                (600, 60, 60)))}  # fmt: skip
-    return write_hub_dataset(tmp_path_factory.mktemp("wmt"), {"es-en": tables})
+    """A WMT-style dataset: config es-en, WMT's Translation column, train/validation/test as the toy corpus's."""
+    tables = {split: wmt_columns(n, seed) for seed, (split, n) in enumerate(zip(("train", "validation", "test"),
+                                                                                  (600, 60, 60)))}  # fmt: skip
+    return write_hub_dataset(tmp_path_factory.mktemp("wmt"), {"es-en": tables}, translation_features())
 
 
 def hf(*overrides, cache):
@@ -49,8 +49,10 @@ def test_a_wmt_layout_dataset_prepares_the_same_ids_as_its_text_files(wmt_dir, t
 
 def test_two_plain_columns_and_a_held_out_valid(tmp_path):
     pairs = toy_pairs(300, 0)
-    table = pa.table({"source": [s for s, _ in pairs], "target": [t for _, t in pairs]})
-    root = write_hub_dataset(tmp_path / "plain", {"default": {"train": table, "test": table.slice(0, 20)}})
+    columns = {"source": [s for s, _ in pairs], "target": [t for _, t in pairs]}
+    features = Features({"source": Value("string"), "target": Value("string")})
+    test = {name: values[:20] for name, values in columns.items()}
+    root = write_hub_dataset(tmp_path / "plain", {"default": {"train": columns, "test": test}}, features)
     cfg = hf(f"task.dataset={root}", "task.src_column=source", "task.tgt_column=target", "task.valid_split=null",
              "task.valid_from_train=25", "task.tgt_lang=en", cache=tmp_path)  # fmt: skip
     data = load_task(job_config(cfg, []).task)
@@ -61,8 +63,9 @@ def test_two_plain_columns_and_a_held_out_valid(tmp_path):
 
 def test_wikitext_blank_rows_are_skipped_in_every_split(tmp_path):
     rows = [" = Heading = ", "", " first paragraph here . ", "", " second paragraph . ", ""]
-    table = pa.table({"text": rows * 20})
-    root = write_hub_dataset(tmp_path / "wiki", {"raw": {s: table for s in ("train", "validation", "test")}})
+    features = cards()["Salesforce/wikitext", "wikitext-103-raw-v1"]
+    root = write_hub_dataset(tmp_path / "wiki", {"raw": {s: {"text": rows * 20} for s in ("train", "validation",
+                                                                                          "test")}}, features)  # fmt: skip
     cfg = hf(f"task.dataset={root}", "task.dataset_config=raw", "task.kind=lm", "task.src_lang=null",
              "model=lm_micro", cache=tmp_path)  # fmt: skip
     data = load_task(job_config(cfg, []).task)
@@ -74,13 +77,16 @@ def test_wikitext_blank_rows_are_skipped_in_every_split(tmp_path):
 NAMES = ["unacceptable", "acceptable"]  # code-point order would put "acceptable" first
 
 
+def cola_columns(n: int, labels=None) -> dict[str, list]:
+    return {"sentence": [f"{'good' if i % 2 else 'bad'} sentence number {i % 7}" for i in range(n)],
+            "label": labels or [i % 2 for i in range(n)], "idx": list(range(n))}  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def glue_dir(tmp_path_factory):
-    """A GLUE-style config: a ClassLabel, test labels withheld (-1)."""
-    rows = [(f"{'good' if i % 2 else 'bad'} sentence number {i % 7}", i % 2) for i in range(200)]
-    tables = {"train": glue_table(rows, NAMES), "validation": glue_table(rows[:40], NAMES),
-              "test": glue_table([(s, -1) for s, _ in rows[:40]], NAMES)}  # fmt: skip
-    return write_hub_dataset(tmp_path_factory.mktemp("glue"), {"cola": tables})
+    """GLUE's cola config as the hub types it: a ClassLabel, test labels withheld (-1)."""
+    tables = {"train": cola_columns(200), "validation": cola_columns(40), "test": cola_columns(40, [-1] * 40)}
+    return write_hub_dataset(tmp_path_factory.mktemp("glue"), {"cola": tables}, cards()["nyu-mll/glue", "cola"])
 
 
 def glue(glue_dir, cache, *overrides):
@@ -212,13 +218,10 @@ def test_a_loading_script_and_a_missing_datasets_package_are_refused_saying_why(
 
 def test_an_stsb_like_regression_reads_float_labels_and_refuses_a_withheld_test_split(tmp_path):
     """STS-B's layout: two sentence columns, a float label, every test label -1 (withheld)."""
-    def table(n, withheld=False):
-        rows = [(f"a dog runs {i % 5}", f"a cat sits {i % 3}", -1.0 if withheld else (i % 11) / 2) for i in range(n)]
-        return pa.table({"sentence1": [a for a, _, _ in rows], "sentence2": [b for _, b, _ in rows],
-                         "label": pa.array([y for _, _, y in rows], pa.float32())})  # fmt: skip
-
-    root = write_hub_dataset(tmp_path / "stsb", {"stsb": {"train": table(120), "validation": table(30),
-                                                          "test": table(30, withheld=True)}})  # fmt: skip
+    features = cards()["nyu-mll/glue", "stsb"]
+    splits = {"train": example_columns(features, 120, 0), "validation": example_columns(features, 30, 1),
+              "test": example_columns(features, 30, 2, withheld=True)}  # fmt: skip
+    root = write_hub_dataset(tmp_path / "stsb", {"stsb": splits}, features)
     base = ["task=hf", "task.kind=regression", f"task.dataset={root}", "task.dataset_config=stsb",
             "task.text_column=sentence1", "task.text_pair_column=sentence2", "task.vocab_size=60",
             f"task.cache_dir={tmp_path}", "model=mlm_micro"]  # fmt: skip

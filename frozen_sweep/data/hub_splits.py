@@ -51,27 +51,36 @@ def role_datasets(task_cfg) -> dict:
     return {"train": train, "valid": valid, "test": load_split(task_cfg, task_cfg.test_split)}
 
 
-def _column(dataset, name: str | None, default: str, key: str, where: str) -> str:
+def _column(columns: list[str], name: str | None, default: str, key: str, where: str) -> str:
     chosen = name or default
-    if chosen not in dataset.column_names:
-        raise ValueError(f"{where}: no column '{chosen}' (task.{key}); its columns: {', '.join(dataset.column_names)}")
+    if chosen not in columns:
+        raise ValueError(f"{where}: no column '{chosen}' (task.{key}); its columns: {', '.join(columns)}")
     return chosen
 
 
-def text_columns(task_cfg, dataset, where: str) -> list[str]:
-    """The flattened columns holding a translation's two sides, or a language model's text."""
+def text_columns(task_cfg, dataset, flat: list[str], where: str) -> list[str]:
+    """The columns holding a translation's two sides, or a language model's text, among `flat`, the dataset's
+    flattened column names (a struct's fields as `translation.de`)."""
     t = task_cfg
     if TaskKind(t.kind).monolingual:
-        return [_column(dataset, t.text_column, "text", "text_column", where)]
+        return [_column(flat, t.text_column, "text", "text_column", where)]
     if t.src_column or t.tgt_column or "translation" not in dataset.column_names:
-        return [_column(dataset, t.src_column, t.src_lang, "src_column", where),
-                _column(dataset, t.tgt_column, t.tgt_lang, "tgt_column", where)]  # fmt: skip
-    langs = list(dataset.features["translation"].keys()) if hasattr(dataset.features["translation"], "keys") else []
+        return [_column(flat, t.src_column, t.src_lang, "src_column", where),
+                _column(flat, t.tgt_column, t.tgt_lang, "tgt_column", where)]  # fmt: skip
+    langs = translation_languages(dataset.features["translation"])
     missing = [lang for lang in langs_of(t) if lang not in langs]
     if missing:
         raise ValueError(f"{where}: its translation column has languages {', '.join(langs) or 'none'}, not "
                          f"{', '.join(missing)} (task.src_lang, task.tgt_lang)")  # fmt: skip
     return [f"translation.{lang}" for lang in langs_of(t)]
+
+
+def translation_languages(feature) -> list[str]:
+    """The languages of WMT's `translation` column: a `datasets.Translation`'s (as the hub types it), or a plain
+    struct's fields."""
+    if hasattr(feature, "languages"):
+        return list(feature.languages)
+    return list(feature.keys()) if hasattr(feature, "keys") else []
 
 
 class HubTextReader:
@@ -81,8 +90,9 @@ class HubTextReader:
     def __init__(self, task_cfg, role: str, dataset):
         self.role, self.where = role, f"{describe(task_cfg)} {split_names(task_cfg)[role]}"
         self.lm = TaskKind(task_cfg.kind).monolingual
-        self.columns = text_columns(task_cfg, dataset, self.where)
-        self.dataset = dataset.flatten().select_columns(self.columns)
+        flat = dataset.flatten()
+        self.columns = text_columns(task_cfg, dataset, flat.column_names, self.where)
+        self.dataset = flat.select_columns(self.columns)
         self.lines = self.skipped_empty = 0
 
     def chunks(self) -> Iterator[list[list[str]]]:
@@ -116,10 +126,10 @@ class HubLabelledReader:
         t = task_cfg
         self.role, self.where = role, f"{describe(t)} {split_names(t)[role]}"
         self.regression = TaskKind(t.kind) == TaskKind.regression
-        self.texts = [_column(dataset, t.text_column, "text", "text_column", self.where)]
+        self.texts = [_column(dataset.column_names, t.text_column, "text", "text_column", self.where)]
         if t.text_pair_column:
-            self.texts.append(_column(dataset, t.text_pair_column, "", "text_pair_column", self.where))
-        self.label = _column(dataset, t.label_column, "label", "label_column", self.where)
+            self.texts.append(_column(dataset.column_names, t.text_pair_column, "", "text_pair_column", self.where))
+        self.label = _column(dataset.column_names, t.label_column, "label", "label_column", self.where)
         feature = dataset.features[self.label]
         self.names = list(feature.names) if hasattr(feature, "names") and not self.regression else None
         self.dataset = dataset.select_columns([*self.texts, self.label])
@@ -150,6 +160,12 @@ class HubLabelledReader:
         """Missing and withheld labels, counted in the label column alone (Arrow) before any text is read."""
         column = self.dataset.with_format("arrow")[self.label]  # (N,) a pyarrow array: 4-8 bytes an example
         self.refuse(column.null_count, _first(pc.is_null(column)), "no label")
+        if self.names is not None:  # a ClassLabel's ids: 0 .. classes-1, or -1 (withheld, below)
+            outside = pc.or_(pc.less(column, WITHHELD), pc.greater_equal(column, len(self.names)))
+            if (first := _first(outside)) is not None:
+                named = ", ".join(f"{i} {name}" for i, name in enumerate(self.names))
+                raise ValueError(f"{self.where} row {first}: label {column[first].as_py()} is not one of its ClassLabel's "
+                                 f"({named}; -1 withheld); {pc.sum(outside).as_py()} rows in all")  # fmt: skip
         if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
             withheld = pc.equal(column, WITHHELD)
             count = pc.sum(withheld).as_py() or 0
