@@ -84,9 +84,10 @@ def cola_columns(n: int, labels=None) -> dict[str, list]:
 
 @pytest.fixture(scope="module")
 def glue_dir(tmp_path_factory):
-    """GLUE's cola config as the hub types it: a ClassLabel, test labels withheld (-1)."""
-    tables = {"train": cola_columns(200), "validation": cola_columns(40), "test": cola_columns(40, [-1] * 40)}
-    return write_hub_dataset(tmp_path_factory.mktemp("glue"), {"cola": tables}, cards()["nyu-mll/glue", "cola"])
+    """GLUE's cola config as the hub types it (a ClassLabel, test labels withheld: -1), and a smaller config beside."""
+    configs = {config: {"train": cola_columns(n), "validation": cola_columns(40), "test": cola_columns(40, [-1] * 40)}
+               for config, n in (("cola", 200), ("cola_small", 120))}  # fmt: skip
+    return write_hub_dataset(tmp_path_factory.mktemp("glue"), configs, cards()["nyu-mll/glue", "cola"])
 
 
 def glue(glue_dir, cache, *overrides):
@@ -183,25 +184,33 @@ def test_an_unpinned_hub_name_is_resolved_once_and_kept_for_offline_jobs(tmp_pat
     assert resolve().stdout.split()[-1] == FakeHubApi.commit  # the hub gone: the kept answer too
 
 
-def test_a_sweep_on_a_hub_dataset_records_and_tables_which_split_each_number_comes_from(glue_dir, tmp_path):
-    """One real job of a sweep: prepared by the plan, trained, scored on validation; the record names the dataset and
-    the splits, and so does the collected table."""
-    from tests.helpers.sweeps import LOCAL, job_dir, run_sweep
+def test_a_sweep_over_two_configs_of_one_folder_prepares_each_and_records_which_split_each_number_comes_from(
+        glue_dir, tmp_path):  # fmt: skip
+    """One real job per config of one local folder, each prepared by the plan, trained, scored on validation: each
+    record names its own config and counts and the splits, and so does the collected table."""
+    from tests.helpers.sweeps import LOCAL, record, run_sweep
 
-    overrides = ["task=hf", "task.kind=classify", f"task.dataset={glue_dir}", "task.dataset_config=cola",
+    overrides = ["task=hf", "task.kind=classify", f"task.dataset={glue_dir}", "task.dataset_config=cola,cola_small",
                  "task.text_column=sentence", "task.valid_split=null", "task.valid_from_train=30",
                  "task.test_split=validation", "task.vocab_size=60", f"task.cache_dir={tmp_path / 'cache'}",
-                 "model=mlm_micro", "trainer=quick", "trainer.max_steps=20", "freeze=none,emb"]  # fmt: skip
+                 "model=mlm_micro", "trainer=quick", "trainer.max_steps=20"]  # fmt: skip
     done = run_sweep(tmp_path / "sweep", LOCAL, *overrides, env={"HF_HOME": str(tmp_path / "hf")})
     assert done.returncode == 0, done.stdout
-    record = json.loads((job_dir(tmp_path / "sweep", "freeze=none") / "result.json").read_text())
-    corpus = record["data"]["corpus"]
-    assert record["status"] == "completed" and corpus["dataset"] == str(glue_dir) and corpus["config"] == "cola"
+    for config, train in (("cola", 170), ("cola_small", 90)):
+        result = record(tmp_path / "sweep", f"task.dataset_config={config}")
+        corpus = result["data"]["corpus"]
+        assert result["status"] == "completed" and corpus["dataset"] == str(glue_dir) and corpus["config"] == config
+        assert result["data"]["sizes"] == {"train": train, "valid": 30, "test": 40}
     assert corpus["splits"] == {"train": "train less 30 held out", "valid": "30 of train held out (seeded)",
                                 "test": "validation"}  # fmt: skip
     table = subprocess.run([sys.executable, "-m", "frozen_sweep.collect", str(tmp_path / "sweep")], cwd=ROOT,
                            capture_output=True, text=True, timeout=120).stdout  # fmt: skip
     assert f"{glue_dir} (cola) @ local files: train = train less 30 held out" in table and "test = validation" in table
+    assert f"{glue_dir} (cola_small) @ local files" in table
+    missing = job_config(glue(glue_dir, tmp_path / "cache", "task.dataset_config=cola_big", "task.valid_split=null",
+                              "task.valid_from_train=30", "task.test_split=validation"), [])  # fmt: skip
+    with pytest.raises(ValueError, match="task.dataset_config=cola_big"):  # though both others of it are prepared
+        load_task(missing.task)
 
 
 def test_a_loading_script_and_a_missing_datasets_package_are_refused_saying_why(tmp_path, monkeypatch):

@@ -136,8 +136,9 @@ def _glob(pattern: str) -> list[str]:
 def identity(task_cfg, file_sha256) -> dict[str, str]:
     """What the prepared dataset is made from: local files' content hashes, or the hub name, config and commit."""
     check_source(task_cfg)
-    if is_local(task_cfg):
-        return {f"hf/{name}": file_sha256(path, task_cfg.cache_dir) for name, path in local_files(task_cfg).items()}
+    if is_local(task_cfg):  # a folder's files hold every config: the config read is part of what was read
+        files = {f"hf/{name}": file_sha256(path, task_cfg.cache_dir) for name, path in local_files(task_cfg).items()}
+        return files | {"hf_config": str(task_cfg.dataset_config)}
     return {"hf_dataset": task_cfg.dataset, "hf_config": str(task_cfg.dataset_config),
             "hf_commit": resolve_commit(task_cfg)}  # fmt: skip
 

@@ -18,10 +18,10 @@ import pyarrow.compute as pc
 
 from frozen_sweep.config import TaskKind
 from frozen_sweep.data.hub import check_split_choice, describe, load_split
+from frozen_sweep.data.identity import HOLD_OUT_SEED
 from frozen_sweep.data.text_files import CHUNK_LINES, langs_of
 
 ROLES = ("train", "valid", "test")
-HOLD_OUT_SEED = 20_2611  # the examples of train held out as valid (task.valid_from_train): the same for every job
 WITHHELD = -1
 
 

@@ -20,6 +20,7 @@ from frozen_sweep.data.text_files import SPLITS, langs_of
 
 FORMAT_VERSION = 1  # of the prepared dataset (data/prepared.py): part of its key
 RACY_S = 2.0
+HOLD_OUT_SEED = 20_2611  # the examples of train held out as valid (task.valid_from_train): the same for every job
 HF_SETTINGS = ("train_split", "valid_split", "test_split", "valid_from_train", "text_column", "text_pair_column",
                "label_column", "src_column", "tgt_column")  # fmt: skip
 
@@ -135,6 +136,8 @@ def token_settings(task_cfg) -> dict:
         settings["max_length_ratio"] = task_cfg.max_length_ratio
     if CorpusKind(task_cfg.corpus) == CorpusKind.hf:  # which split is which, and the columns read
         settings["hf"] = {key: task_cfg[key] for key in HF_SETTINGS}
+        if task_cfg.valid_from_train:
+            settings["hf"]["hold_out_seed"] = HOLD_OUT_SEED
     if TaskKind(task_cfg.kind).labelled:  # kinds before them keep their keys
         settings |= {"header": reads_header(task_cfg), "vocab_given": bool(task_cfg.vocab)}
         if chosen(task_cfg):  # absent without column keys: the keys of datasets prepared before them stay the same
