@@ -13,6 +13,7 @@ from datasets import Features, Value
 
 from frozen_sweep.config import ConfigError
 from frozen_sweep.data import load_task
+from frozen_sweep.data.hub_splits import hub_source
 from frozen_sweep.data.identity import prepared_key
 from frozen_sweep.job.job_config import job_config
 from tests.conftest import ROOT, compose_config, toy_pairs, write_corpus
@@ -107,6 +108,23 @@ def test_glue_withheld_test_labels_are_refused_and_validation_scores(glue_dir, t
     assert data.test.labels.tolist() == [i % 2 for i in range(40)]
 
 
+def test_a_label_outside_its_classlabel_is_refused_naming_the_row_the_value_and_the_names(tmp_path):
+    """Parquet whose metadata types `label` as the card's ClassLabel but whose column holds an id past it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    features = cards()["nyu-mll/glue", "cola"]
+    labels = [i % 2 for i in range(60)]
+    labels[17] = 5
+    for split in ("train", "validation", "test"):
+        table = pa.table(cola_columns(60, labels if split == "train" else None)).cast(features.arrow_schema)
+        pq.write_table(table, tmp_path / f"{split}-00000-of-00001.parquet")
+    cfg = glue(tmp_path, tmp_path / "cache", "task.dataset_config=null")
+    with pytest.raises(ValueError, match=r"train row 17: label 5 is not one of its ClassLabel's \(0 unacceptable, "
+                                         r"1 acceptable; -1 withheld\); 1 rows in all"):  # fmt: skip
+        load_task(job_config(cfg, []).task)
+
+
 @pytest.mark.parametrize("override, message", [
     ("task.text_column=sentense", r"no column 'sentense' \(task.text_column\); its columns: sentence, label, idx"),
     ("task.train_split=training", r"no split 'training'.*train"),
@@ -143,6 +161,24 @@ def test_local_files_through_a_builder_and_their_content_is_the_identity(tmp_pat
     assert prepared_key(cfg.task)[0] != key  # another file content: another prepared dataset and fingerprint
 
 
+def test_a_tsv_through_the_csv_builder_is_refused_before_anything_is_read_and_reads_with_its_separator(tmp_path):
+    rows = ["sentence\tlabel"] + [f"{s} , \"quoted\tpositive" if i % 2 else f"{s}\tnegative"
+                                   for i, (s, _) in enumerate(toy_pairs(120, 4))]  # fmt: skip
+    for split, lines in (("train", rows), ("validation", rows[:1] + rows[1:21]), ("test", rows[:1] + rows[21:41])):
+        (tmp_path / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+    files = "{train: %s/train.tsv, validation: %s/validation.tsv, test: %s/test.tsv}" % ((tmp_path,) * 3)
+    task = ["task.dataset=csv", f"task.data_files={files}", "task.kind=classify", "task.src_lang=null",
+            "task.text_column=sentence",
+            "model=mlm_micro"]  # fmt: skip
+    with pytest.raises(ConfigError, match=r"task.data_files.train=.*train.tsv: its first line is TAB-separated.*"
+                                          r"task.builder_kwargs='\{sep: "):  # fmt: skip
+        job_config(hf(*task, cache=tmp_path), [])
+    data = load_task(job_config(hf(*task, 'task.builder_kwargs={sep: "\t", quoting: 3}', cache=tmp_path), []).task)
+    assert data.stats["sizes"] == {"train": 120, "valid": 20, "test": 20} and data.stats["labels"] == ["negative",
+                                                                                                       "positive"]
+    assert data.test.tgt_text[1].endswith(', "quoted')  # GLUE's way: no quoting, a quote is text
+
+
 class FakeHubApi(BaseHTTPRequestHandler):
     """The one hub API call that resolves a revision: GET /api/datasets/<repo>/revision/<rev> → its commit."""
 
@@ -177,11 +213,16 @@ def test_an_unpinned_hub_name_is_resolved_once_and_kept_for_offline_jobs(tmp_pat
 
     offline = resolve(HF_HUB_OFFLINE="1")
     assert offline.returncode != 0 and "python -m frozen_sweep.prepare" in offline.stderr  # nothing kept yet
+    assert "HF_HUB_OFFLINE=1 is set" in offline.stderr
+    assert "HF_DATASETS_OFFLINE=1 is set" in resolve(HF_DATASETS_OFFLINE="1").stderr  # the variable that is set
     assert resolve().stdout.split()[-1] == FakeHubApi.commit  # online: the hub's answer, kept
     server.shutdown()
     server.server_close()  # refused from now on: the hub unreachable
     assert resolve(HF_HUB_OFFLINE="1").stdout.split()[-1] == FakeHubApi.commit  # offline: the kept answer
     assert resolve().stdout.split()[-1] == FakeHubApi.commit  # the hub gone: the kept answer too
+    unpinned = compose_config("task=glue_cola", f"task.cache_dir={tmp_path}").task
+    source = hub_source(unpinned, {"hf_commit": FakeHubApi.commit})  # what the record says: the branch and its commit
+    assert (source["revision"], source["commit"]) == ("main", FakeHubApi.commit)
 
 
 def test_a_sweep_over_two_configs_of_one_folder_prepares_each_and_records_which_split_each_number_comes_from(

@@ -91,6 +91,8 @@ class TaskConfig:
     dataset_config: Optional[str] = field(default=None, metadata=HF_ONLY)
     revision: Optional[str] = field(default=None, metadata=HF_ONLY)
     data_files: Optional[Any] = field(default=None, metadata=HF_ONLY)  # {split: path or glob}
+    # a builder's own options, passed to datasets.load_dataset: a TSV through csv reads with {sep: "\t"}
+    builder_kwargs: Optional[Any] = field(default=None, metadata=HF_ONLY)  # {option: value}
     # which of the dataset's splits is train, valid and test; valid_split=null with valid_from_train=N: N seeded
     # examples of train held out as valid; test_split=validation scores on validation (GLUE: test labels withheld)
     train_split: str = field(default="train", metadata=HF_ONLY)

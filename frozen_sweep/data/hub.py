@@ -52,8 +52,10 @@ def is_local(task_cfg) -> bool:
     return task_cfg.dataset in BUILDERS or Path(task_cfg.dataset).expanduser().is_dir()
 
 
-def offline() -> bool:
-    return any(os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE") for name in OFFLINE_VARIABLES)
+def offline_variable() -> str | None:
+    """The variable that makes this process offline, as `NAME=value`, or None."""
+    return next((f"{name}={os.environ[name]}" for name in OFFLINE_VARIABLES
+                 if os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE")), None)  # fmt: skip
 
 
 def check_hub_keys(task_cfg) -> None:
@@ -82,11 +84,30 @@ def check_source(task_cfg) -> None:
             f"task.dataset={task_cfg.dataset} with task.data_files={task_cfg.data_files}: task.data_files goes with "
             f"a builder ({', '.join(BUILDERS)}), which needs it; a hub name or a directory names its own files"
         )
+    if task_cfg.builder_kwargs and not builder:
+        raise ConfigError(f"task.builder_kwargs={dict(task_cfg.builder_kwargs)} goes with a builder "
+                          f"({', '.join(BUILDERS)}); task.dataset={task_cfg.dataset} is not one")  # fmt: skip
+    if task_cfg.dataset == "csv" and not {"sep", "delimiter"} & set(task_cfg.builder_kwargs or {}):
+        check_commas(task_cfg.data_files)
     if task_cfg.revision is not None and is_local(task_cfg):
         raise ConfigError(
             f"task.revision={task_cfg.revision}: a revision is a hub commit, tag or branch, and task.dataset="
             f"{task_cfg.dataset} is local (its identity is its files' content)"
         )
+
+
+def check_commas(data_files) -> None:
+    """A TSV read by the csv builder with its default separator, a comma, becomes one column (or a parse error):
+    refused, naming the file, before anything is read."""
+    for split, pattern in data_files.items():
+        for name in _glob(pattern)[:1]:
+            with open(name, encoding="utf-8", errors="replace") as f:
+                first = f.readline()
+            if "\t" in first and "," not in first:
+                raise ConfigError(
+                    f"task.data_files.{split}={name}: its first line is TAB-separated, and the csv builder splits at "
+                    "commas: read it with task.builder_kwargs='{sep: \"\\t\"}'"
+                )
 
 
 def check_split_choice(task_cfg) -> None:
@@ -153,7 +174,7 @@ def resolve_commit(task_cfg) -> str:
     if key in _commits:
         return _commits[key]
     record = Path(task_cfg.cache_dir).expanduser() / "hub" / f"{hashlib.sha256(json.dumps(key).encode()).hexdigest()}.json"
-    reason = "HF_HUB_OFFLINE is set" if offline() else None
+    reason = f"{variable} is set" if (variable := offline_variable()) else None
     if reason is None:
         try:
             from huggingface_hub import HfApi
@@ -199,6 +220,7 @@ def load_split(task_cfg, split: str):
     kwargs = {"path": task_cfg.dataset, "name": task_cfg.dataset_config}
     if task_cfg.data_files:
         kwargs["data_files"] = {name: _glob(pattern) for name, pattern in task_cfg.data_files.items()}
+    kwargs |= task_cfg.get("builder_kwargs") or {}
     if not is_local(task_cfg):
         kwargs["revision"] = resolve_commit(task_cfg)
     try:
@@ -218,6 +240,10 @@ def load_split(task_cfg, split: str):
                 "task.revision=refs/convert/parquet), or local files with task.dataset=parquet|json|csv"
             ) from None
         raise
+    except datasets.exceptions.DatasetGenerationError as e:  # a builder's parser on bad bytes: its reason, in one line
+        cause = str(e.__cause__ or e).strip().splitlines() or [type(e).__name__]
+        raise ValueError(f"{describe(task_cfg)} {split}: the {task_cfg.dataset} builder cannot read it: {cause[-1]}"
+                         ) from None  # fmt: skip
     except (ConnectionError, OSError) as e:
         raise ValueError(
             f"{describe(task_cfg)} is not in the datasets cache (HF_HOME) and cannot be downloaded here "

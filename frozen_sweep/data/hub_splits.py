@@ -190,7 +190,7 @@ def hub_source(task_cfg, sources: dict) -> dict:
     """The manifest's (and the record's) word on the corpus: dataset, config, resolved revision, which split is which."""
     source = {"dataset": task_cfg.dataset, "config": task_cfg.dataset_config, "splits": split_names(task_cfg)}
     if "hf_commit" in sources:
-        source |= {"revision": task_cfg.revision, "commit": sources["hf_commit"]}
+        source |= {"revision": task_cfg.revision or "main", "commit": sources["hf_commit"]}  # asked, and resolved
     else:
         source["files_sha256"] = {name: sha for name, sha in sources.items() if name.startswith("hf/")}
     return source

@@ -138,6 +138,8 @@ def token_settings(task_cfg) -> dict:
         settings["hf"] = {key: task_cfg[key] for key in HF_SETTINGS}
         if task_cfg.valid_from_train:
             settings["hf"]["hold_out_seed"] = HOLD_OUT_SEED
+        if task_cfg.get("builder_kwargs"):
+            settings["hf"]["builder_kwargs"] = dict(task_cfg.builder_kwargs)
     if TaskKind(task_cfg.kind).labelled:  # kinds before them keep their keys
         settings |= {"header": reads_header(task_cfg), "vocab_given": bool(task_cfg.vocab)}
         if chosen(task_cfg):  # absent without column keys: the keys of datasets prepared before them stay the same
