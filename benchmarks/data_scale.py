@@ -52,7 +52,7 @@ BUILT = re.compile(r"prepared [0-9a-f]{32}: train/valid/test")  # data/preparati
 
 def write_corpus(root: Path, pairs: int, embedded: Path, held_out_lines: int) -> Path:
     out = root / str(pairs)
-    if (out / "done").exists():
+    if (out / "done-typed").exists():
         return out
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -70,7 +70,7 @@ def write_corpus(root: Path, pairs: int, embedded: Path, held_out_lines: int) ->
         for split in ("valid", "test"):
             held_out = (embedded / f"{split}.{lang}").read_text(encoding="utf-8").split("\n")[:held_out_lines]
             (out / f"{split}.{lang}").write_text("\n".join(held_out) + "\n", encoding="utf-8")
-    (out / "done").touch()
+    (out / "done-typed").touch()
     return out
 
 
@@ -91,7 +91,8 @@ while True:
     except OSError:
         pass
     time.sleep(0.01)
-open(os.environ["RSS_FILE"], "w").write(json.dumps({"maxrss": usage.ru_maxrss, **peak}))
+open(os.environ["RSS_FILE"], "w").write(json.dumps({"maxrss": usage.ru_maxrss, **peak,
+                                                   "cpu_s": usage.ru_utime + usage.ru_stime}))
 sys.exit(os.waitstatus_to_exitcode(status))"""
 
 JOB = ["model=micro", "trainer=quick", "trainer.max_steps=2", "trainer.valid_bleu_sentences=0", "eval.beam=1"]
@@ -99,11 +100,12 @@ JOB = ["model=micro", "trainer=quick", "trainer.max_steps=2", "trainer.valid_ble
 
 @dataclass
 class Memory:
-    """A child's peak RSS (ru_maxrss) and the peaks of its sampled RssAnon and RssFile, in MB."""
+    """A child's peak RSS (ru_maxrss) and the peaks of its sampled RssAnon and RssFile, in MB; its CPU seconds."""
 
     peak: float
     anon: float
     file: float
+    cpu_s: float = 0.0
 
     def __str__(self) -> str:
         return f"{self.peak:.0f} MB ({self.anon:.0f} anon + {self.file:.0f} file)"
@@ -115,16 +117,19 @@ README = "---\nconfigs:\n- config_name: tr-en\n  data_files:\n" + "".join(
 
 
 def write_hub_layout(corpus: Path) -> Path:
-    """The text corpus's pairs as parquet in the hub's layout, 100,000 rows a row group."""
+    """The text corpus's pairs as parquet in the hub's layout, WMT's column typed as the hub types it (a
+    `datasets.Translation`), 100,000 rows a row group."""
     import pyarrow as pa  # only for the hub layout
     import pyarrow.parquet as pq
 
     out = corpus / "hub"
-    if (out / "done").exists():
+    if (out / "done-typed").exists():
         return out
     shutil.rmtree(out, ignore_errors=True)
     (out / "tr-en").mkdir(parents=True)
-    schema = pa.schema([("translation", pa.struct([("es", pa.string()), ("en", pa.string())]))])
+    from datasets import Features, Translation  # the hub's typing: its features in the parquet's metadata
+
+    schema = Features({"translation": Translation(languages=["es", "en"])}).arrow_schema
     for name, split in SPLITS.items():
         with open(corpus / f"{name}.es", encoding="utf-8") as es, open(corpus / f"{name}.en", encoding="utf-8") as en, \
                 pq.ParquetWriter(out / "tr-en" / f"{split}-00000-of-00001.parquet", schema) as writer:  # fmt: skip
@@ -137,7 +142,7 @@ def write_hub_layout(corpus: Path) -> Path:
             if chunk:
                 writer.write_table(pa.table({"translation": chunk}, schema=schema))
     (out / "README.md").write_text(README)
-    (out / "done").touch()
+    (out / "done-typed").touch()
     return out
 
 
@@ -152,7 +157,7 @@ def run_child(command: list[str], log: Path) -> tuple[float, Memory, str]:
     if done.returncode:
         sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{text[-3000:]}")
     rss = json.loads(rss_file.read_text())
-    memory = Memory(rss["maxrss"] / 1024, rss["RssAnon"] / 1024, rss["RssFile"] / 1024)
+    memory = Memory(rss["maxrss"] / 1024, rss["RssAnon"] / 1024, rss["RssFile"] / 1024, rss["cpu_s"])
     return time.perf_counter() - started, memory, text
 
 

@@ -65,8 +65,8 @@ def test_two_plain_columns_and_a_held_out_valid(tmp_path):
 def test_wikitext_blank_rows_are_skipped_in_every_split(tmp_path):
     rows = [" = Heading = ", "", " first paragraph here . ", "", " second paragraph . ", ""]
     features = cards()["Salesforce/wikitext", "wikitext-103-raw-v1"]
-    root = write_hub_dataset(tmp_path / "wiki", {"raw": {s: {"text": rows * 20} for s in ("train", "validation",
-                                                                                          "test")}}, features)  # fmt: skip
+    splits = {split: {"text": rows * 20} for split in ("train", "validation", "test")}
+    root = write_hub_dataset(tmp_path / "wiki", {"raw": splits}, features)
     cfg = hf(f"task.dataset={root}", "task.dataset_config=raw", "task.kind=lm", "task.src_lang=null",
              "model=lm_micro", cache=tmp_path)  # fmt: skip
     data = load_task(job_config(cfg, []).task)

@@ -164,8 +164,8 @@ class HubLabelledReader:
             outside = pc.or_(pc.less(column, WITHHELD), pc.greater_equal(column, len(self.names)))
             if (first := _first(outside)) is not None:
                 named = ", ".join(f"{i} {name}" for i, name in enumerate(self.names))
-                raise ValueError(f"{self.where} row {first}: label {column[first].as_py()} is not one of its ClassLabel's "
-                                 f"({named}; -1 withheld); {pc.sum(outside).as_py()} rows in all")  # fmt: skip
+                raise ValueError(f"{self.where} row {first}: label {column[first].as_py()} is not one of its "
+                                 f"ClassLabel's ({named}; -1 withheld); {pc.sum(outside).as_py()} rows in all")  # fmt: skip
         if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
             withheld = pc.equal(column, WITHHELD)
             count = pc.sum(withheld).as_py() or 0
