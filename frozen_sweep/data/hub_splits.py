@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from frozen_sweep.config import TaskKind
+from frozen_sweep.data.arrow_rows import Rows
 from frozen_sweep.data.hub import check_split_choice, describe, load_split
 from frozen_sweep.data.identity import HOLD_OUT_SEED
 from frozen_sweep.data.text_files import CHUNK_LINES, langs_of
@@ -35,20 +36,20 @@ def split_names(task_cfg) -> dict[str, str]:
             "test": t.test_split}  # fmt: skip
 
 
-def role_datasets(task_cfg) -> dict:
-    """train, valid, test as `datasets.Dataset`s, valid possibly held out of train by a seeded choice."""
+def role_rows(task_cfg) -> dict[str, Rows]:
+    """train, valid, test as rows of the dataset's splits, valid possibly held out of train by a seeded choice."""
     check_split_choice(task_cfg)
     train = load_split(task_cfg, task_cfg.train_split)
     if task_cfg.valid_split is not None:
-        valid = load_split(task_cfg, task_cfg.valid_split)
+        rows = {"train": Rows(train), "valid": Rows(load_split(task_cfg, task_cfg.valid_split))}
     else:
         n, held = len(train), task_cfg.valid_from_train
         if held >= n:
             raise ValueError(f"task.valid_from_train={held}: {describe(task_cfg)} has {n} training examples")
         chosen = np.zeros(n, dtype=bool)
         chosen[np.random.Generator(np.random.PCG64(HOLD_OUT_SEED)).choice(n, held, replace=False)] = True
-        train, valid = train.select(np.flatnonzero(~chosen)), train.select(np.flatnonzero(chosen))
-    return {"train": train, "valid": valid, "test": load_split(task_cfg, task_cfg.test_split)}
+        rows = {"train": Rows(train, np.flatnonzero(~chosen)), "valid": Rows(train, np.flatnonzero(chosen))}
+    return rows | {"test": Rows(load_split(task_cfg, task_cfg.test_split))}
 
 
 def _column(columns: list[str], name: str | None, default: str, key: str, where: str) -> str:
@@ -58,16 +59,16 @@ def _column(columns: list[str], name: str | None, default: str, key: str, where:
     return chosen
 
 
-def text_columns(task_cfg, dataset, flat: list[str], where: str) -> list[str]:
-    """The columns holding a translation's two sides, or a language model's text, among `flat`, the dataset's
-    flattened column names (a struct's fields as `translation.de`)."""
-    t = task_cfg
+def text_columns(task_cfg, rows: Rows, where: str) -> list[str]:
+    """The flattened columns holding a translation's two sides (a struct's fields as `translation.de`), or a
+    language model's text."""
+    t, flat = task_cfg, rows.flat_names
     if TaskKind(t.kind).monolingual:
         return [_column(flat, t.text_column, "text", "text_column", where)]
-    if t.src_column or t.tgt_column or "translation" not in dataset.column_names:
+    if t.src_column or t.tgt_column or "translation" not in rows.column_names:
         return [_column(flat, t.src_column, t.src_lang, "src_column", where),
                 _column(flat, t.tgt_column, t.tgt_lang, "tgt_column", where)]  # fmt: skip
-    langs = translation_languages(dataset.features["translation"])
+    langs = translation_languages(rows.features["translation"])
     missing = [lang for lang in langs_of(t) if lang not in langs]
     if missing:
         raise ValueError(f"{where}: its translation column has languages {', '.join(langs) or 'none'}, not "
@@ -87,18 +88,17 @@ class HubTextReader:
     """A role's texts in chunks of kept rows, one list per side (data/text_files.py's SplitReader interface): after
     a full pass `lines` (rows read) and `skipped_empty` are set and every error has been raised."""
 
-    def __init__(self, task_cfg, role: str, dataset):
+    def __init__(self, task_cfg, role: str, rows: Rows):
         self.role, self.where = role, f"{describe(task_cfg)} {split_names(task_cfg)[role]}"
         self.lm = TaskKind(task_cfg.kind).monolingual
-        flat = dataset.flatten()
-        self.columns = text_columns(task_cfg, dataset, flat.column_names, self.where)
-        self.dataset = flat.select_columns(self.columns)
+        self.columns = text_columns(task_cfg, rows, self.where)
+        self.rows = rows
         self.lines = self.skipped_empty = 0
 
     def chunks(self) -> Iterator[list[list[str]]]:
         self.lines = self.skipped_empty = 0
         empty, first = 0, None
-        for batch in self.dataset.iter(batch_size=CHUNK_LINES):
+        for batch in self.rows.chunks(self.columns, CHUNK_LINES):
             columns = [[(text or "").strip() for text in batch[name]] for name in self.columns]
             n = len(columns[0])
             if not all(map(all, columns)):  # the usual case skips this, at C speed
@@ -122,17 +122,17 @@ class HubLabelledReader:
     interface); `names` is a ClassLabel's names in their order (None: string or numeric labels). Every example is
     kept: an empty text or a withheld label is refused, with how many and the first row."""
 
-    def __init__(self, task_cfg, role: str, dataset):
+    def __init__(self, task_cfg, role: str, rows: Rows):
         t = task_cfg
         self.role, self.where = role, f"{describe(t)} {split_names(t)[role]}"
         self.regression = TaskKind(t.kind) == TaskKind.regression
-        self.texts = [_column(dataset.column_names, t.text_column, "text", "text_column", self.where)]
+        self.texts = [_column(rows.column_names, t.text_column, "text", "text_column", self.where)]
         if t.text_pair_column:
-            self.texts.append(_column(dataset.column_names, t.text_pair_column, "", "text_pair_column", self.where))
-        self.label = _column(dataset.column_names, t.label_column, "label", "label_column", self.where)
-        feature = dataset.features[self.label]
+            self.texts.append(_column(rows.column_names, t.text_pair_column, "", "text_pair_column", self.where))
+        self.label = _column(rows.column_names, t.label_column, "label", "label_column", self.where)
+        feature = rows.features[self.label]
         self.names = list(feature.names) if hasattr(feature, "names") and not self.regression else None
-        self.dataset = dataset.select_columns([*self.texts, self.label])
+        self.rows = rows
         self.pairs, self.path = len(self.texts) == 2, self.where  # a pair of texts; what errors name
         self.lines = 0
 
@@ -143,7 +143,7 @@ class HubLabelledReader:
     def chunks(self) -> Iterator[tuple[list[str], list[str] | None, list[str]]]:
         self.check_labels()
         self.lines, empty, first = 0, 0, None
-        for batch in self.dataset.iter(batch_size=CHUNK_LINES):
+        for batch in self.rows.chunks([*self.texts, self.label], CHUNK_LINES):
             texts = [[(text or "").strip() for text in batch[name]] for name in self.texts]
             if not all(map(all, texts)):
                 rows = [i for i, row in enumerate(zip(*texts)) if not all(row)]
@@ -158,7 +158,7 @@ class HubLabelledReader:
 
     def check_labels(self) -> None:
         """Missing and withheld labels, counted in the label column alone (Arrow) before any text is read."""
-        column = self.dataset.with_format("arrow")[self.label]  # (N,) a pyarrow array: 4-8 bytes an example
+        column = self.rows.column(self.label)  # (N,) a pyarrow array: 4-8 bytes an example
         self.refuse(column.null_count, _first(pc.is_null(column)), "no label")
         if self.names is not None:  # a ClassLabel's ids: 0 .. classes-1, or -1 (withheld, below)
             outside = pc.or_(pc.less(column, WITHHELD), pc.greater_equal(column, len(self.names)))
@@ -199,4 +199,4 @@ def hub_source(task_cfg, sources: dict) -> dict:
 def hub_readers(task_cfg) -> dict:
     """A reader per role, of the kind the task's preparation reads."""
     reader = HubLabelledReader if TaskKind(task_cfg.kind).labelled else HubTextReader
-    return {role: reader(task_cfg, role, dataset) for role, dataset in role_datasets(task_cfg).items()}
+    return {role: reader(task_cfg, role, rows) for role, rows in role_rows(task_cfg).items()}
