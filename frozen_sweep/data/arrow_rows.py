@@ -43,6 +43,7 @@ class Rows:
                 pending, held = table.slice(size).to_batches(), held - size
         if held:
             yield pa.Table.from_batches(pending).flatten().select(columns).to_pydict()
+        pa.default_memory_pool().release_unused()  # the pool would keep the freed read buffers for the next pass
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
         """The dataset's record batches in order: from its cache files where they hold exactly its table (a dataset
