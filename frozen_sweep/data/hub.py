@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 
 from frozen_sweep.config import ConfigError, CorpusKind
+from frozen_sweep.data.glue_files import glue_split, role_files
+from frozen_sweep.data.glue_files import identity as glue_identity
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +45,10 @@ def datasets_module():
 
 
 def describe(task_cfg) -> str:
-    """The dataset as a user names it: `wmt/wmt18 (tr-en)`, a directory, or `parquet` over its files."""
+    """The dataset as a user names it: `wmt/wmt18 (tr-en)`, a directory, or `parquet` over its files; a GLUE task's
+    folder (task.path) and its task: `/data/SST-2 (sst2)`."""
     config = f" ({task_cfg.dataset_config})" if task_cfg.dataset_config else ""
-    return f"{task_cfg.dataset}{config}"
+    return f"{task_cfg.path or task_cfg.dataset}{config}"
 
 
 def is_local(task_cfg) -> bool:
@@ -65,7 +68,8 @@ def check_hub_keys(task_cfg) -> None:
 
 def check_source(task_cfg) -> None:
     """What the config alone can tell: a dataset is named, data_files go with a builder, a revision with the hub,
-    `datasets` is installed."""
+    `datasets` is installed; a GLUE task's folder (task.path) has the splits asked (its files are checked with their
+    identity, data/glue_files.py)."""
     import importlib.util
 
     if importlib.util.find_spec("datasets") is None:
@@ -82,6 +86,14 @@ def check_source(task_cfg) -> None:
             f"task.dataset={task_cfg.dataset} with task.data_files={task_cfg.data_files}: task.data_files goes with "
             f"a builder ({', '.join(BUILDERS)}), which needs it; a hub name or a directory names its own files"
         )
+    if task_cfg.path is not None:
+        if task_cfg.revision is not None:
+            raise ConfigError(
+                f"task.revision={task_cfg.revision} with task.path={task_cfg.path}: a revision is a hub commit, tag or "
+                "branch, and task.path reads GLUE's files instead of the hub (their identity is their content): drop "
+                "one"
+            )
+        role_files(task_cfg)  # a GLUE task, and splits its folder has
     if task_cfg.revision is not None and is_local(task_cfg):
         raise ConfigError(
             f"task.revision={task_cfg.revision}: a revision is a hub commit, tag or branch, and task.dataset="
@@ -134,8 +146,11 @@ def _glob(pattern: str) -> list[str]:
 
 
 def identity(task_cfg, file_sha256) -> dict[str, str]:
-    """What the prepared dataset is made from: local files' content hashes, or the hub name, config and commit."""
+    """What the prepared dataset is made from: local files' content hashes (a GLUE folder's: those its roles read, and
+    the task), or the hub name, config and commit."""
     check_source(task_cfg)
+    if task_cfg.path is not None:
+        return glue_identity(task_cfg, file_sha256)
     if is_local(task_cfg):
         return {f"hf/{name}": file_sha256(path, task_cfg.cache_dir) for name, path in local_files(task_cfg).items()}
     return {"hf_dataset": task_cfg.dataset, "hf_config": str(task_cfg.dataset_config),
@@ -192,9 +207,11 @@ def _keep(record: Path, answer: dict) -> None:
 
 
 def load_split(task_cfg, split: str):
-    """One split as an Arrow-backed `datasets.Dataset` (memory-mapped from the datasets cache), or a ValueError that
-    names what exists: configs, splits, or why the dataset cannot be read here."""
+    """One split as an Arrow-backed `datasets.Dataset` (memory-mapped from the datasets cache; a GLUE folder's file: in
+    memory), or a ValueError that names what exists: configs, splits, or why the dataset cannot be read here."""
     datasets = datasets_module()
+    if task_cfg.path is not None:
+        return glue_split(task_cfg, split, datasets)
     kwargs = {"path": task_cfg.dataset, "name": task_cfg.dataset_config}
     if task_cfg.data_files:
         kwargs["data_files"] = {name: _glob(pattern) for name, pattern in task_cfg.data_files.items()}

@@ -17,11 +17,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from frozen_sweep.config import TaskKind
+from frozen_sweep.data.held_out import held_out
 from frozen_sweep.data.hub import check_split_choice, describe, load_split
 from frozen_sweep.data.text_files import CHUNK_LINES, langs_of
 
 ROLES = ("train", "valid", "test")
-HOLD_OUT_SEED = 20_2611  # the examples of train held out as valid (task.valid_from_train): the same for every job
 WITHHELD = -1
 
 
@@ -45,8 +45,7 @@ def role_datasets(task_cfg) -> dict:
         n, held = len(train), task_cfg.valid_from_train
         if held >= n:
             raise ValueError(f"task.valid_from_train={held}: {describe(task_cfg)} has {n} training examples")
-        chosen = np.zeros(n, dtype=bool)
-        chosen[np.random.Generator(np.random.PCG64(HOLD_OUT_SEED)).choice(n, held, replace=False)] = True
+        chosen = held_out(n, held)
         train, valid = train.select(np.flatnonzero(~chosen)), train.select(np.flatnonzero(chosen))
     return {"train": train, "valid": valid, "test": load_split(task_cfg, task_cfg.test_split)}
 
@@ -192,7 +191,9 @@ def hub_source(task_cfg, sources: dict) -> dict:
     if "hf_commit" in sources:
         source |= {"revision": task_cfg.revision, "commit": sources["hf_commit"]}
     else:
-        source["files_sha256"] = {name: sha for name, sha in sources.items() if name.startswith("hf/")}
+        source["files_sha256"] = {name: sha for name, sha in sources.items() if name.startswith(("hf/", "glue/"))}
+    if task_cfg.path is not None:  # GLUE's folder, read instead of the hub (data/glue_files.py)
+        source["path"] = task_cfg.path
     return source
 
 
