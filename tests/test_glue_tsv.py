@@ -219,3 +219,13 @@ def test_valid_from_train_on_text_files_is_refused_with_a_valid_tsv_or_outside_c
     with pytest.raises(ConfigError, match=r"task.valid_from_train=10: read only when task.corpus=hf; or when "
                                           r"task.corpus=text_files, task.kind=classify\|regression"):  # fmt: skip
         job_config(compose_config(*lm), lm)
+
+
+def test_an_unlabelled_test_file_with_a_header_is_refused_as_one(tmp_path, cache_dir):
+    """GLUE's test.tsv (index<TAB>sentence) among a user's files read with their headers: never read as labels."""
+    corpus = write_files(tmp_path / "sst2", sst2_row, header="sentence label")
+    (corpus / "test.tsv").write_text("index\tsentence\n0\ta moving very with very quite\n")
+    with pytest.raises(ValueError, match=r"test.tsv's header \(index, sentence\) has no 'label' column, as train.tsv's "
+                                         r"has: a file without labels \(GLUE's test files withhold theirs\) is never "
+                                         r"scored"):  # fmt: skip
+        prepare(classify_config(corpus, cache_dir, "task.header=true").task)
