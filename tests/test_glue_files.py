@@ -139,19 +139,25 @@ def test_a_bad_line_names_the_file_and_line(config, file, line, edit, message, t
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (["task.path={folder}/nowhere"], r"task.path=.*/nowhere: no such folder \(GLUE's SST-2 folder, as "
-                                     r"download_glue_data.py unzips it, holds train.tsv, dev.tsv, test.tsv\)"),
-    (["task.path={folder}", "task.revision=main"], r"task.revision=main with task.path=.*: .*drop one"),
-    (["task.path={folder}", "task.test_split=validation_matched"], r"task.test_split=validation_matched: GLUE's "
-                                                                   r"SST-2 folder has the splits train \(train.tsv\), "
-                                                                   r"validation \(dev.tsv\), test \(test.tsv\)"),
-    (["task.path={folder}", "task.dataset=other/glue"], r"task.path=.*: read only when task.corpus=text_files; or "
-                                                        r"when task.corpus=hf, task.dataset=nyu-mll/glue"),
+    (["task.revision=main"], r"task.revision=main with task.path=.*: .*drop one"),
+    (["task.test_split=validation_matched"], r"task.test_split=validation_matched: GLUE's SST-2 folder has the splits "
+                                             r"train \(train.tsv\), validation \(dev.tsv\), test \(test.tsv\)"),
+    (["task.dataset=other/glue"], r"task.path=.*: read only when task.corpus=text_files; or when task.corpus=hf, "
+                                  r"task.dataset=nyu-mll/glue"),
+    (["task.dataset_config=ax"], r"task.path reads GLUE's folder for a GLUE task, task.dataset=nyu-mll/glue with "
+                                 r"task.dataset_config=cola\|sst2\|mrpc\|qqp\|stsb\|mnli\|qnli\|rte\|wnli"),
 ])  # fmt: skip
-def test_the_folder_and_its_keys_are_checked_before_anything_is_read(overrides, message, tmp_path):
-    folder = write_glue_folder(tmp_path, "sst2", glue_splits("sst2"), cards()[GLUE_DATASET, "sst2"])
+def test_the_keys_of_a_folder_are_checked_with_the_config(overrides, message, tmp_path):
+    """Before anything is read, whether the folder is there or not."""
     with pytest.raises(ConfigError, match=message):
-        prepared_key(glue_task(*task_overrides("sst2", tmp_path), *(o.format(folder=folder) for o in overrides)))
+        glue_task(*task_overrides("sst2", tmp_path), f"task.path={tmp_path}/nowhere", *overrides)
+
+
+def test_a_missing_folder_or_file_is_refused_saying_what_glue_ships(tmp_path):
+    folder = write_glue_folder(tmp_path, "sst2", glue_splits("sst2"), cards()[GLUE_DATASET, "sst2"])
+    with pytest.raises(ConfigError, match=r"task.path=.*/nowhere: no such folder \(GLUE's SST-2 folder, as "
+                                          r"download_glue_data.py unzips it, holds train.tsv, dev.tsv, test.tsv\)"):
+        prepared_key(glue_task(*task_overrides("sst2", tmp_path), f"task.path={tmp_path}/nowhere"))
     (folder / "dev.tsv").unlink()
     with pytest.raises(ConfigError, match=r"SST-2: no dev.tsv, which task.test_split=validation reads \(GLUE's SST-2 "
                                           r"folder, as download_glue_data.py unzips it, holds train.tsv, dev.tsv"):
