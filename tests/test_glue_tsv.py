@@ -1,21 +1,25 @@
 """A GLUE-shaped TSV of a user's own: columns chosen by header name or index, a header line detected and refused
 until task.header says which it is, column keys checked against each file before any job starts, a bad label of a
-single job refused in one line with nothing written, and task=text_files's monolingual kinds without src_lang."""
+single job refused in one line with nothing written, valid held out of train.tsv as the hub's protocol holds it out,
+and task=text_files's monolingual kinds without src_lang."""
 
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from frozen_sweep.config import ConfigError
 from frozen_sweep.data import load_task
+from frozen_sweep.data.held_out import held_out
 from frozen_sweep.data.identity import prepared_key
 from frozen_sweep.data.preparation import prepare
 from frozen_sweep.data.text_files import langs_of
 from frozen_sweep.job.fingerprint import fingerprint
 from frozen_sweep.job.job_config import job_config
 from tests.conftest import ROOT, compose_config, toy_pairs, write_corpus
+from tests.helpers.hub_layout import cards, example_columns, write_hub_dataset
 from tests.helpers.jobs import result, run_cli
 
 MNLI_KEYS = ("task.text_column=sentence1", "task.text_pair_column=sentence2", "task.label_column=gold_label")
@@ -156,3 +160,72 @@ def test_monolingual_kinds_on_text_files_need_no_src_lang_and_translation_needs_
         with pytest.raises(ConfigError, match=r"task.src_lang is not set: a translation task needs task.src_lang "
                                               r"and task.tgt_lang"):  # fmt: skip
             job_config(compose_config(*common, *languages, "model=micro"), [*common, *languages])
+
+
+def write_sst2_tsv(directory: Path, splits: dict[str, dict]) -> Path:
+    """{split}.tsv, sentence<TAB>label, from the hub's columns of the same rows."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for split, columns in splits.items():
+        rows = zip(columns["sentence"], columns["label"])
+        (directory / f"{split}.tsv").write_text("".join(f"{text}\t{label}\n" for text, label in rows))
+    return directory
+
+
+def test_valid_held_out_of_train_tsv_is_the_one_the_hub_holds_out_of_the_same_rows(tmp_path, cache_dir):
+    features = cards()["nyu-mll/glue", "sst2"]
+    train, test = example_columns(features, 120, 0), example_columns(features, 20, 1)
+    hub = write_hub_dataset(tmp_path / "hub", {"sst2": {"train": train, "test": test}}, features)
+    corpus = write_sst2_tsv(tmp_path / "tsv", {"train": train, "test": test})
+    files = load_task(classify_config(corpus, cache_dir, "task.valid_from_train=10").task)
+    args = ["task=hf", "task.kind=classify", f"task.dataset={hub}", "task.dataset_config=sst2", "task.valid_split=null",
+            "task.text_column=sentence", "task.valid_from_train=10", "task.vocab_size=60",
+            f"task.cache_dir={cache_dir}", "model=mlm_micro"]  # fmt: skip
+    from_hub = load_task(job_config(compose_config(*args), args).task)
+    assert files.stats["sizes"] == from_hub.stats["sizes"] == {"train": 110, "valid": 10, "test": 20}
+    assert files.valid.tgt_text == from_hub.valid.tgt_text
+    assert files.valid.labels.tolist() == from_hub.valid.labels.tolist()
+    for name in ("train.text.bin", "train.labels.npy", "spm.model"):  # the same train set, in the same order
+        prepared = (Path(data.stats["prepared_dir"]) / name for data in (files, from_hub))
+        assert next(prepared).read_bytes() == next(prepared).read_bytes(), name
+    assert prepared_key(classify_config(corpus, cache_dir, "task.valid_from_train=11").task)[0] != prepared_key(
+        classify_config(corpus, cache_dir, "task.valid_from_train=10").task)[0]
+
+
+def test_a_held_out_examples_error_names_its_line_of_train_tsv(tmp_path, cache_dir):
+    features = cards()["nyu-mll/glue", "stsb"]
+    splits = {"train": example_columns(features, 120, 0), "test": example_columns(features, 20, 1)}
+    corpus = tmp_path / "stsb"
+    corpus.mkdir()
+    for split, columns in splits.items():
+        rows = zip(columns["sentence1"], columns["sentence2"], columns["label"])
+        (corpus / f"{split}.tsv").write_text("".join(f"{a}\t{b}\t{score}\n" for a, b, score in rows))
+    line = int(np.flatnonzero(held_out(120, 10))[0]) + 1  # a line held out as valid
+    lines = (corpus / "train.tsv").read_text().splitlines()
+    lines[line - 1] = lines[line - 1].rsplit("\t", 1)[0] + "\tn/a"
+    (corpus / "train.tsv").write_text("\n".join(lines) + "\n")
+    task = classify_config(corpus, cache_dir, "task.kind=regression", "task.valid_from_train=10").task
+    with pytest.raises(ValueError, match=rf"stsb/train.tsv line {line}: .*'n/a'"):
+        prepare(task)
+    with pytest.raises(ValueError, match=r"task.valid_from_train=120: .*train.tsv has 120 examples"):
+        prepare(classify_config(corpus, cache_dir, "task.kind=regression", "task.valid_from_train=120").task)
+
+
+def test_valid_from_train_on_text_files_is_refused_with_a_valid_tsv_or_outside_classification(tmp_path, cache_dir):
+    corpus = write_files(tmp_path / "sst2", sst2_row)
+    with pytest.raises(ConfigError, match=r"task.valid_from_train=10 holds valid out of train.tsv, and .*valid.tsv "
+                                          r"exists: remove it, or score on it with task.valid_from_train=0"):
+        prepared_key(classify_config(corpus, cache_dir, "task.valid_from_train=10").task)
+    lm = ["task=text_files", "task.kind=lm", f"task.path={corpus}", "task.valid_from_train=10", "model=lm_micro"]
+    with pytest.raises(ConfigError, match=r"task.valid_from_train=10: read only when task.corpus=hf; or when "
+                                          r"task.corpus=text_files, task.kind=classify\|regression"):  # fmt: skip
+        job_config(compose_config(*lm), lm)
+
+
+def test_an_unlabelled_test_file_with_a_header_is_refused_as_one(tmp_path, cache_dir):
+    """GLUE's test.tsv (index<TAB>sentence) among a user's files read with their headers: never read as labels."""
+    corpus = write_files(tmp_path / "sst2", sst2_row, header="sentence label")
+    (corpus / "test.tsv").write_text("index\tsentence\n0\ta moving very with very quite\n")
+    with pytest.raises(ValueError, match=r"test.tsv's header \(index, sentence\) has no 'label' column, as train.tsv's "
+                                         r"has: a file without labels \(GLUE's test files withhold theirs\) is never "
+                                         r"scored"):  # fmt: skip
+        prepare(classify_config(corpus, cache_dir, "task.header=true").task)

@@ -48,6 +48,17 @@ def test_a_wmt_layout_dataset_prepares_the_same_ids_as_its_text_files(wmt_dir, t
     assert hub.stats["corpus"]["dataset"] == str(wmt_dir) and hub.stats["corpus"]["files_sha256"]
 
 
+def test_two_folders_of_one_name_and_config_each_read_their_own_rows(tmp_path):
+    """`datasets` alone would give the second folder the first one's Arrow cache (same folder name, same configs)."""
+    sizes = {}
+    for n in (120, 77):
+        splits = {split: wmt_columns(n, seed) for seed, split in enumerate(("train", "validation", "test"))}
+        root = write_hub_dataset(tmp_path / str(n) / "wmt", {"es-en": splits}, translation_features())
+        cfg = hf(f"task.dataset={root}", "task.dataset_config=es-en", cache=tmp_path / str(n))
+        sizes[n] = load_task(job_config(cfg, []).task).stats["sizes"]["test"]
+    assert sizes == {120: 120, 77: 77}
+
+
 def test_two_plain_columns_and_a_held_out_valid(tmp_path):
     pairs = toy_pairs(300, 0)
     columns = {"source": [s for s, _ in pairs], "target": [t for _, t in pairs]}

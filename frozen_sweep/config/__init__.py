@@ -25,11 +25,11 @@ from frozen_sweep.config.schema import (
     StudyName,
     register_configs,
 )
-from frozen_sweep.config.task import BibleLabels, CorpusKind, TaskConfig, TaskKind
+from frozen_sweep.config.task import GLUE_DATASET, BibleLabels, CorpusKind, TaskConfig, TaskKind
 from frozen_sweep.config.trainer import Device, EvalConfig, StopMetric, TrainerConfig
 
 __all__ = [
-    "BASE_KEYS", "BASE_PREFIX", "COMPONENTS", "NEUTRAL_KEYS", "SCRATCH", "Activation", "BibleLabels", "ComponentSpec", "Config", "ConfigError", "CorpusKind", "Device",
+    "BASE_KEYS", "BASE_PREFIX", "COMPONENTS", "GLUE_DATASET", "NEUTRAL_KEYS", "SCRATCH", "Activation", "BibleLabels", "ComponentSpec", "Config", "ConfigError", "CorpusKind", "Device",
     "EvalConfig", "FfnKind", "FinetuneConfig", "FreezeConfig", "FreezeFrom", "FrozenMode", "Init", "LoggerName", "MlflowConfig", "ModelConfig", "NormPosition", "Placement", "Pooling", "Positions",
     "RelearnConfig", "ReservoirConfig", "ReservoirType", "ResetParts", "StackName", "StopMetric", "StudyName",
     "TaskConfig", "TaskKind", "TieEmbeddings", "TrainerConfig", "WandbConfig", "register_configs",

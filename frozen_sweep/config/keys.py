@@ -138,7 +138,8 @@ def exit_on_unknown_key(argv: Sequence[str]) -> None:
 
 def check_read(cfg, schema: type = Config, path: str = "") -> None:
     """ConfigError for a key set (away from its schema default) where the job does not read it: its `read_when`
-    metadata (frozen_sweep.config.task, relearn, reservoir) names the sibling values under which it is read."""
+    metadata (frozen_sweep.config.task, relearn, reservoir) names the sibling values under which it is read (a list
+    of such conditions: under any of them)."""
     for name, nested, field in _read_rules(schema):
         node = cfg.get(name) if cfg is not None else None
         if nested is not None:
@@ -149,10 +150,12 @@ def check_read(cfg, schema: type = Config, path: str = "") -> None:
             continue
         default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
         value = OmegaConf.to_container(node) if OmegaConf.is_config(node) else node
-        chosen = {key: getattr(cfg[key], "value", cfg[key]) for key in read_when}
-        if value != default and not all(_among(chosen[key], allowed) for key, allowed in read_when.items()):
+        conditions = read_when if isinstance(read_when, list) else [read_when]
+        chosen = {key: getattr(cfg[key], "value", cfg[key]) for condition in conditions for key in condition}
+        if value != default and not any(_holds(condition, chosen) for condition in conditions):
             now = ", ".join(f"{path}{key}={value}" for key, value in chosen.items())
-            wanted = ", ".join(f"{path}{key}={'|'.join(v) if isinstance(v, list) else v}" for key, v in read_when.items())
+            wanted = "; or when ".join(", ".join(f"{path}{key}={'|'.join(v) if isinstance(v, list) else v}"
+                                                 for key, v in condition.items()) for condition in conditions)
             shown = getattr(value, "value", value)  # an enum's value, as the command line writes it
             raise ConfigError(
                 f"{path}{field.name}={shown}: read only when {wanted}, and this job has {now}, so it would be "
@@ -160,9 +163,11 @@ def check_read(cfg, schema: type = Config, path: str = "") -> None:
             )
 
 
-def _among(value, allowed) -> bool:
-    """A `read_when` value: one value, or a list of the values under which the key is read."""
-    return value in allowed if isinstance(allowed, list) else value == allowed
+def _holds(condition: dict, chosen: dict) -> bool:
+    """Whether every key of a `read_when` condition has one of the values under which the key is read (one value, or
+    a list of them)."""
+    return all(chosen[key] in allowed if isinstance(allowed, list) else chosen[key] == allowed
+               for key, allowed in condition.items())  # fmt: skip
 
 
 @functools.lru_cache(maxsize=None)

@@ -39,9 +39,10 @@ class CorpusKind(Enum):
 
 # A field's `read_when` metadata: the values of sibling keys under which the job reads it. Set otherwise (to anything
 # but its default), it would be silently ignored: frozen_sweep.config.keys refuses it, saying what to write instead.
-TEXT_FILES_ONLY = {"read_when": {"corpus": "text_files"},
-                   "instead": "task=text_files task.path=DIR task.src_lang=… task.tgt_lang=… (or task.kind=lm "
-                              "task.tgt_lang=… for a language model)"}  # fmt: skip
+GLUE_DATASET = "nyu-mll/glue"  # whose tasks also read GLUE's own folder, as distributed (frozen_sweep.data.glue_files)
+PATH = {"read_when": [{"corpus": "text_files"}, {"corpus": "hf", "dataset": GLUE_DATASET}],
+        "instead": "task=text_files task.path=DIR task.src_lang=… task.tgt_lang=… (or task.kind=lm task.tgt_lang=… for "
+                   "a language model), or GLUE's folder for a GLUE task: task=glue_sst2 task.path=DIR"}  # fmt: skip
 BIBLE_ONLY = {"read_when": {"corpus": "bible"}, "instead": "drop it: task=text_files reads only task.path"}
 MLM_ONLY = {"read_when": {"kind": "mlm"}, "instead": "task=mlm_bible_en, or task.kind=mlm"}
 CLASSIFY_TSV_ONLY = {"read_when": {"kind": ["classify", "regression"], "corpus": "text_files"},
@@ -49,6 +50,9 @@ CLASSIFY_TSV_ONLY = {"read_when": {"kind": ["classify", "regression"], "corpus":
                                 "({train,valid,test}.tsv)"}  # fmt: skip
 HF_ONLY = {"read_when": {"corpus": "hf"}, "instead": "task=hf task.dataset=NAME (or a named task: task=wmt18_tren, "
                                                     "task=glue_sst2, ...)"}  # fmt: skip
+HELD_OUT = {"read_when": [{"corpus": "hf"}, {"corpus": "text_files", "kind": ["classify", "regression"]}],
+            "instead": "task=hf task.dataset=NAME task.valid_split=null, or task=text_files task.kind=classify "
+                       "task.path=DIR without valid.tsv"}  # fmt: skip
 COLUMNS = {"read_when": {"corpus": ["hf", "text_files"]},
            "instead": "task=hf task.dataset=NAME, or task=text_files task.kind=classify task.path=DIR"}
 CLASSIFY_BIBLE_ONLY = {"read_when": {"kind": "classify", "corpus": "bible"},
@@ -69,8 +73,9 @@ class TaskConfig:
     )
     # verse pairs whose character lengths differ more are dropped as misaligned
     max_length_ratio: float = field(default=2.5, metadata=BIBLE_ONLY)
-    # text_files: a directory holding train.<lang>, valid.<lang>, test.<lang>
-    path: Optional[str] = field(default=None, metadata=TEXT_FILES_ONLY)
+    # text_files: a directory holding train.<lang>, valid.<lang>, test.<lang>; a GLUE task (dataset nyu-mll/glue):
+    # GLUE's folder as distributed, read instead of the hub (frozen_sweep.data.glue_files)
+    path: Optional[str] = field(default=None, metadata=PATH)
     # subwords and example filtering
     vocab_size: int = 8000
     # the vocabulary is trained on a seeded sample of this many training lines (pairs: both sides), 0: all of them
@@ -94,11 +99,12 @@ class TaskConfig:
     # a builder's own options, passed to datasets.load_dataset: a TSV through csv reads with {sep: "\t"}
     builder_kwargs: Optional[Any] = field(default=None, metadata=HF_ONLY)  # {option: value}
     # which of the dataset's splits is train, valid and test; valid_split=null with valid_from_train=N: N seeded
-    # examples of train held out as valid; test_split=validation scores on validation (GLUE: test labels withheld)
+    # examples of train held out as valid; test_split=validation scores on validation (GLUE: test labels withheld);
+    # text_files' classify and regression: N seeded examples of train.tsv held out as valid, without a valid.tsv
     train_split: str = field(default="train", metadata=HF_ONLY)
     valid_split: Optional[str] = field(default="validation", metadata=HF_ONLY)
     test_split: str = field(default="test", metadata=HF_ONLY)
-    valid_from_train: int = field(default=0, metadata=HF_ONLY)
+    valid_from_train: int = field(default=0, metadata=HELD_OUT)
     # the columns read (hf: names; text_files' TSV: a header name or a 0-based index). null: hf reads `text` (and
     # `label`); translation reads WMT's `translation` column ({lang: text}), else the columns named src/tgt_column
     text_column: Optional[str] = field(default=None, metadata=COLUMNS)

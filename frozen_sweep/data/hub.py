@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 
 from frozen_sweep.config import ConfigError, CorpusKind
+from frozen_sweep.data.glue_files import glue_split, role_files
+from frozen_sweep.data.glue_files import identity as glue_identity
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +45,10 @@ def datasets_module():
 
 
 def describe(task_cfg) -> str:
-    """The dataset as a user names it: `wmt/wmt18 (tr-en)`, a directory, or `parquet` over its files."""
+    """The dataset as a user names it: `wmt/wmt18 (tr-en)`, a directory, or `parquet` over its files; a GLUE task's
+    folder (task.path) and its task: `/data/SST-2 (sst2)`."""
     config = f" ({task_cfg.dataset_config})" if task_cfg.dataset_config else ""
-    return f"{task_cfg.dataset}{config}"
+    return f"{task_cfg.path or task_cfg.dataset}{config}"
 
 
 def is_local(task_cfg) -> bool:
@@ -67,7 +70,8 @@ def check_hub_keys(task_cfg) -> None:
 
 def check_source(task_cfg) -> None:
     """What the config alone can tell: a dataset is named, data_files go with a builder, a revision with the hub,
-    `datasets` is installed."""
+    `datasets` is installed; a GLUE task's folder (task.path) has the splits asked (its files are checked with their
+    identity, data/glue_files.py)."""
     import importlib.util
 
     if importlib.util.find_spec("datasets") is None:
@@ -89,6 +93,14 @@ def check_source(task_cfg) -> None:
                           f"({', '.join(BUILDERS)}); task.dataset={task_cfg.dataset} is not one")  # fmt: skip
     if task_cfg.dataset == "csv" and not {"sep", "delimiter"} & set(task_cfg.builder_kwargs or {}):
         check_commas(task_cfg.data_files)
+    if task_cfg.path is not None:
+        if task_cfg.revision is not None:
+            raise ConfigError(
+                f"task.revision={task_cfg.revision} with task.path={task_cfg.path}: a revision is a hub commit, tag or "
+                "branch, and task.path reads GLUE's files instead of the hub (their identity is their content): drop "
+                "one"
+            )
+        role_files(task_cfg)  # a GLUE task, and splits its folder has
     if task_cfg.revision is not None and is_local(task_cfg):
         raise ConfigError(
             f"task.revision={task_cfg.revision}: a revision is a hub commit, tag or branch, and task.dataset="
@@ -155,8 +167,11 @@ def _glob(pattern: str) -> list[str]:
 
 
 def identity(task_cfg, file_sha256) -> dict[str, str]:
-    """What the prepared dataset is made from: local files' content hashes, or the hub name, config and commit."""
+    """What the prepared dataset is made from: local files' content hashes (a GLUE folder's: those its roles read, and
+    the task), or the hub name, config and commit."""
     check_source(task_cfg)
+    if task_cfg.path is not None:
+        return glue_identity(task_cfg, file_sha256)
     if is_local(task_cfg):  # a folder's files hold every config: the config read is part of what was read
         files = {f"hf/{name}": file_sha256(path, task_cfg.cache_dir) for name, path in local_files(task_cfg).items()}
         return files | {"hf_config": str(task_cfg.dataset_config)}
@@ -214,17 +229,24 @@ def _keep(record: Path, answer: dict) -> None:
 
 
 def load_split(task_cfg, split: str):
-    """One split as an Arrow-backed `datasets.Dataset` (memory-mapped from the datasets cache), or a ValueError that
-    names what exists: configs, splits, or why the dataset cannot be read here."""
+    """One split as an Arrow-backed `datasets.Dataset` (memory-mapped from the datasets cache; a GLUE folder's file: in
+    memory), or a ValueError that names what exists: configs, splits, or why the dataset cannot be read here."""
     import pyarrow
 
     datasets = datasets_module()
+    if task_cfg.path is not None:
+        return glue_split(task_cfg, split, datasets)
     kwargs = {"path": task_cfg.dataset, "name": task_cfg.dataset_config}
     if task_cfg.data_files:
         kwargs["data_files"] = {name: _glob(pattern) for name, pattern in task_cfg.data_files.items()}
     kwargs |= task_cfg.get("builder_kwargs") or {}
     if not is_local(task_cfg):
         kwargs["revision"] = resolve_commit(task_cfg)
+    else:  # `datasets` keys a local folder's Arrow cache by its name and configs, not its files: by their content here
+        from frozen_sweep.data.identity import file_sha256
+
+        content = hashlib.sha256(json.dumps(identity(task_cfg, file_sha256), sort_keys=True).encode()).hexdigest()
+        kwargs["cache_dir"] = str(Path(datasets.config.HF_DATASETS_CACHE) / "frozen_sweep" / content[:32])
     try:
         dataset = datasets.load_dataset(**kwargs, split=split)
         # the Arrow conversion's freed buffers, which pyarrow's pool would keep for the whole preparation (≈100 MB

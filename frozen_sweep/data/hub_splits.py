@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 
 from frozen_sweep.config import TaskKind
 from frozen_sweep.data.arrow_rows import Rows
+from frozen_sweep.data.held_out import held_out
 from frozen_sweep.data.hub import check_split_choice, describe, load_split
-from frozen_sweep.data.identity import HOLD_OUT_SEED
 from frozen_sweep.data.text_files import CHUNK_LINES, langs_of
 
 ROLES = ("train", "valid", "test")
@@ -46,8 +46,7 @@ def role_rows(task_cfg) -> dict[str, Rows]:
         n, held = len(train), task_cfg.valid_from_train
         if held >= n:
             raise ValueError(f"task.valid_from_train={held}: {describe(task_cfg)} has {n} training examples")
-        chosen = np.zeros(n, dtype=bool)
-        chosen[np.random.Generator(np.random.PCG64(HOLD_OUT_SEED)).choice(n, held, replace=False)] = True
+        chosen = held_out(n, held)
         rows = {"train": Rows(train, np.flatnonzero(~chosen)), "valid": Rows(train, np.flatnonzero(chosen))}
     return rows | {"test": Rows(load_split(task_cfg, task_cfg.test_split))}
 
@@ -192,7 +191,9 @@ def hub_source(task_cfg, sources: dict) -> dict:
     if "hf_commit" in sources:
         source |= {"revision": task_cfg.revision or "main", "commit": sources["hf_commit"]}  # asked, and resolved
     else:
-        source["files_sha256"] = {name: sha for name, sha in sources.items() if name.startswith("hf/")}
+        source["files_sha256"] = {name: sha for name, sha in sources.items() if name.startswith(("hf/", "glue/"))}
+    if task_cfg.path is not None:  # GLUE's folder, read instead of the hub (data/glue_files.py)
+        source["path"] = task_cfg.path
     return source
 
 

@@ -75,14 +75,20 @@ def data_files(task_cfg) -> dict[str, Path]:
     """The files the task reads, by a name that does not depend on where they are; ConfigError for a missing one."""
     langs = ["tsv"] if TaskKind(task_cfg.kind).labelled else langs_of(task_cfg)  # tsv: file suffix
     if CorpusKind(task_cfg.corpus) == CorpusKind.text_files:
-        directory = Path(task_cfg.path).expanduser()
-        files = {f"{split}.{lang}": directory / f"{split}.{lang}" for split in SPLITS for lang in langs}
+        directory, held = Path(task_cfg.path).expanduser(), task_cfg.valid_from_train
+        if held and (directory / "valid.tsv").exists():
+            raise ConfigError(
+                f"task.valid_from_train={held} holds valid out of train.tsv, and {directory / 'valid.tsv'} exists: "
+                "remove it, or score on it with task.valid_from_train=0"
+            )
+        splits = [split for split in SPLITS if not (held and split == "valid")]
+        files = {f"{split}.{lang}": directory / f"{split}.{lang}" for split in splits for lang in langs}
         missing = [str(path) for path in files.values() if not path.is_file()]
         if missing:
-            raise ConfigError(
-                f"task.path={task_cfg.path}: missing {', '.join(missing)} (task=text_files reads "
-                f"{{train,valid,test}}.{{{','.join(langs)}}} there)"
-            )
+            split_files = "{train,valid,test}.{%s}" % ",".join(langs)
+            read = "{train,test}.tsv (valid held out of train)" if held else split_files
+            raise ConfigError(f"task.path={task_cfg.path}: missing {', '.join(missing)} (task=text_files reads {read} "
+                              "there)")  # fmt: skip
         return files
     from frozen_sweep.data.bible import module_sources  # the bible reader; imported here to keep it out of plans
 
@@ -144,6 +150,8 @@ def token_settings(task_cfg) -> dict:
         settings |= {"header": reads_header(task_cfg), "vocab_given": bool(task_cfg.vocab)}
         if chosen(task_cfg):  # absent without column keys: the keys of datasets prepared before them stay the same
             settings["columns"] = chosen(task_cfg)
+        if CorpusKind(task_cfg.corpus) == CorpusKind.text_files and task_cfg.valid_from_train:  # absent at 0, as above
+            settings |= {"valid_from_train": task_cfg.valid_from_train, "hold_out_seed": HOLD_OUT_SEED}
         if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
             settings["bible_labels"] = BibleLabels(task_cfg.bible_labels).value
     return settings

@@ -38,7 +38,7 @@ from frozen_sweep.data.prepared import (
 from frozen_sweep.data.progress import progress
 from frozen_sweep.data.sources import record_source, split_readers
 from frozen_sweep.data.text_files import langs_of
-from frozen_sweep.data.tsv import TsvReader, looks_like_header
+from frozen_sweep.data.tsv import looks_like_header
 from frozen_sweep.data.vocab import EOS, UNK, Vocab, train_vocab
 from frozen_sweep.system.files import write_dir_atomic
 
@@ -203,8 +203,9 @@ def build_labelled(task_cfg, out: Path, manifest: dict) -> None:
     started = time.perf_counter()
     directory, readers = split_readers(task_cfg)
     train, header = readers["train"], getattr(readers["train"], "header", None)
-    # TSV files with task.header=null: a first line that looks like a header is refused
-    detect = isinstance(train, TsvReader) and task_cfg.get("header") is None and not header
+    # TSV files (data/tsv.py; a hub dataset's reader has no header) with task.header=null: a first line that looks
+    # like a header is refused
+    detect = header is False and task_cfg.get("header") is None
     sample, labels = Reservoir(task_cfg.vocab_sample_lines, SAMPLE_SEED), Counter()
     numbers = TaskKind(task_cfg.kind) == TaskKind.regression
     for split, reader in readers.items():

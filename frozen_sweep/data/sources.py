@@ -8,6 +8,7 @@ from pathlib import Path
 from frozen_sweep.config import CorpusKind, TaskKind
 from frozen_sweep.data.bible import extract_bible
 from frozen_sweep.data.bible_labels import extract_labelled_bible
+from frozen_sweep.data.held_out import held_out_tsv
 from frozen_sweep.data.identity import SPLITS
 from frozen_sweep.data.text_files import SplitReader, langs_of
 from frozen_sweep.data.tsv import TsvReader
@@ -25,7 +26,8 @@ def source_dir(task_cfg) -> Path:
 
 def split_readers(task_cfg) -> tuple[str, dict]:
     """Where the task's text comes from (the manifest's source_dir) and a reader per split: a hub dataset's
-    (data/hub_splits.py), else the text files' (to classify, the TSV files')."""
+    (data/hub_splits.py; a GLUE folder's too), else the text files' (to classify, the TSV files', valid possibly held
+    out of train.tsv)."""
     if CorpusKind(task_cfg.corpus) == CorpusKind.hf:
         from frozen_sweep.data.hub import describe
         from frozen_sweep.data.hub_splits import hub_readers  # `datasets`: only for this corpus
@@ -34,6 +36,8 @@ def split_readers(task_cfg) -> tuple[str, dict]:
     directory = source_dir(task_cfg)
     if TaskKind(task_cfg.kind).labelled:
         header, keys = reads_header(task_cfg), chosen(task_cfg)
+        if task_cfg.valid_from_train:  # valid held out of train.tsv (data/held_out.py)
+            return str(directory), held_out_tsv(directory, header, keys, task_cfg.valid_from_train)
         train = TsvReader(directory, "train", header, keys)  # its first example sets the layout the others follow
         return str(directory), {"train": train} | {
             split: TsvReader(directory, split, header, keys, follows=train) for split in SPLITS if split != "train"}

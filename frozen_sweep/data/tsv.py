@@ -28,6 +28,7 @@ class TsvReader:
                  follows: Optional["TsvReader"] = None):  # fmt: skip
         self.path, self.header, self.keys, self.follows = tsv_path(directory, split), header, keys, follows
         self.columns: Optional[Columns] = None
+        self.header_names: Optional[list[str]] = None  # once read
         self.lines, self.first_label = 0, None
 
     @property
@@ -45,15 +46,16 @@ class TsvReader:
     def chunks(self) -> Iterator[Chunk]:
         if not self.path.is_file():
             raise FileNotFoundError(f"{self.path}: no such file")
-        self.lines, names = 0, None
+        self.lines = 0
         with open(self.path, "rb") as f:
             if self.header:
-                names = [name.strip() for name in decode_lines(self.path, [f.readline()], strip=False)[0].split("\t")]
+                line = decode_lines(self.path, [f.readline()], strip=False)[0]
+                self.header_names = [name.strip() for name in line.split("\t")]
             while raw := list(islice(f, CHUNK_LINES)):
                 lines = decode_lines(self.path, raw, int(self.header) + self.lines, strip=False)
                 rows = [line.split("\t") for line in lines]
                 if not self.lines:
-                    self.columns = self._columns(names, rows[0])
+                    self.columns = self._columns(self.header_names, rows[0])
                     self.first_label = rows[0][self.columns.label].strip()
                 yield self._cells(rows)
                 self.lines += len(lines)
@@ -61,10 +63,18 @@ class TsvReader:
             raise ValueError(f"{self.path} holds no example" + (" after its header line" if self.header else ""))
 
     def _columns(self, names: Optional[list[str]], cells: list[str]) -> Columns:
-        """This file's columns; a file that follows train's has train's number of cells."""
+        """This file's columns; a file that follows train's has train's number of cells, and its header (if read)
+        train's label column."""
         if self.follows is None or named(self.keys):
             return resolve(self.path, names, cells, self.keys)
-        theirs = self.follows.columns
+        theirs, header = self.follows.columns, self.follows.header_names or []
+        label = header[theirs.label] if theirs.label < len(header) else None  # train.tsv's label column, by its name
+        if names is not None and label and label not in names:
+            raise ValueError(
+                f"{self.path}'s header ({', '.join(names)}) has no {label!r} column, as train.tsv's has: a file without "
+                "labels (GLUE's test files withhold theirs) is never scored; give a labelled one (GLUE's dev.tsv), or "
+                "read GLUE's folder with its task (task=glue_sst2 task.path=DIR)"
+            )
         if len(cells) != theirs.count:
             raise ValueError(
                 f"{self.path} line {self.line(0)} has {len(cells)} TAB-separated columns; expected {theirs.count} "
