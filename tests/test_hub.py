@@ -178,14 +178,14 @@ def test_an_unpinned_hub_name_is_resolved_once_and_kept_for_offline_jobs(tmp_pat
 
 
 def test_a_sweep_on_a_hub_dataset_records_and_tables_which_split_each_number_comes_from(glue_dir, tmp_path):
-    """One real job of a sweep: prepared by the plan, trained, scored on validation; the record names the dataset and
-    the splits, and so does the collected table."""
+    """One real job of a sweep of the named task glue_cola on a local copy: prepared by the plan, trained, scored on
+    validation; the record names the dataset, the splits and GLUE's metric for CoLA (Matthews correlation), and the
+    collected table is headed by the data read and shows that metric."""
     from tests.helpers.sweeps import LOCAL, job_dir, run_sweep
 
-    overrides = ["task=hf", "task.kind=classify", f"task.dataset={glue_dir}", "task.dataset_config=cola",
-                 "task.text_column=sentence", "task.valid_split=null", "task.valid_from_train=30",
-                 "task.test_split=validation", "task.vocab_size=60", f"task.cache_dir={tmp_path / 'cache'}",
-                 "model=mlm_micro", "trainer=quick", "trainer.max_steps=20", "freeze=none,emb"]  # fmt: skip
+    overrides = ["task=glue_cola", f"task.dataset={glue_dir}", "task.valid_from_train=30", "task.vocab_size=60",
+                 f"task.cache_dir={tmp_path / 'cache'}", "model=mlm_micro", "trainer=quick", "trainer.max_steps=20",
+                 "freeze=none,emb"]  # fmt: skip
     done = run_sweep(tmp_path / "sweep", LOCAL, *overrides, env={"HF_HOME": str(tmp_path / "hf")})
     assert done.returncode == 0, done.stdout
     record = json.loads((job_dir(tmp_path / "sweep", "freeze=none") / "result.json").read_text())
@@ -193,9 +193,12 @@ def test_a_sweep_on_a_hub_dataset_records_and_tables_which_split_each_number_com
     assert record["status"] == "completed" and corpus["dataset"] == str(glue_dir) and corpus["config"] == "cola"
     assert corpus["splits"] == {"train": "train less 30 held out", "valid": "30 of train held out (seeded)",
                                 "test": "validation"}  # fmt: skip
+    assert record["report"] == ["mcc"] and -1 <= record["test_mcc"] <= 1
     table = subprocess.run([sys.executable, "-m", "frozen_sweep.collect", str(tmp_path / "sweep")], cwd=ROOT,
                            capture_output=True, text=True, timeout=120).stdout  # fmt: skip
     assert f"{glue_dir} (cola) @ local files: train = train less 30 held out" in table and "test = validation" in table
+    assert f"### glue_cola · {glue_dir} (cola) · fine-tuning" in table
+    assert "| MCC ×100 valid | MCC ×100 test | Majority % |" in table and "Accuracy %" not in table
 
 
 def test_a_loading_script_and_a_missing_datasets_package_are_refused_saying_why(tmp_path, monkeypatch):

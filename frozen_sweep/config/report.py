@@ -33,10 +33,11 @@ def check_report(task_cfg) -> None:
         return
     kind = TaskKind(task_cfg.kind)
     allowed = REPORTABLE.get(kind, ())
-    wrong = [str(m) for m in report if m not in allowed] or ([] if len(report) else ["(none)"])
-    if wrong:
+    wrong = [str(m) for m in report if m not in allowed]
+    if wrong or not len(report):
+        plural = "is" if len(wrong) == 1 else "are"
+        what = f"{', '.join(wrong)} {plural} not computed for" if wrong else "names no metric of"
         raise ConfigError(
-            f"task.report=[{','.join(map(str, report))}]: {', '.join(wrong)} is not a metric of "
-            f"task.kind={kind.value}; "
-            f"allowed: a list of {', '.join(allowed)}, or null (trainer.stop_metric, then the kind's defaults)"
+            f"task.report=[{','.join(map(str, report))}]: {what} task.kind={kind.value}; allowed: a list of "
+            f"{', '.join(allowed)}, or null (trainer.stop_metric, then the kind's defaults)"
         )

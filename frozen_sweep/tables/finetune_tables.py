@@ -22,10 +22,11 @@ from frozen_sweep.run.record import best_entry
 from frozen_sweep.tables.plots import LABELLED_METRICS, curves, pyplot
 from frozen_sweep.tables.render import Table, fraction, number
 from frozen_sweep.tables.reported import column, table_report, value
-from frozen_sweep.tables.runs import pattern_label, setting_of
+from frozen_sweep.tables.runs import DATA_KEYS, pattern_label, setting_of
 
 SCRATCH = "scratch"  # finetune.base_checkpoint's value for no pre-training (frozen_sweep.config.finetune)
-IGNORED = frozenset({"finetune", "study"})  # keys a fine-tuning table's rows differ in, not its setting
+# keys a fine-tuning table's rows differ in, not its setting, and the data's, which its title names (runs.data_read)
+IGNORED = frozenset({"finetune", "study"}) | DATA_KEYS
 TIME_NOTE = "Time to best: training wall-clock to the best validation (the load of the machine counts)."
 
 

@@ -93,6 +93,9 @@ def pattern_label(freeze: dict) -> str:
     return "; ".join(f"{'+'.join(names)} {kind}" for kind, names in groups.items() if names) or "all trainable"
 
 
+DATA_KEYS = frozenset({"task.path", "task.dataset", "task.dataset_config"})  # what data_read names
+
+
 def data_read(record: dict) -> str:
     """The data a run read, as its table's heading names it after the task: a hub dataset and its config
     ("nyu-mll/glue (cola)", from data.corpus), the text files' directory (data.data_dir); "" for the embedded corpus,
