@@ -84,7 +84,8 @@ def test_bad_values_fail_at_composition(override, error, words):
         (["freeze.gate.frozen=true"], ["freeze.gate.frozen=true", "model.ffn=swiglu"]),
         (["task=glue_mrpc", "model=mlm_micro", "task.report=[f1,pearson]"],
          ["task.report=[f1,pearson]: pearson is not computed for task.kind=classify", "accuracy, f1, macro_f1, mcc"]),
-        (["task=glue_stsb", "model=mlm_micro", "task.report=[]"], ["task.report=[]: names no metric of task.kind=regression", "pearson, spearman"]),
+        (["task=glue_stsb", "model=mlm_micro", "task.report=[]"],
+         ["task.report=[]: names no metric of task.kind=regression", "pearson, spearman"]),
         (["task.report=[accuracy]"], ["task.report=['accuracy']: read only when task.kind=classify|regression"]),
     ],
 )

@@ -19,9 +19,10 @@ Definitions the collector relies on:
   labels the F1 of the positive class, label id 1; with more, macro-F1), `test_macro_f1`, `test_mcc` (Matthews
   correlation) and `data.majority` the majority class's accuracy beside it; a regression's (metric_name "pearson"):
   Pearson's correlation (`test_pearson` too), with `test_spearman`, `test_mse` and `data.mean_predictor` the squared
-  error of always predicting train's mean beside it; `report`: which of these its table shows (task.report). Its history's valid_loss is the mean squared error (valid_ppl null), and it adds
-  valid_pearson (valid_metric) and valid_spearman; a classifier's adds valid_accuracy (valid_metric), valid_f1,
-  valid_macro_f1 and valid_mcc (evaluate/scores.py defines them).
+  error of always predicting train's mean beside it; `report`: which of these its table shows (task.report). Its
+  history's valid_loss is the mean squared error (valid_ppl null), and it adds valid_pearson (valid_metric) and
+  valid_spearman; a classifier's adds valid_accuracy (valid_metric), valid_f1, valid_macro_f1 and valid_mcc
+  (evaluate/scores.py defines them).
 - `fingerprint`: sha256 of what determines the result (the resolved config less the keys that do not change it,
   plus the data files' content hashes), with those inputs: a directory's result is reused or resumed only by a job
   with the same fingerprint, and the collector flags two completed runs with the same one as duplicates.

@@ -11,8 +11,8 @@ mean predictor's), epochs, trainable/all and the wall-clock time to the best val
   frozen" (finetune.frozen=keep, the base's reservoir and frozen layers kept frozen), "all trainable" (train), plus
   the job's own freeze pattern ("emb frozen", "emb frozen (re-drawn)" with finetune.freeze_from=seed).
 - Accuracies and F1 in %, correlations ×100: the first reported metric as mean ± sample standard deviation over the
-  n seeds, at the best validation (the weights tested) and on test; the others on test, mean; majority: the test accuracy of always answering train's most frequent label; the
-  mean predictor: always answering train's mean number.
+  n seeds, at the best validation (the weights tested) and on test; the others' test means; majority: the test
+  accuracy of always answering train's most frequent label; the mean predictor: always answering train's mean number.
 """
 
 import pandas as pd
