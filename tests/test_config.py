@@ -82,6 +82,11 @@ def test_bad_values_fail_at_composition(override, error, words):
         (["model.kv_heads=3"], ["model.kv_heads=3 must divide model.heads=4"]),
         (["model.positions=rope", "model.d_model=120", "model.heads=8"], ["model.positions=rope", "d_model/heads=15"]),
         (["freeze.gate.frozen=true"], ["freeze.gate.frozen=true", "model.ffn=swiglu"]),
+        (["task=glue_mrpc", "model=mlm_micro", "task.report=[f1,pearson]"],
+         ["task.report=[f1,pearson]: pearson is not computed for task.kind=classify", "accuracy, f1, macro_f1, mcc"]),
+        (["task=glue_stsb", "model=mlm_micro", "task.report=[]"],
+         ["task.report=[]: names no metric of task.kind=regression", "pearson, spearman"]),
+        (["task.report=[accuracy]"], ["task.report=['accuracy']: read only when task.kind=classify|regression"]),
     ],
 )
 def test_cross_field_errors_name_the_key(overrides, words):

@@ -238,13 +238,13 @@ def test_an_unpinned_hub_name_is_resolved_once_and_kept_for_offline_jobs(tmp_pat
 
 def test_a_sweep_over_two_configs_of_one_folder_prepares_each_and_records_which_split_each_number_comes_from(
         glue_dir, tmp_path):  # fmt: skip
-    """One real job per config of one local folder, each prepared by the plan, trained, scored on validation: each
-    record names its own config and counts and the splits, and so does the collected table."""
+    """One real job of the named task glue_cola per config of one local folder, each prepared by the plan, trained,
+    scored on validation: each record names its own config and counts, the splits and GLUE's metric for CoLA
+    (Matthews correlation); the collected tables are headed by the data read and show that metric."""
     from tests.helpers.sweeps import LOCAL, record, run_sweep
 
-    overrides = ["task=hf", "task.kind=classify", f"task.dataset={glue_dir}", "task.dataset_config=cola,cola_small",
-                 "task.text_column=sentence", "task.valid_split=null", "task.valid_from_train=30",
-                 "task.test_split=validation", "task.vocab_size=60", f"task.cache_dir={tmp_path / 'cache'}",
+    overrides = ["task=glue_cola", f"task.dataset={glue_dir}", "task.dataset_config=cola,cola_small",
+                 "task.valid_from_train=30", "task.vocab_size=60", f"task.cache_dir={tmp_path / 'cache'}",
                  "model=mlm_micro", "trainer=quick", "trainer.max_steps=20"]  # fmt: skip
     done = run_sweep(tmp_path / "sweep", LOCAL, *overrides, env={"HF_HOME": str(tmp_path / "hf")})
     assert done.returncode == 0, done.stdout
@@ -255,10 +255,13 @@ def test_a_sweep_over_two_configs_of_one_folder_prepares_each_and_records_which_
         assert result["data"]["sizes"] == {"train": train, "valid": 30, "test": 40}
     assert corpus["splits"] == {"train": "train less 30 held out", "valid": "30 of train held out (seeded)",
                                 "test": "validation"}  # fmt: skip
+    assert result["report"] == ["mcc"] and -1 <= result["test_mcc"] <= 1
     table = subprocess.run([sys.executable, "-m", "frozen_sweep.collect", str(tmp_path / "sweep")], cwd=ROOT,
                            capture_output=True, text=True, timeout=120).stdout  # fmt: skip
     assert f"{glue_dir} (cola) @ local files: train = train less 30 held out" in table and "test = validation" in table
-    assert f"{glue_dir} (cola_small) @ local files" in table
+    assert f"### glue_cola · {glue_dir} (cola) · fine-tuning" in table
+    assert f"### glue_cola · {glue_dir} (cola_small) · fine-tuning" in table
+    assert "| MCC ×100 valid | MCC ×100 test | Majority % |" in table and "Accuracy %" not in table
     missing = job_config(glue(glue_dir, tmp_path / "cache", "task.dataset_config=cola_big", "task.valid_split=null",
                               "task.valid_from_train=30", "task.test_split=validation"), [])  # fmt: skip
     with pytest.raises(ValueError, match="task.dataset_config=cola_big"):  # though both others of it are prepared

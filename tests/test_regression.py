@@ -67,6 +67,7 @@ def test_a_regression_learns_the_number_and_beats_the_mean_predictor(run):
     record = result(run)
     data = record["data"]
     assert record["metric_name"] == "pearson" and record["stop_metric"] == "pearson"
+    assert record["test_pearson"] == record["test_metric"] and record["report"] == ["pearson", "spearman"]
     assert record["test_metric"] > 0.7 and record["test_spearman"] > 0.7  # ≈0.92 and 0.93 when written
     assert record["test_mse"] < 0.5 * data["mean_predictor"]["test"]  # ≈0.13 against ≈0.90
     gold = np.array([float(line.split("\t")[1]) for line in Path(data["data_dir"], "test.tsv").read_text().splitlines()])

@@ -21,6 +21,7 @@ from frozen_sweep.config import (
     TaskKind,
 )  # fmt: skip
 from frozen_sweep.config.keys import check_read
+from frozen_sweep.config.report import check_report
 from frozen_sweep.config.stack_layout import parse_reset_layer, reservoir_pattern
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # torch.compile's
@@ -194,7 +195,7 @@ STOP_METRICS = {
 
 
 def validate_task_kind(cfg) -> None:
-    """The model's stacks, the languages and the stop metric fit task.kind."""
+    """The model's stacks, the languages, the reported metrics and the stop metric fit task.kind."""
     m, t, tr = cfg.model, cfg.task, cfg.trainer
     kind = TaskKind(t.kind)
     (encoder, decoder), presets = MODEL_SHAPES[kind]
@@ -220,6 +221,7 @@ def validate_task_kind(cfg) -> None:
             "{split}.{src_lang} and {split}.{tgt_lang}), e.g. task.src_lang=tr task.tgt_lang=en; or a monolingual "
             "task.kind=lm|mlm|classify|regression"
         )
+    check_report(t)
     metric = StopMetric(tr.stop_metric)
     if metric not in STOP_METRICS[kind]:
         needs = " or ".join(f"task.kind={k.value}" for k, allowed in STOP_METRICS.items() if metric in allowed)

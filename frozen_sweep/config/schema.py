@@ -62,11 +62,11 @@ BASE_KEYS = ("finetune.base_checkpoint", "relearn.base_checkpoint")
 # Keys that change where or how a job runs, not what it computes: job directory names leave them out (conf/config.yaml
 # reads them through the `neutral_keys` resolver), fingerprints too (frozen_sweep.job.fingerprint) and so do the
 # collector's settings (frozen_sweep.tables.runs). The thread keys change a result's last bits, not what it measures:
-# the record says how it ran (`threads`, `follow_free_cores`).
+# the record says how it ran (`threads`, `follow_free_cores`); task.report, only what its table shows.
 NEUTRAL_KEYS = frozenset(
-    {"name", "force", "dry_run", "task.cache_dir", "trainer.progress", "trainer.threads", "trainer.follow_free_cores",
-     "trainer.device", "trainer.keep_checkpoints", "trainer.loggers", "trainer.log_every_steps",
-     "trainer.dist_timeout_s", "trainer.step_times"}
+    {"name", "force", "dry_run", "task.cache_dir", "task.report", "trainer.progress", "trainer.threads",
+     "trainer.follow_free_cores", "trainer.device", "trainer.keep_checkpoints", "trainer.loggers",
+     "trainer.log_every_steps", "trainer.dist_timeout_s", "trainer.step_times"}
     | {f"trainer.wandb.{f.name}" for f in fields(WandbConfig)}
     | {f"trainer.mlflow.{f.name}" for f in fields(MlflowConfig)}
 )  # fmt: skip

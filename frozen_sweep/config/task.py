@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
@@ -55,6 +55,8 @@ HELD_OUT = {"read_when": [{"corpus": "hf"}, {"corpus": "text_files", "kind": ["c
                        "task.path=DIR without valid.tsv"}  # fmt: skip
 COLUMNS = {"read_when": {"corpus": ["hf", "text_files"]},
            "instead": "task=hf task.dataset=NAME, or task=text_files task.kind=classify task.path=DIR"}
+LABELLED_ONLY = {"read_when": {"kind": ["classify", "regression"]},
+                 "instead": "drop it: only a classifier's or a regression's table reports metrics by name"}
 CLASSIFY_BIBLE_ONLY = {"read_when": {"kind": "classify", "corpus": "bible"},
                        "instead": "task=cls_bible_en or task=cls_pairs_bible_en"}
 
@@ -112,6 +114,9 @@ class TaskConfig:
     label_column: Optional[str] = field(default=None, metadata=COLUMNS)
     src_column: Optional[str] = field(default=None, metadata=HF_ONLY)
     tgt_column: Optional[str] = field(default=None, metadata=HF_ONLY)
+    # kind=classify or regression: the metrics its table reports, e.g. [f1, accuracy] (GLUE's MRPC); null: the stop
+    # metric, then accuracy and macro-F1 (Pearson and Spearman); allowed values: frozen_sweep/config/report.py
+    report: Optional[List[str]] = field(default=None, metadata=LABELLED_ONLY)
     # kind=classify on the embedded corpus: what is predicted
     bible_labels: BibleLabels = field(default=BibleLabels.division, metadata=CLASSIFY_BIBLE_ONLY)
     # a SentencePiece model to encode with instead of training one (a fine-tuning job sets its base run's)

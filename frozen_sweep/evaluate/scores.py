@@ -131,12 +131,9 @@ def mse(predicted, gold) -> float:
     return float(np.mean((x - y) ** 2)) if len(x) else 0.0
 
 
-LABEL_METRICS = ("accuracy", "f1", "macro_f1", "mcc")  # a classifier's (label_metrics), in its records
-NUMBER_METRICS = ("pearson", "spearman")  # a regression's in its validations (and its loss: the mean squared error)
-
-
 def label_metrics(predicted, gold, num_classes: int) -> dict:
-    """A classifier's: accuracy, f1 (the positive class's with two labels, else macro-F1), macro_f1, mcc."""
+    """A classifier's (config.report.LABEL_METRICS): accuracy, f1 (the positive class's with two labels, else
+    macro-F1), macro_f1, mcc."""
     predicted, gold = _as_array(predicted), _as_array(gold)
     return {
         "accuracy": float((predicted == gold).mean()) if len(gold) else 0.0,
@@ -147,7 +144,7 @@ def label_metrics(predicted, gold, num_classes: int) -> dict:
 
 
 def number_metrics(predicted, gold) -> dict:
-    """A regression's: mse, pearson, spearman."""
+    """A regression's: mse, pearson, spearman (config.report.NUMBER_METRICS)."""
     return {"mse": mse(predicted, gold), "pearson": pearson(predicted, gold), "spearman": spearman(predicted, gold)}
 
 

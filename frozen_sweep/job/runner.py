@@ -17,6 +17,7 @@ from omegaconf import OmegaConf, open_dict
 
 import frozen_sweep
 from frozen_sweep.config import ConfigError, Device, TaskKind
+from frozen_sweep.config.report import LABEL_METRICS, NUMBER_METRICS, reported
 from frozen_sweep.data import TaskData, load_task
 from frozen_sweep.job.how_it_runs import how_it_runs, job_threads
 from frozen_sweep.job.job_data import prepare_checked
@@ -126,6 +127,7 @@ def _run(cfg, run_dir: Path, overrides: list[str], run_fingerprint: dict, world:
         seed=cfg.seed,
         metric_name=METRIC_NAMES[cfg.task.kind],
         stop_metric=cfg.trainer.stop_metric.value,
+        report=reported(cfg.task.report, METRIC_NAMES[cfg.task.kind], cfg.trainer.stop_metric.value),
         budgets={budget: cfg.trainer[budget] for budget in BUDGETS},
         overrides=list(overrides),
         fingerprint=run_fingerprint,
@@ -284,8 +286,7 @@ def _test(cfg, run_dir: Path, result: RunResult, data: TaskData, study, device: 
     result.test_metric = test["metric"]
     result.test_chrf = test.get("chrf")
     result.test_loss = test.get("loss")
-    result.test_accuracy = test.get("accuracy")
-    for name in ("f1", "macro_f1", "mcc", "spearman", "mse"):  # a classifier's or a regression's
+    for name in (*LABEL_METRICS, *NUMBER_METRICS, "mse"):  # a classifier's or a regression's (a masked LM's accuracy)
         setattr(result, f"test_{name}", test.get(name))
     result.sacrebleu_signature = test.get("signature")
     result.decoding = test.get("decoding", {})

@@ -7,12 +7,11 @@ import logging
 from pathlib import Path
 
 from frozen_sweep.config import TaskKind
+from frozen_sweep.config.report import LABEL_METRICS, NUMBER_METRICS
 from frozen_sweep.data import TaskData, make_batches
 from frozen_sweep.data.masking import held_out_batches
 from frozen_sweep.evaluate.decode import translate
 from frozen_sweep.evaluate.scores import (
-    LABEL_METRICS,
-    NUMBER_METRICS,
     bleu_chrf,
     label_scores,
     number_scores,

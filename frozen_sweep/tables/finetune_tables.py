@@ -1,27 +1,32 @@
 """The fine-tuning study's tables (study=finetune, and classification or regression runs of other studies): per
-pre-training and fine-tuning arm, the base's masked-LM perplexity, validation and test accuracy, macro-F1, the
-majority class's test accuracy beside them (a regression: Pearson ×100, Spearman ×100, the test MSE and the mean
-predictor's beside it), epochs, trainable/all and the wall-clock time to the best validation.
+pre-training and fine-tuning arm, the base's masked-LM perplexity, the metrics the task reports (its records'
+`report`: GLUE's for a GLUE task, e.g. F1 and accuracy for MRPC; else the stop metric, then accuracy and macro-F1, or
+Pearson ×100 and Spearman ×100), the majority class's test accuracy beside them (a regression: the test MSE and the
+mean predictor's), epochs, trainable/all and the wall-clock time to the best validation.
 
-- One table per task × setting (overrides other than finetune.*, freeze, seed and launch keys), titled by the task.
+- One table per task × data × setting (overrides other than finetune.*, freeze, seed and launch keys), titled by the
+  task and the data it read (a hub dataset and config, a directory; nothing more for the embedded corpus).
 - Pre-training: "none" (finetune.base_checkpoint=scratch, or no study=finetune), else the base's encoder: regular, or
   its reservoir type and pattern (LRLRL), with its own frozen components. Fine-tuned: what trains: "reservoirs
   frozen" (finetune.frozen=keep, the base's reservoir and frozen layers kept frozen), "all trainable" (train), plus
   the job's own freeze pattern ("emb frozen", "emb frozen (re-drawn)" with finetune.freeze_from=seed).
-- Accuracies in %, mean ± sample standard deviation over the n seeds; the best validation's accuracy (the weights
-  tested) and the test accuracy; majority: the test accuracy of always answering train's most frequent label; the
-  mean predictor: always answering train's mean number.
+- Accuracies and F1 in %, correlations ×100: the first reported metric as mean ± sample standard deviation over the
+  n seeds, at the best validation (the weights tested) and on test; the others' test means; majority: the test
+  accuracy of always answering train's most frequent label; the mean predictor: always answering train's mean number.
 """
 
 import pandas as pd
 
 from frozen_sweep.tables import untrained
-from frozen_sweep.tables.plots import LABELLED_METRICS, METRIC_LABELS, curves, pyplot
+from frozen_sweep.run.record import best_entry
+from frozen_sweep.tables.plots import LABELLED_METRICS, curves, pyplot
 from frozen_sweep.tables.render import Table, fraction, number
-from frozen_sweep.tables.runs import pattern_label, setting_of
+from frozen_sweep.tables.reported import column, table_report, value
+from frozen_sweep.tables.runs import DATA_KEYS, pattern_label, setting_of
 
 SCRATCH = "scratch"  # finetune.base_checkpoint's value for no pre-training (frozen_sweep.config.finetune)
-IGNORED = frozenset({"finetune", "study"})  # keys a fine-tuning table's rows differ in, not its setting
+# keys a fine-tuning table's rows differ in, not its setting, and the data's, which its title names (runs.data_read)
+IGNORED = frozenset({"finetune", "study"}) | DATA_KEYS
 TIME_NOTE = "Time to best: training wall-clock to the best validation (the load of the machine counts)."
 
 
@@ -47,37 +52,36 @@ def fine_tuned(record: dict) -> str:
 
 
 def time_to_best_s(record: dict) -> float:
-    best = next((e for e in record.get("history") or [] if e["epoch"] == record.get("best_epoch")), None)
+    best = best_entry(record)
     return best["wall_time_s"] if best else float("nan")
 
 
-def recorded(record: dict, name: str, scale: float = 100.0) -> float:
-    """The record's `name` × scale, NaN where it has none."""
-    return scale * record[name] if record.get(name) is not None else float("nan")
-
-
-def beside(runs: pd.DataFrame) -> dict[str, pd.Series]:
-    """The columns beside the test metric: a classifier's macro-F1 (older records' test_f1 is it) and majority class;
-    a regression's Spearman, test MSE and the mean predictor's."""
+def floors(runs: pd.DataFrame) -> dict[str, pd.Series]:
+    """What a test score is read against: a classifier's majority class; a regression's test MSE and the mean
+    predictor's."""
     if (runs.metric_name == "pearson").all():
-        return {"spearman": runs.record.map(lambda r: recorded(r, "test_spearman")),
-                "mse": runs.record.map(lambda r: recorded(r, "test_mse", 1)),
+        return {"mse": runs.record.map(lambda r: float("nan") if r.get("test_mse") is None else r["test_mse"]),
                 "floor": runs.record.map(lambda r: r["data"]["mean_predictor"]["test"])}  # fmt: skip
-    return {"f1": runs.record.map(lambda r: recorded(r, "test_macro_f1" if "test_macro_f1" in r else "test_f1")),
-            "majority": 100 * runs.record.map(lambda r: r["data"]["majority"]["test"])}  # fmt: skip
+    return {"majority": 100 * runs.record.map(lambda r: r["data"]["majority"]["test"])}
 
 
 def summarise(runs: pd.DataFrame) -> pd.DataFrame:
-    extra = beside(runs)
+    """One row per arm: means (and standard deviations) over its seeds of the reported metrics on valid and test
+    ("<metric>_valid", "<metric>_test"), of the test metric (`test`: what the findings compare), the floors and the
+    rest."""
+    scores = {f"{m}_{split}": runs.record.map(lambda r, m=m, split=split: value(r, m, split))
+              for m in table_report(runs) for split in ("valid", "test")}  # fmt: skip
+    extra = floors(runs)
     runs = runs.assign(
-        test=100 * runs.test_metric, valid=100 * runs.best_metric, **extra,
+        test=100 * runs.test_metric, **scores, **extra,
         untrained=runs.get("untrained", pd.Series(None, index=runs.index, dtype=object)),
         base_ppl=runs.record.map(lambda r: (r.get("finetune") or {}).get("base_test_metric", float("nan"))),
         to_best=runs.record.map(time_to_best_s), epochs=runs.best_epoch,
     )  # fmt: skip
+    spreads = {f"{name}_std": (name, "std") for name in ("test", *scores)}
     return runs.groupby(["pre_training", "fine_tuned"], sort=False).agg(
-        base_ppl=("base_ppl", "mean"), valid=("valid", "mean"), valid_std=("valid", "std"), test=("test", "mean"),
-        test_std=("test", "std"), **{name: (name, "mean") for name in extra}, epochs=("epochs", "mean"),
+        base_ppl=("base_ppl", "mean"), test=("test", "mean"), **spreads,
+        **{name: (name, "mean") for name in (*scores, *extra)}, epochs=("epochs", "mean"),
         ratio=("trainable_ratio", "mean"), to_best=("to_best", "mean"), n=("test", "count"),
         untrained=("untrained", "count"),  # runs no better than the majority class / the mean (tables.untrained)
     ).reset_index()  # fmt: skip
@@ -88,21 +92,24 @@ def spread(mean: pd.Series, std: pd.Series, n: pd.Series) -> pd.Series:
     return cells.mask(n > 1, cells + " ± " + std.map(number))
 
 
-def display(summary: pd.DataFrame) -> pd.DataFrame:
-    metric = "Accuracy %" if "majority" in summary else "Pearson ×100"  # a classifier's table, or a regression's
+def display(summary: pd.DataFrame, report: list[str], record: dict) -> pd.DataFrame:
+    """The arms' rows: the first reported metric on valid and test (± over seeds), the others on test, the floors;
+    `record`, one of the table's, names the F1's positive class."""
+    first, *others = report
+    valid, test = (spread(summary[f"{first}_{s}"], summary[f"{first}_{s}_std"], summary.n) for s in ("valid", "test"))
+    scores = {(column(first, record), "valid"): valid,
+              (column(first, record), "test"): test.mask(summary.untrained > 0, test + untrained.MARK),
+              **{("", column(m, record)): summary[f"{m}_test"].map(number) for m in others}}  # fmt: skip
     if "majority" in summary:
-        extra = {("", "Macro-F1 %"): summary.f1.map(number), ("", "Majority %"): summary.majority.map(number)}
+        extra = {("", "Majority %"): summary.majority.map(number)}
     else:
-        extra = {("", "Spearman ×100"): summary.spearman.map(number),
-                 ("", "MSE"): summary.mse.map(lambda x: number(x, 3)),
+        extra = {("", "MSE"): summary.mse.map(lambda x: number(x, 3)),
                  ("", "Mean predictor MSE"): summary.floor.map(lambda x: number(x, 3))}  # fmt: skip
     columns = {
         ("", "Pre-training"): summary.pre_training,
         ("", "Fine-tuned"): summary.fine_tuned,
         ("", "Base MLM PPL"): summary.base_ppl.map(number),
-        (metric, "valid"): spread(summary.valid, summary.valid_std, summary.n),
-        (metric, "test"): spread(summary.test, summary.test_std, summary.n).mask(
-            summary.untrained > 0, spread(summary.test, summary.test_std, summary.n) + untrained.MARK),
+        **scores,
         **extra,
         ("", "Epochs"): summary.epochs.map(lambda e: number(e, 2)),
         ("", "Trainable/All"): summary.ratio.map(fraction),
@@ -135,28 +142,32 @@ def finetune_tables(runs: pd.DataFrame) -> list[Table]:
     order = {"none": 0}
     done = done.assign(order=done.pre_training.map(lambda p: order.get(p, 1))).sort_values(["order", "pre_training"])
     tables = []
-    for (task, setting, metric_name), table_runs in done.groupby(["task", "setting", "metric_name"], sort=False):
-        title = " · ".join(filter(None, [task, "fine-tuning", " ".join(setting)]))
+    keys = ["task", "data", "setting", "metric_name"]
+    for (task, data, setting, metric_name), table_runs in done.groupby(keys, sort=False):
+        title = " · ".join(filter(None, [task, data, "fine-tuning", " ".join(setting)]))
         seeds = ", ".join(map(str, sorted(set(table_runs.seed))))
         notes = [class_balance(table_runs.record.iloc[0]), f"Seeds: {seeds}. {TIME_NOTE}"]
         summary = summarise(table_runs)
         notes += [untrained.NOTE] * bool(summary.untrained.any())
-        tables.append(Table(title, metric_name, display(summary), table_runs, notes, plot_metric))
+        rows = display(summary, table_report(table_runs), table_runs.record.iloc[0])
+        tables.append(Table(title, metric_name, rows, table_runs, notes, plot_metric))
     return tables
 
 
 def plot_metric(table: Table, path) -> None:
-    """The validation metric (accuracy %, Pearson ×100) against training updates, one colour per arm, a line per
-    seed."""
+    """The first reported metric on validation (accuracy %, MCC ×100, ...) against training updates, one colour per
+    arm, a line per seed."""
     plt = pyplot()
     runs = table.runs.assign(label=table.runs.pre_training + " / " + table.runs.fine_tuned)
     points = curves(runs)
+    metric = table_report(table.runs)[0]
+    key = f"valid_{metric}" if f"valid_{metric}" in points else "valid_metric"  # older records: their metric only
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for i, (label, arm) in enumerate(points.groupby("label", sort=False)):
         for j, (_, run) in enumerate(arm.groupby("path", sort=False)):
-            ax.plot(run.step, 100 * run.valid_metric, color=f"C{i % 10}", marker=".", label=None if j else label)
-    label = "accuracy (%)" if table.metric_name == "accuracy" else f"{METRIC_LABELS[table.metric_name]} (×100)"
-    ax.set(xlabel="training updates", ylabel=f"validation {label}", title=table.title)
+            ax.plot(run.step, 100 * run[key], color=f"C{i % 10}", marker=".", label=None if j else label)
+    ax.set(xlabel="training updates", ylabel=f"validation {column(metric, table.runs.record.iloc[0])}",
+           title=table.title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
     fig.savefig(path, dpi=120, bbox_inches="tight")

@@ -121,7 +121,7 @@ def freeze_tables(runs: pd.DataFrame, reference: Optional[Reference] = None) -> 
     tables = []
     done = completed(runs, "freeze")
     done = done[~done.metric_name.isin(LABELLED_METRICS)]  # classifiers and regressions: the fine-tuning tables
-    for (task, model), metric_name, setting, table_runs in per_setting(done, ["task", "model"]):
+    for (task, data, model), metric_name, setting, table_runs in per_setting(done, ["task", "data", "model"]):
         metric = METRIC_LABELS.get(metric_name, metric_name)
         summary = summarise(table_runs)
         footnotes = [LOWER_BOUND_NOTE] if summary.lower_bound.any() else []
@@ -131,7 +131,7 @@ def freeze_tables(runs: pd.DataFrame, reference: Optional[Reference] = None) -> 
             footnotes.append(f"Paper: {reference.title}. {metric} / (0): as a fraction of row (0).")
             if summary.index.isin(reference.doubtful_ratios).any():
                 footnotes.append(f"{DOUBTFUL} {reference.footnote}.")
-        title = " · ".join(filter(None, [task, model, setting]))
+        title = " · ".join(filter(None, [task, data, model, setting]))
         rows = display(summary, metric, reference)
         tables.append(Table(title, metric_name, rows, table_runs, footnotes, plot=plot_convergence))
     return tables

@@ -100,17 +100,17 @@ def relearn_tables(runs: pd.DataFrame) -> list[Table]:
         setting=runs.record.map(lambda r: setting_of([str(o) for o in r["overrides"]], frozenset({"relearn"}))),
     )
     tables = []
-    for (task, model, base_run), metric_name, setting, table_runs in per_setting(
-        runs, ["task", "model", "base_run"], sort=False
+    for (task, data, model, base_run), metric_name, setting, table_runs in per_setting(
+        runs, ["task", "data", "model", "base_run"], sort=False
     ):
         table_runs = table_runs.loc[sorted(table_runs.index, key=lambda i: order(table_runs.record[i]))]
         metric = METRIC_LABELS.get(metric_name, metric_name)
-        title = " · ".join(filter(None, [task, model, f"relearn from {short_path(base_run)}", setting]))
+        title = " · ".join(filter(None, [task, data, model, f"relearn from {short_path(base_run)}", setting]))
         footnotes = [base_note(table_runs.record.iloc[0]["relearn"]), DEFINITIONS]
         tables.append(Table(title, metric_name, rows(table_runs, metric), table_runs, footnotes, plot=plot_recovery))
-    for (task,), metric_name, setting, table_runs in per_setting(runs, ["task"], sort=False):
+    for (task, data), metric_name, setting, table_runs in per_setting(runs, ["task", "data"], sort=False):
         if table_runs.base_run.nunique() > 1:
-            tables.append(size_table(task, metric_name, setting, table_runs))
+            tables.append(size_table(" · ".join(filter(None, [task, data])), metric_name, setting, table_runs))
     return tables
 
 
@@ -120,7 +120,7 @@ def base_size(base_run: str) -> tuple[int, int, int]:
     return model.encoder_layers, model.decoder_layers, model.d_model
 
 
-def size_table(task: str, metric_name: str, setting: str, runs: pd.DataFrame) -> Table:
+def size_table(heading: str, metric_name: str, setting: str, runs: pd.DataFrame) -> Table:
     """Bases of several sizes side by side: per base and stack, the examples each reset layer took to recover, as %
     of the base's, from the bottom layer to the top; "✗" where the budget ran out first."""
     table, sections, bases = [], [], []
@@ -143,7 +143,7 @@ def size_table(task: str, metric_name: str, setting: str, runs: pd.DataFrame) ->
                 row[("To recover, % of base, bottom → top layer", heading)] = " · ".join(cells)
             table.append(row)
             sections.append(stack)
-    title = " · ".join(filter(None, [task, "relearn by base size (depth N, width D)", setting]))
+    title = " · ".join(filter(None, [heading, "relearn by base size (depth N, width D)", setting]))
     footnotes = ["Bases: " + "; ".join(bases) + ".", DEFINITIONS]
     return Table(title, metric_name, pd.DataFrame(table, index=pd.Index(sections, name="section")), runs, footnotes)
 

@@ -146,10 +146,10 @@ def reservoir_tables(runs: pd.DataFrame) -> list[Table]:
         return []
     done = reservoir_columns(done)
     tables = []
-    for (task, model), metric_name, setting, table_runs in per_setting(done, ["task", "model"]):
+    for (task, data, model), metric_name, setting, table_runs in per_setting(done, ["task", "data", "model"]):
         metric = METRIC_LABELS.get(metric_name, metric_name)
         table_runs, step = add_metric_at_shared_step(add_time_to_target(table_runs))
-        title = " · ".join(filter(None, [task, model, "reservoirs", setting]))
+        title = " · ".join(filter(None, [task, data, model, "reservoirs", setting]))
         summary = summarise(table_runs)
         notes = footnotes(table_runs, metric, step) + [untrained.NOTE] * bool(summary.untrained.any())
         tables.append(Table(title, metric_name, display(summary, metric, step), table_runs, notes, plot_aucc))

@@ -22,7 +22,7 @@ RECORD_KEYS = (
     "seed", "metric_name", "test_metric", "best_metric", "best_epoch", "epochs_to_convergence", "stopped_reason",
     "trainable_ratio", "params_trainable", "params_total", "steps", "wall_time_s", "test_accuracy",
 )  # fmt: skip
-CSV_COLUMNS = ["path", "status", "reason", "study", "task", "model", "row", "label", *COMPONENTS, *RECORD_KEYS,
+CSV_COLUMNS = ["path", "status", "reason", "study", "task", "data", "model", "row", "label", *COMPONENTS, *RECORD_KEYS,
                "untrained", "overrides"]  # fmt: skip
 
 
@@ -75,8 +75,8 @@ def distinguishing(settings: list[tuple[str, ...]]) -> dict[tuple[str, ...], str
 
 
 def per_setting(runs: pd.DataFrame, keys: list[str], sort: bool = True):
-    """Each table's runs: for every group of `keys` (task, model, ...), every metric × setting, as (the group's key
-    values, metric name, the overrides that tell the setting apart within the group, its runs)."""
+    """Each table's runs: for every group of `keys` (task, data, model, ...), every metric × setting, as (the group's
+    key values, metric name, the overrides that tell the setting apart within the group, its runs)."""
     for key, group in runs.groupby(keys, sort=False, dropna=False):
         names = distinguishing(list(group.setting.unique()))
         for (metric_name, setting), table_runs in group.groupby(["metric_name", "setting"], sort=sort, dropna=False):
@@ -91,6 +91,21 @@ def pattern_label(freeze: dict) -> str:
         if state != "trainable":
             groups[kind].append(component if init in ("", "random") else f"{component} ({init})")
     return "; ".join(f"{'+'.join(names)} {kind}" for kind, names in groups.items() if names) or "all trainable"
+
+
+DATA_KEYS = frozenset({"task.path", "task.dataset", "task.dataset_config"})  # what data_read names
+
+
+def data_read(record: dict) -> str:
+    """The data a run read, as its table's heading names it after the task: a hub dataset and its config
+    ("nyu-mll/glue (cola)", from data.corpus), the text files' directory (data.data_dir); "" for the embedded corpus,
+    which its task names (a local copy of a hub dataset is named by its directory, as `task.dataset` gave it)."""
+    data = record.get("data") or {}
+    source = data.get("corpus") or {}
+    if "dataset" in source:
+        return f"{source['dataset']}" + (f" ({source['config']})" if source.get("config") else "")
+    corpus = ((record.get("fingerprint") or {}).get("config") or {}).get("task.corpus")
+    return str(data.get("data_dir") or "") if corpus == "text_files" else ""
 
 
 def why_not_completed(record: dict) -> Optional[str]:
@@ -146,6 +161,7 @@ def run_row(path: str, data: bytes) -> dict:
             "reason": dead or why_not_completed(record),
             "study": record.get("study") or "freeze",
             "task": record.get("task"),
+            "data": data_read(record),
             "model": record.get("model"),
             "row": record.get("row"),
             "label": record.get("row") or pattern_label(freeze),
@@ -194,11 +210,12 @@ def load_runs(paths: list[str]) -> pd.DataFrame:
         rows = run_rows(find_results(paths))
         runs = pd.DataFrame(rows, columns=columns)
     runs = runs.astype({k: "Int64" for k in ("seed", "params_trainable", "params_total", "steps")})
+    runs["data"] = runs.data.fillna("")  # an unread record's: no data to name
     # why a completed run counts as untrained (tables.untrained), else None (not NaN: a reason's truth is read)
     runs["untrained"] = pd.Series([row.get("untrained") for row in rows], dtype=object)
     flag_duplicates(runs)
     runs["order"] = runs.label.map({row: i for i, row in enumerate(ROWS)}).fillna(len(ROWS))
-    return runs.sort_values(["task", "model", "order", "label", "seed", "path"], ignore_index=True)
+    return runs.sort_values(["task", "data", "model", "order", "label", "seed", "path"], ignore_index=True)
 
 
 def completed(runs: pd.DataFrame, study: str) -> pd.DataFrame:

@@ -13,13 +13,12 @@ from typing import Optional
 from torch import nn
 
 from frozen_sweep.config import TaskKind
+from frozen_sweep.config.report import LABEL_METRICS, NUMBER_METRICS
 from frozen_sweep.config.trainer import quick_validation_cap
 from frozen_sweep.data import TaskData
 from frozen_sweep.data.masking import held_out_batches
 from frozen_sweep.evaluate.decode import translate
 from frozen_sweep.evaluate.scores import (
-    LABEL_METRICS,
-    NUMBER_METRICS,
     bleu_chrf,
     label_scores,
     number_scores,

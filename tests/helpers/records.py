@@ -4,8 +4,9 @@ from pathlib import Path
 
 from frozen_sweep.metrics.clock import calibrated_time, clock_name
 from frozen_sweep.metrics.efficiency import aucc
-from frozen_sweep.run.directory import write_result
+from frozen_sweep.run.directory import RESULT_FILE, write_result
 from frozen_sweep.run.record import RunResult
+from frozen_sweep.system.files import write_json_atomic
 
 FROZEN = {  # paper row → frozen components and their init
     "(0)": {},
@@ -62,3 +63,29 @@ def write_reservoir_run(root, name, pattern, kind, best, reach_s, seed=1, backsk
     )  # fmt: skip
     (root / name).mkdir(parents=True)
     write_result(root / name, record)
+
+
+
+def write_labelled_run(root: Path, name: str, test: dict, task: str = "text_files", labels=("no", "yes"), seed=1,
+                       data=None, absent=(), overrides=(), **fields) -> Path:
+    """A completed classifier's record (a regression's with `metric_name="pearson"`) as a job writes it: `test`, its
+    test scores by name (accuracy, f1, macro_f1, mcc; pearson, spearman), each 0.1 lower at its best validation;
+    `data` added to its data (corpus, data_dir); `absent`: keys a record from before them lacks."""
+    metric_name = fields.pop("metric_name", "accuracy")
+    best = {"epoch": 1, "step": 10, "wall_time_s": 6.0, "valid_metric": test[metric_name] - 0.1,
+            **{f"valid_{k}": v - 0.1 for k, v in test.items()}}  # fmt: skip
+    if metric_name == "accuracy":
+        floor = {"labels": list(labels), "majority": {"label": labels[0], "test": 0.5},
+                 "label_counts": {"test": {label: 5 for label in labels}}}  # fmt: skip
+    else:
+        floor = {"mean_predictor": {"value": 2.5, "test": 1.5}, "numbers": {"test": {"count": 10, "mean": 2.5,
+                                                                                      "std": 1.2}}}  # fmt: skip
+    record = RunResult(
+        status="completed", task=task, model="mlm_micro", seed=seed, metric_name=metric_name,
+        test_metric=test[metric_name], best_metric=best["valid_metric"], best_epoch=1, trainable_ratio=1.0,
+        history=[best], data={**floor, **(data or {})}, overrides=[f"task={task}", f"seed={seed}", *overrides],
+        updated_at="2026-11-27T17:00:00+00:00", **{f"test_{k}": v for k, v in test.items()}, **fields,
+    ).to_dict()  # fmt: skip
+    (root / name).mkdir(parents=True)
+    write_json_atomic(root / name / RESULT_FILE, {k: v for k, v in record.items() if k not in absent})
+    return root / name / RESULT_FILE
