@@ -129,11 +129,19 @@ def test_a_label_outside_its_classlabel_is_refused_naming_the_row_the_value_and_
     labels[17] = 5
     for split in ("train", "validation", "test"):
         table = pa.table(cola_columns(60, labels if split == "train" else None)).cast(features.arrow_schema)
-        pq.write_table(table, tmp_path / f"{split}-00000-of-00001.parquet")
-    cfg = glue(tmp_path, tmp_path / "cache", "task.dataset_config=null")
+        (tmp_path / "cola").mkdir(exist_ok=True)
+        pq.write_table(table, tmp_path / "cola" / f"{split}-00000-of-00001.parquet")
+    cfg = glue(tmp_path / "cola", tmp_path / "cache", "task.dataset_config=null")
     with pytest.raises(ValueError, match=r"train row 17: label 5 is not one of its ClassLabel's \(0 unacceptable, "
                                          r"1 acceptable; -1 withheld\); 1 rows in all"):  # fmt: skip
         load_task(job_config(cfg, []).task)
+    job = subprocess.run([sys.executable, "-m", "frozen_sweep", "task=glue_cola", f"task.dataset={tmp_path / 'cola'}",
+                          "task.dataset_config=null", "task.valid_from_train=10", "task.vocab_size=60",
+                          f"task.cache_dir={tmp_path / 'cache'}", "model=mlm_micro", "trainer=quick"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert job.returncode != 0 and len(job.stdout.strip().splitlines() + job.stderr.strip().splitlines()) == 1
+    assert "train less 10 held out train row 17: label 5" in job.stdout + job.stderr  # its row in the split
+    assert not (tmp_path / "outputs").exists() and not list((tmp_path / "cache" / "prepared").iterdir())
 
 
 @pytest.mark.parametrize("override, message", [

@@ -21,6 +21,11 @@ class Rows:
     def __len__(self) -> int:
         return len(self.dataset) if self.keep is None else len(self.keep)
 
+    def name_row(self, index: int) -> str:
+        """The `index`-th of these rows as a message names it: by its row in the dataset's split where it is a
+        selection (valid held out of train)."""
+        return f"row {index}" if self.keep is None else f"{self.dataset.split} row {int(self.keep[index])}"
+
     def column(self, name: str) -> pa.Array:
         """One top-level column of the rows, whole (a label column: a few bytes a row)."""
         column = self.dataset.with_format("arrow")[name].combine_chunks()

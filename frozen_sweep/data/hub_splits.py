@@ -110,8 +110,8 @@ class HubTextReader:
             self.lines += n
             yield columns
         if empty:
-            raise ValueError(f"{self.where}: {empty} examples with an empty side, the first at row {first}; "
-                             f"{self.role} sets may not have empty texts")  # fmt: skip
+            raise ValueError(f"{self.where}: {empty} examples with an empty side, the first at "
+                             f"{self.rows.name_row(first)}; {self.role} sets may not have empty texts")  # fmt: skip
         if self.lines == self.skipped_empty:
             raise ValueError(f"{self.where} holds no text")
 
@@ -137,7 +137,7 @@ class HubLabelledReader:
 
     def row(self, index: int) -> str:
         """Where the current chunk's example `index` is, as errors name it."""
-        return f"{self.where} row {self.lines + index}"
+        return f"{self.where} {self.rows.name_row(self.lines + index)}"
 
     def chunks(self) -> Iterator[tuple[list[str], list[str] | None, list[str]]]:
         self.check_labels()
@@ -163,8 +163,9 @@ class HubLabelledReader:
             outside = pc.or_(pc.less(column, WITHHELD), pc.greater_equal(column, len(self.names)))
             if (first := _first(outside)) is not None:
                 named = ", ".join(f"{i} {name}" for i, name in enumerate(self.names))
-                raise ValueError(f"{self.where} row {first}: label {column[first].as_py()} is not one of its "
-                                 f"ClassLabel's ({named}; -1 withheld); {pc.sum(outside).as_py()} rows in all")  # fmt: skip
+                raise ValueError(f"{self.where} {self.rows.name_row(first)}: label {column[first].as_py()} is not "
+                                 f"one of its ClassLabel's ({named}; -1 withheld); {pc.sum(outside).as_py()} rows in "
+                                 "all")  # fmt: skip
         if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
             withheld = pc.equal(column, WITHHELD)
             count = pc.sum(withheld).as_py() or 0
@@ -175,8 +176,9 @@ class HubLabelledReader:
 
     def refuse(self, count: int, first: int | None, what: str, advice: str = "") -> None:
         if count:
-            raise ValueError(f"{self.where}: {count} examples with {what}, the first at row {first}; "
-                             f"{self.role} examples are all trained or scored on{advice}")  # fmt: skip
+            raise ValueError(f"{self.where}: {count} examples with {what}, the first at "
+                             f"{self.rows.name_row(first)}; {self.role} examples are all trained or scored on{advice}"
+                             )  # fmt: skip
 
 
 def _first(mask) -> int | None:
