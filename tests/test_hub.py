@@ -46,6 +46,9 @@ def test_a_wmt_layout_dataset_prepares_the_same_ids_as_its_text_files(wmt_dir, t
         assert a.tgt_text == b.tgt_text
     assert hub.stats["corpus"]["splits"] == {"train": "train", "valid": "validation", "test": "test"}
     assert hub.stats["corpus"]["dataset"] == str(wmt_dir) and hub.stats["corpus"]["files_sha256"]
+    named = load_task(job_config(hf(f"task.dataset={wmt_dir}", "task.dataset_config=es-en", cache=tmp_path,
+                                    *("task.src_column=translation.es", "task.tgt_column=translation.en")), []).task)
+    assert np.array_equal(named.train.src.ids, hub.train.src.ids)  # a struct's field by its flattened name
 
 
 def test_two_folders_of_one_name_and_config_each_read_their_own_rows(tmp_path):
