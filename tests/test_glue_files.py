@@ -57,7 +57,8 @@ def glue_task(*overrides: str):
 def test_a_glue_folder_prepares_the_bytes_the_hub_prepares_from_the_same_rows(config, more, tmp_path):
     splits = glue_splits(config)
     features = cards()[GLUE_DATASET, config]
-    hub = write_hub_dataset(tmp_path / "hub", {config: splits}, features)
+    # `datasets` caches a local directory by its name and config, not its content: a name no other test writes
+    hub = write_hub_dataset(tmp_path / "glue_hub", {config: splits}, features)
     folder = write_glue_folder(tmp_path / "glue_data", config, splits, features)
     task = task_overrides(config, tmp_path / "cache")
     from_hub = prepare(glue_task(*task, f"task.dataset={hub}", *more))
