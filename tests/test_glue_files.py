@@ -15,10 +15,10 @@ from frozen_sweep.data.preparation import prepare
 from frozen_sweep.data.prepared import MANIFEST
 from frozen_sweep.job.job_config import job_config
 from tests.conftest import CONF, ROOT, compose_config
-from tests.helpers.glue_layout import SHIPPED, write_glue_folder
+from tests.helpers.glue_layout import SHIPPED, file_of, write_glue_folder
 from tests.helpers.hub_layout import cards, example_columns, write_hub_dataset
 
-NAMED = {OmegaConf.load(path).dataset_config: path.stem for path in sorted((CONF / "task").glob("glue_*.yaml"))}
+NAMED = {task.dataset_config: task for task in map(OmegaConf.load, sorted((CONF / "task").glob("glue_*.yaml")))}
 QUOTED = ['" the dog sees bread', 'the "cat" eats "water']  # GLUE's readers have no quoting: text as it stands
 
 
@@ -38,14 +38,15 @@ def glue_splits(config: str, sizes=(120, 30, 20)) -> dict[str, dict]:
 
 def task_overrides(config: str, cache) -> list[str]:
     """A GLUE config's task: its named task where there is one, else task=hf with the card's columns."""
-    common = ["task.vocab_size=60", f"task.cache_dir={cache}", "model=mlm_micro", "task.valid_from_train=10"]
-    if config in NAMED:
-        return [f"task={NAMED[config]}", *common]
+    common = ["task.vocab_size=60", f"task.cache_dir={cache}", "model=mlm_micro"]
+    if config in NAMED:  # as tests/test_hub_cards.py prepares it from the hub
+        named = NAMED[config]
+        return [f"task={named.name}", *common] + (["task.valid_from_train=10"] if named.get("valid_from_train") else [])
     texts = [name for name, feature in cards()[GLUE_DATASET, config].items()
              if name != "idx" and getattr(feature, "dtype", None) == "string"]  # fmt: skip
     return ["task=hf", f"task.kind={'regression' if config == 'stsb' else 'classify'}", f"task.dataset={GLUE_DATASET}",
             f"task.dataset_config={config}", f"task.text_column={texts[0]}", f"task.text_pair_column={texts[1]}",
-            "task.valid_split=null", "task.test_split=validation", *common]  # fmt: skip
+            "task.valid_split=null", "task.valid_from_train=10", "task.test_split=validation", *common]  # fmt: skip
 
 
 def glue_task(*overrides: str):
@@ -57,11 +58,13 @@ def glue_task(*overrides: str):
 def test_a_glue_folder_prepares_the_bytes_the_hub_prepares_from_the_same_rows(config, more, tmp_path):
     splits = glue_splits(config)
     features = cards()[GLUE_DATASET, config]
-    hub = write_hub_dataset(tmp_path / "hub", {config: splits}, features)
+    # `datasets` caches a local directory by its name and config, not its content: a name no other test writes
+    hub = write_hub_dataset(tmp_path / "glue_hub", {config: splits}, features)
     folder = write_glue_folder(tmp_path / "glue_data", config, splits, features)
     task = task_overrides(config, tmp_path / "cache")
     from_hub = prepare(glue_task(*task, f"task.dataset={hub}", *more))
-    from_folder = prepare(glue_task(*task, f"task.path={folder}", *more))
+    folder_task = glue_task(*task, f"task.path={folder}", *more)
+    from_folder = prepare(folder_task)
     assert from_hub != from_folder  # two sources, two prepared datasets
     files = sorted(path.name for path in from_hub.iterdir())
     assert files == sorted(path.name for path in from_folder.iterdir()) and "train.labels.npy" in files
@@ -73,8 +76,10 @@ def test_a_glue_folder_prepares_the_bytes_the_hub_prepares_from_the_same_rows(co
     assert hub_manifest["splits"] == folder_manifest["splits"]
     corpus = folder_manifest["corpus"]
     assert corpus["path"] == str(folder) and corpus["config"] == config and corpus["dataset"] == GLUE_DATASET
-    read = {"train.tsv", "dev_mismatched.tsv" if more else "dev_matched.tsv" if config == "mnli" else "dev.tsv"}
-    assert set(corpus["files_sha256"]) == {f"glue/{name}" for name in read}
+    read = {folder_task.train_split, folder_task.valid_split, folder_task.test_split} - {None}  # GLUE's files of these
+    assert set(corpus["files_sha256"]) == {f"glue/{file_of(split)}" for split in read}
+    if more:  # MNLI-mm: scored on dev_mismatched.tsv
+        assert "glue/dev_mismatched.tsv" in corpus["files_sha256"]
 
 
 def test_a_changed_file_of_the_folder_is_another_prepared_dataset(tmp_path):

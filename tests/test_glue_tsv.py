@@ -174,7 +174,8 @@ def write_sst2_tsv(directory: Path, splits: dict[str, dict]) -> Path:
 def test_valid_held_out_of_train_tsv_is_the_one_the_hub_holds_out_of_the_same_rows(tmp_path, cache_dir):
     features = cards()["nyu-mll/glue", "sst2"]
     train, test = example_columns(features, 120, 0), example_columns(features, 20, 1)
-    hub = write_hub_dataset(tmp_path / "hub", {"sst2": {"train": train, "test": test}}, features)
+    # `datasets` caches a local directory by its name and config, not its content: a name no other test writes
+    hub = write_hub_dataset(tmp_path / "sst2_hub", {"sst2": {"train": train, "test": test}}, features)
     corpus = write_sst2_tsv(tmp_path / "tsv", {"train": train, "test": test})
     files = load_task(classify_config(corpus, cache_dir, "task.valid_from_train=10").task)
     args = ["task=hf", "task.kind=classify", f"task.dataset={hub}", "task.dataset_config=sst2", "task.valid_split=null",
