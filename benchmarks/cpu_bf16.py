@@ -25,7 +25,7 @@ from sacrebleu.metrics import BLEU
 from sacrebleu.significance import PairedTest
 
 from frozen_sweep.run.directory import RESULT_FILE, TEST_HYPOTHESES, TEST_REFERENCES
-from frozen_sweep.system import cpu
+from frozen_sweep.system.kernels import native_bf16
 from frozen_sweep.tables.significance import read_lines
 
 PRECISIONS = {"fp32": "false", "bf16": "true"}  # name → trainer.amp_cpu
@@ -65,7 +65,7 @@ def main() -> None:
     p.add_argument("overrides", nargs="*", help="config overrides for both jobs")
     args = p.parse_args()
     common.setup(args)  # prints torch, load; the jobs run one thread each
-    native = cpu.has_bf16()
+    native = native_bf16()
     print(f"CPU: {torch.backends.cpu.get_cpu_capability()}, bf16 instructions: {'yes' if native else 'no (emulated)'}")
     with tempfile.TemporaryDirectory() as tmp:
         steps = 20 if args.quick else args.steps

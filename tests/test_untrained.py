@@ -11,8 +11,10 @@ from tests.helpers.sweeps import LOCAL, run_sweep
 
 def test_a_sweep_that_never_learned_gets_no_verdict_and_no_dagger(tmp_path, micro_overrides):
     """A real sweep of (0), (4), (5), (6), side by side, stopped after 3 updates: nearly every test sentence runs to
-    the length cap, yet the bootstrap separates the rows (p 0.001). Every row is marked untrained, F2 and F3 (which use
-    them) come out inconclusive, never ✓ or ✗, and no BLEU gets a †; each record says 4 jobs ran at a time."""
+    the length cap, yet the bootstrap separates rows from (0) (p 0.001). Every row is marked untrained, F2 and F3
+    (which use them) come out inconclusive, never ✓ or ✗, and no BLEU gets a †; each record says 4 jobs ran at a time.
+    Which rows separate is the kernels' business: (5) and (6) decode other degenerate strings than (0) in fp32 and
+    in bf16, while (4) decodes (0)'s very hypotheses in bf16 (p 1.0) and differs in a few in fp32."""
     proc = run_sweep(tmp_path / "sweep", *micro_overrides, LOCAL, "hydra.launcher.max_parallel=5",
                      "trainer.max_steps=3", "trainer.valid_bleu_sentences=0", "trainer.stop_metric=loss",
                      "eval.beam=1", "eval.max_len_a=0", "eval.max_len_b=12", "freeze=none,emb_ffn,emb_att,att_ffn")  # fmt: skip
@@ -21,7 +23,7 @@ def test_a_sweep_that_never_learned_gets_no_verdict_and_no_dagger(tmp_path, micr
     assert [r["jobs_at_a_time"] for r in runs.record] == [4] * 4  # the four that ran together, not the five slots
     assert runs.untrained.str.contains("test hypotheses at the length cap").all() and len(runs) == 4
     p = p_values(runs).dropna()
-    assert len(p) == 3 and (p < 0.05).all()  # "significant" differences between models that never learned
+    assert len(p) == 3 and (p < 0.05).any()  # "significant" differences between models that never learned
     (table,) = build_tables(runs, claims=True)
     cells = table.rows.droplevel(0, axis=1).BLEU
     assert cells.str.endswith("⊘").all() and not cells.str.contains("†").any()
