@@ -37,8 +37,8 @@ def cpu_flags() -> set[str]:
 
 def kernel_level(environ=os.environ) -> str:
     """torch's CPU kernel level, as torch.backends.cpu.get_cpu_capability() names it: ATEN_CPU_CAPABILITY where it
-    names one, else the best the CPU's flags allow (x86: AVX512, AVX2, DEFAULT)."""
-    forced = environ.get(KERNELS_VARIABLE, "").lower()
+    names one (torch ignores any other value), else the best the CPU's flags allow (x86: AVX512, AVX2, DEFAULT)."""
+    forced = environ.get(KERNELS_VARIABLE, "")
     if forced in LEVELS:
         return LEVELS[forced]
     flags = cpu_flags()
