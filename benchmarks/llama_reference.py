@@ -49,7 +49,7 @@ def matrix_products(m, vocab: int, tokens: int, dtype=torch.float32):
     shapes = [(m.d_model, m.d_model), (m.d_model, kv), (m.d_model, kv), (m.d_model, m.d_model)]  # q, k, v, o
     shapes += [(m.d_model, m.ffn_dim), (m.d_model, m.ffn_dim), (m.ffn_dim, m.d_model)]  # gate, up, down
     shapes = shapes * m.decoder_layers + [(m.d_model, vocab)]
-    operands = [(torch.randn(tokens, i, dtype=dtype), torch.randn(o, i, dtype=dtype), torch.randn(tokens, o, dtype=dtype))
+    operands = [tuple(torch.randn(*shape, dtype=dtype) for shape in ((tokens, i), (o, i), (tokens, o)))
                 for i, o in shapes]  # fmt: skip
 
     def step(batch):

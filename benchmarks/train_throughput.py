@@ -179,8 +179,8 @@ def main() -> None:
             print(
                 f"\nmodel={name}: {m.encoder_layers}+{m.decoder_layers} layers, d {m.d_model}, FFN {m.ffn_dim}, "
                 f"{m.heads} heads, vocab {vocab}; batch {args.sentences}×{args.length} "
-                f"({batch.n_tokens} target tokens), {flops / 1e9:.1f} GFLOP/step; every contender in {trainer.loss.precision}; "
-                f"{repeats} rounds, medians"
+                f"({batch.n_tokens} target tokens), {flops / 1e9:.1f} GFLOP/step; "
+                f"every contender in {trainer.loss.precision}; {repeats} rounds, medians"
             )
             times = common.interleaved(contenders, repeats, warmup=1, device=device)
         peak_rate = peak.flops / times.pop("matmul")

@@ -1,5 +1,5 @@
-"""What of the CPU, besides its threads, changes a job's numbers: torch's kernel level and the precision a CPU job trains
-in; and the CPU's name. No torch here, so that the fingerprint (frozen_sweep.job.fingerprint) can name them before any
+"""What of the CPU, besides its threads, changes a job's numbers: torch's kernel level and the precision a CPU job
+trains in; and the CPU's name. No torch here, so that the fingerprint (frozen_sweep.job.fingerprint) can name them before any
 job starts: the kernel level and native bf16 are read from the CPU's flags as torch reads them, and the job records
 torch's own answers beside them (tests/test_run_dir.py checks that both agree).
 
