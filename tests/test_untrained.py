@@ -3,6 +3,7 @@
 
 from frozen_sweep.tables.build import build_tables
 from frozen_sweep.tables.claims import INCONCLUSIVE
+from frozen_sweep.tables.paper import REFERENCES
 from frozen_sweep.tables.render import markdown
 from frozen_sweep.tables.runs import load_runs
 from frozen_sweep.tables.significance import p_values
@@ -12,7 +13,8 @@ from tests.helpers.sweeps import LOCAL, run_sweep
 def test_a_sweep_that_never_learned_gets_no_verdict_and_no_dagger(tmp_path, micro_overrides):
     """A real sweep of (0), (4), (5), (6), side by side, stopped after 3 updates: nearly every test sentence runs to
     the length cap, yet the bootstrap separates rows from (0) (p 0.001). Every row is marked untrained, F2 and F3
-    (which use them) come out inconclusive, never ✓ or ✗, and no BLEU gets a †; each record says 4 jobs ran at a time.
+    (which use them) come out inconclusive, never ✓ or ✗, and no row gets a †, a p vs (0) or a ratio to (0); each
+    record says 4 jobs ran at a time.
     Which rows separate is the kernels' business: (5) and (6) decode other degenerate strings than (0) in fp32 and
     in bf16, while (4) decodes (0)'s very hypotheses in bf16 (p 1.0) and differs in a few in fp32."""
     proc = run_sweep(tmp_path / "sweep", *micro_overrides, LOCAL, "hydra.launcher.max_parallel=5",
@@ -24,9 +26,10 @@ def test_a_sweep_that_never_learned_gets_no_verdict_and_no_dagger(tmp_path, micr
     assert runs.untrained.str.contains("test hypotheses at the length cap").all() and len(runs) == 4
     p = p_values(runs).dropna()
     assert len(p) == 3 and (p < 0.05).any()  # "significant" differences between models that never learned
-    (table,) = build_tables(runs, claims=True)
-    cells = table.rows.droplevel(0, axis=1).BLEU
+    (table,) = build_tables(runs, REFERENCES["paper_big"], claims=True)
+    cells = table.rows[("", "BLEU")]
     assert cells.str.endswith("⊘").all() and not cells.str.contains("†").any()
+    assert (table.rows[("", "p vs (0)")] == "–").all() and (table.rows[("BLEU / (0)", "ours")] == "–").all()
     checks = {check.key: check for check in table.checks}
     assert [checks[key].verdict for key in ("F2", "F3")] == [INCONCLUSIVE, INCONCLUSIVE]
     assert "F3 inconclusive (untrained: (4) 1 of 1 run: " in markdown([table], runs)
