@@ -7,6 +7,7 @@ from frozen_sweep.tables.paper import REFERENCES
 from frozen_sweep.tables.render import markdown
 from frozen_sweep.tables.runs import load_runs
 from frozen_sweep.tables.significance import p_values
+from tests.helpers.records import write_run
 from tests.helpers.sweeps import LOCAL, run_sweep
 
 
@@ -33,3 +34,12 @@ def test_a_sweep_that_never_learned_gets_no_verdict_and_no_dagger(tmp_path, micr
     checks = {check.key: check for check in table.checks}
     assert [checks[key].verdict for key in ("F2", "F3")] == [INCONCLUSIVE, INCONCLUSIVE]
     assert "F3 inconclusive (untrained: (4) 1 of 1 run: " in markdown([table], runs)
+
+
+def test_an_untrained_row_beside_a_trained_baseline_gets_no_ratio_to_it(tmp_path):
+    """(1) decoded 40 of its 50 test sentences to the length cap: whatever its BLEU, no fraction of (0)'s."""
+    write_run(tmp_path, "(0)", 20.0)
+    write_run(tmp_path, "(1)", 5.0, decoding={"at_length_cap": 40, "sentences": 50})
+    (table,) = build_tables(load_runs([str(tmp_path)]), REFERENCES["paper_big"])
+    ratio = table.rows.set_index(("", "Row"))[("BLEU / (0)", "ours")]
+    assert (ratio["(0)"], ratio["(1)"]) == ("1.00", "–")
