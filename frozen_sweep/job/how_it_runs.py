@@ -11,11 +11,12 @@ from typing import Optional
 import torch
 
 import frozen_sweep
-
 from frozen_sweep.run.record import JOBS_AT_A_TIME_VARIABLE, RunResult
 from frozen_sweep.system import cpu
-from frozen_sweep.system.kernels import machine
 from frozen_sweep.system.determinism import deterministic_algorithms
+from frozen_sweep.system.kernels import machine
+
+log = logging.getLogger(__name__)
 
 
 def job_threads(cfg, ranks: int = 1) -> tuple[int, bool]:
@@ -23,9 +24,6 @@ def job_threads(cfg, ranks: int = 1) -> tuple[int, bool]:
     spawned (frozen_sweep.system.cpu)."""
     follow = cfg.trainer.follow_free_cores
     return max(1, cpu.job_threads(cfg.trainer.threads, follow) // ranks), follow
-
-
-log = logging.getLogger(__name__)
 
 
 def how_it_runs(cfg, result: RunResult) -> None:
