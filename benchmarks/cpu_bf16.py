@@ -7,8 +7,8 @@ bf16 autocast, as one 2-job `local_gpus` sweep: both jobs run at once, one threa
 that finishes first does not hand its core to the other), so both see the same machine. Printed per job: training
 tokens/s (its result.json), test BLEU (beam 4) and the best validation BLEU; then bf16/fp32 tokens/s and the paired
 bootstrap p of the test BLEU difference (sacrebleu's PairedTest, 1,000 resamples). Targets: tokens/s ≥ 1.1× and
-BLEU no worse (bf16 ≥ fp32, or p ≥ 0.05). Whether the CPU has bf16 instructions (AVX512-BF16 or AMX) is printed:
-without them oneDNN emulates bf16 and autocast is slower.
+BLEU no worse (bf16 ≥ fp32, or p ≥ 0.05). Whether oneDNN computes bf16 natively here is printed
+(system.kernels.native_bf16): without that it emulates bf16 and autocast is slower.
 Extra arguments are config overrides for both jobs (trainer.length_multiple=1, task.max_len=40, ...).
 """
 
