@@ -57,7 +57,8 @@ def setup(args) -> torch.device:
         print(f"device: {torch.cuda.get_device_name()}")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
-        f"torch {torch.__version__}, {args.threads} threads, {os.cpu_count()} CPUs, load average {load} at start"
+        f"torch {torch.__version__}, {torch.backends.cpu.get_cpu_capability()} kernels, {args.threads} threads, "
+        f"{os.cpu_count()} CPUs, load average {load} at start"
         f"{' (shared machine: expect noise)' if os.getloadavg()[0] > 0.5 else ''}"
         f"{'; --quick: figures meaningless' if args.quick else ''}"
     )
@@ -175,6 +176,15 @@ def verdict(label: str, value: float, target: float, unit: str = "×", at_most: 
     sign = "≤" if at_most else "≥"
     print(f"TARGET {label}: {value:.3g}{unit} (target {sign} {target:g}{unit}): {'met' if met else 'NOT MET'}")
     return met
+
+
+def measured(label: str, floor_s: float, step_s: float, floor: str) -> bool:
+    """Whether a step took at least the time its own matrix products need (`floor_s`); a faster step is a
+    measurement error (a clock, a contender that skipped work), said so and counted as a failure, not a result."""
+    if step_s >= floor_s:
+        return True
+    print(f"MEASUREMENT ERROR {label}: {step_s * 1e3:.1f} ms, below {floor} ({floor_s * 1e3:.1f} ms): not a result")
+    return False
 
 
 def table(header: list[str], rows: Iterable[list]) -> None:

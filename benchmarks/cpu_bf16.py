@@ -7,8 +7,8 @@ bf16 autocast, as one 2-job `local_gpus` sweep: both jobs run at once, one threa
 that finishes first does not hand its core to the other), so both see the same machine. Printed per job: training
 tokens/s (its result.json), test BLEU (beam 4) and the best validation BLEU; then bf16/fp32 tokens/s and the paired
 bootstrap p of the test BLEU difference (sacrebleu's PairedTest, 1,000 resamples). Targets: tokens/s ≥ 1.1× and
-BLEU no worse (bf16 ≥ fp32, or p ≥ 0.05). Whether the CPU has bf16 instructions (AVX512-BF16 or AMX) is printed:
-without them oneDNN emulates bf16 and autocast is slower.
+BLEU no worse (bf16 ≥ fp32, or p ≥ 0.05). Whether oneDNN computes bf16 natively here is printed
+(system.kernels.native_bf16): without that it emulates bf16 and autocast is slower.
 Extra arguments are config overrides for both jobs (trainer.length_multiple=1, task.max_len=40, ...).
 """
 
@@ -25,7 +25,7 @@ from sacrebleu.metrics import BLEU
 from sacrebleu.significance import PairedTest
 
 from frozen_sweep.run.directory import RESULT_FILE, TEST_HYPOTHESES, TEST_REFERENCES
-from frozen_sweep.system import cpu
+from frozen_sweep.system.kernels import native_bf16
 from frozen_sweep.tables.significance import read_lines
 
 PRECISIONS = {"fp32": "false", "bf16": "true"}  # name → trainer.amp_cpu
@@ -65,7 +65,7 @@ def main() -> None:
     p.add_argument("overrides", nargs="*", help="config overrides for both jobs")
     args = p.parse_args()
     common.setup(args)  # prints torch, load; the jobs run one thread each
-    native = cpu.has_bf16()
+    native = native_bf16()
     print(f"CPU: {torch.backends.cpu.get_cpu_capability()}, bf16 instructions: {'yes' if native else 'no (emulated)'}")
     with tempfile.TemporaryDirectory() as tmp:
         steps = 20 if args.quick else args.steps

@@ -41,15 +41,16 @@ def hf_llama(cfg, vocab: int):
     return model, forward
 
 
-def matrix_products(m, vocab: int, tokens: int):
+def matrix_products(m, vocab: int, tokens: int, dtype=torch.float32):
     """A step's matrix products alone, at the shapes of the LLaMA-style step (every projection forward, its input's
-    gradient and its weight's gradient; the tied output layer likewise): the floor under any implementation of that
-    step that uses these kernels."""
+    gradient and its weight's gradient; the tied output layer likewise) and in its precision (bf16 under autocast):
+    the floor under any implementation of that step that uses these kernels."""
     kv = m.d_model // m.heads * m.kv_heads
     shapes = [(m.d_model, m.d_model), (m.d_model, kv), (m.d_model, kv), (m.d_model, m.d_model)]  # q, k, v, o
     shapes += [(m.d_model, m.ffn_dim), (m.d_model, m.ffn_dim), (m.ffn_dim, m.d_model)]  # gate, up, down
     shapes = shapes * m.decoder_layers + [(m.d_model, vocab)]
-    operands = [(torch.randn(tokens, i), torch.randn(o, i), torch.randn(tokens, o)) for i, o in shapes]
+    operands = [tuple(torch.randn(*shape, dtype=dtype) for shape in ((tokens, i), (o, i), (tokens, o)))
+                for i, o in shapes]  # fmt: skip
 
     def step(batch):
         for x, w, grad in operands:  # x (N, in), w (out, in), grad (N, out)

@@ -25,7 +25,7 @@ from pathlib import Path
 import common
 from omegaconf import OmegaConf
 
-from frozen_sweep.system.cpu import machine
+from frozen_sweep.system.kernels import machine
 
 
 def contenders(encoder_layers: int, count: int) -> dict[str, list[str]]:

@@ -1,6 +1,7 @@
 """Training throughput: target tokens/s of one training step against nn.Transformer and MarianMT, and FLOP/s.
 
     python benchmarks/train_throughput.py [--models tiny base] [--sentences 64 --length 32] [--repeats 5]
+        [--precision fp32|bf16]
 
 For each model (frozen_sweep/conf/model/*.yaml), at the same fixed batch (sentences × length tokens on each side, collated by the
 project's code), times side by side, interleaved, median over rounds:
@@ -10,10 +11,13 @@ project's code), times side by side, interleaved, median over rounds:
   embedding/output matrix, sinusoidal positions), the same loss, Adam and schedule;
 - MarianMT: Hugging Face `transformers`' MarianMTModel of identical dimensions (skipped when transformers is not
   installed: `pip install -e '.[bench]'`), the same loss, Adam and schedule;
-- ours bf16 (information, not a target): the same step with the trainer's bf16 autocast (trainer.amp_cpu);
 - ours NAME (`--variant NAME:override,...`, information): our step under other trainer settings, e.g.
   `--variant compiled:trainer.compile=true`;
-- the machine's matmul peak: fp32 n×n matmuls, n = 1024, in the same rounds.
+- the machine's matmul peak: n×n matmuls in the run's precision, n = 1024, in the same rounds.
+Every contender runs in one precision, printed in each header: `--precision` (fp32 on the CPU, bf16 autocast on
+CUDA by default; ours through trainer.amp and trainer.amp_cpu, the others under the same autocast). A step that
+takes less than its own matrix products (achieved FLOP/s above the matmul peak; the LLaMA step below its products
+alone) is a measurement error, reported as one and counted as a failure, never as a target met.
 Achieved FLOP/s counts the matrix products of a step (benchmarks/common.py: step_flops). Targets: ours ≥ 1.3× the
 nn.Transformer's tokens/s and ≥ 1.5× MarianMT's; for `base`, ≥ 50% of the measured matmul peak.
 
@@ -26,12 +30,10 @@ with these kernels; it bounds how far ours can beat LlamaForCausalLM). Target: o
 tokens/s. And the key/value cache of decoding 256 positions with kv_heads and with one key/value head per query head:
 grouped-query attention holds kv_heads/heads of it.
 
-`--device cuda`: every contender runs in bf16 autocast (the trainer's default there), the peak is a bf16
-8192² matmul in the same rounds, and the targets are big ≥ 45% and base ≥ 35% of it. The batch of docs/performance.md's GPU table:
+`--device cuda`: the peak is an 8192² matmul in the same rounds, and the targets are big ≥ 45% and base ≥ 35% of it. The batch of docs/performance.md's GPU table:
     python benchmarks/train_throughput.py --device cuda --models base big --sentences 256 --length 48 --vocab 32000
 """
 
-import argparse
 import math
 import tempfile
 import time
@@ -95,8 +97,11 @@ def marian(m, vocab: int):
     return model, forward
 
 
-def reference_step(model: nn.Module, forward, tr, autocast: bool = False):
-    """The same step as Trainer._train_step, for a model that is not ours (bf16 autocast like ours on CUDA)."""
+PRECISIONS = {"fp32": ("trainer.amp=false",), "bf16": ("trainer.amp=true", "trainer.amp_cpu=true")}  # → ours
+
+
+def reference_step(model: nn.Module, forward, tr, autocast: bool):
+    """The same step as Trainer._train_step, for a model that is not ours (in bf16 autocast when ours is)."""
     optimizer = torch.optim.Adam(
         [p for p in model.parameters() if p.requires_grad], lr=tr.lr, betas=tuple(tr.betas), eps=tr.adam_eps,
         weight_decay=tr.weight_decay,
@@ -133,61 +138,53 @@ def main() -> None:
     p.add_argument("--llama", nargs="*", default=["llama_paper"], help="LLaMA-style decoders to time ('': none)")
     p.add_argument("--variant", action="append", default=[], metavar="NAME:OVERRIDE,...",
                    help="also time our step with these config overrides, as 'ours NAME'")  # fmt: skip
-    p.add_argument(
-        "--bf16",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="on the CPU, also time ours with the trainer's bf16 autocast (information, not a target)",
-    )
+    p.add_argument("--precision", choices=sorted(PRECISIONS), default=None,
+                   help="every contender's precision (default: fp32 on the CPU, bf16 autocast on CUDA)")  # fmt: skip
     args = p.parse_args()
     if args.quick:
         args.models, args.sentences, args.length, args.repeats, args.llama = ["micro"], 4, 8, 1, ["llama_micro"]
     repeats = args.repeats or 5
     device = common.setup(args)
     cuda = device.type == "cuda"
+    args.precision = args.precision or ("bf16" if cuda else "fp32")
+    bf16 = args.precision == "bf16"
     transformers = None if args.no_marian else common.optional_import("transformers")
     print(f"MarianMT: {'transformers ' + transformers.__version__ if transformers else 'skipped (not installed)'}")
 
     failures = []
     for name in args.models:
-        cfg = common.compose_config(f"model={name}")
+        cfg = common.compose_config(f"model={name}", *PRECISIONS[args.precision])
         m, vocab = cfg.model, args.vocab or cfg.task.vocab_size
         batch = common.synthetic_batch(args.sentences, args.length, vocab).to(device)
         flops = common.step_flops(m, vocab, args.sentences, args.length, args.length).total
         with tempfile.TemporaryDirectory() as tmp:
             ours = common.build(cfg, vocab)
-            _, ours_step = common.train_step(cfg, ours, Path(tmp), vocab, device)
+            trainer, ours_step = common.train_step(cfg, ours, Path(tmp), vocab, device)
             torch_model = TorchTransformer(m, vocab).to(device)
             models = {"ours": ours, "nn.Transformer": torch_model}
-            steps = {"ours": ours_step, "nn.Transformer": reference_step(torch_model, torch_model, cfg.trainer, cuda)}
-            if args.bf16 and not cuda:  # the trainer's own bf16 autocast (trainer.amp_cpu); on CUDA "ours" has it
-                bf16_cfg = common.compose_config(f"model={name}", "trainer.amp_cpu=true")
-                models["ours bf16"] = common.build(bf16_cfg, vocab)
-                _, steps["ours bf16"] = common.train_step(bf16_cfg, models["ours bf16"], Path(tmp), vocab)
+            steps = {"ours": ours_step, "nn.Transformer": reference_step(torch_model, torch_model, cfg.trainer, bf16)}
             for variant in args.variant:
                 label, overrides = variant.split(":", 1)
-                variant_cfg = common.compose_config(f"model={name}", *overrides.split(","))
+                variant_cfg = common.compose_config(f"model={name}", *PRECISIONS[args.precision], *overrides.split(","))
                 models[f"ours {label}"] = common.build(variant_cfg, vocab)
                 _, steps[f"ours {label}"] = common.train_step(variant_cfg, models[f"ours {label}"], Path(tmp), vocab,
                                                               device)  # fmt: skip
             if transformers:
                 models["MarianMT"], forward = marian(m, vocab)
-                steps["MarianMT"] = reference_step(models["MarianMT"].to(device), forward, cfg.trainer, cuda)
-            if cuda:
-                peak = common.matmul_flops_per_s(8192, calls=4, device=device, dtype=torch.bfloat16)
-            else:
-                peak = common.matmul_flops_per_s(256 if args.quick else 1024)
+                steps["MarianMT"] = reference_step(models["MarianMT"].to(device), forward, cfg.trainer, bf16)
+            dtype, n = torch.bfloat16 if bf16 else torch.float32, (8192 if cuda else 256 if args.quick else 1024)
+            peak = common.matmul_flops_per_s(n, calls=4 if cuda else 8, device=device, dtype=dtype)
             contenders = {k: (lambda s=s, b=batch: s(b)) for k, s in steps.items()}
             contenders["matmul"] = peak
             print(
                 f"\nmodel={name}: {m.encoder_layers}+{m.decoder_layers} layers, d {m.d_model}, FFN {m.ffn_dim}, "
                 f"{m.heads} heads, vocab {vocab}; batch {args.sentences}×{args.length} "
-                f"({batch.n_tokens} target tokens), {flops / 1e9:.1f} GFLOP/step; {repeats} rounds, medians"
+                f"({batch.n_tokens} target tokens), {flops / 1e9:.1f} GFLOP/step; "
+                f"every contender in {trainer.loss.precision}; {repeats} rounds, medians"
             )
             times = common.interleaved(contenders, repeats, warmup=1, device=device)
         peak_rate = peak.flops / times.pop("matmul")
-        kind = "bf16 8192²" if cuda else "fp32 1024²"
-        print(f"matmul peak ({kind}, same rounds): {common.fmt_rate(peak_rate, 'FLOP/s')}")
+        print(f"matmul peak ({args.precision} {n}², same rounds): {common.fmt_rate(peak_rate, 'FLOP/s')}")
         rows = []
         for k, t in times.items():
             rate = flops / t
@@ -195,8 +192,10 @@ def main() -> None:
                          f"{times['ours'] and t / times['ours']:.2f}", common.fmt_rate(rate, "FLOP/s"),
                          f"{rate / peak_rate:.0%}"])  # fmt: skip
         common.table(["model", "params", "step", "tokens/s", "step / ours", "achieved", "of peak"], rows)
-        checks = [common.verdict(f"{name}: ours / nn.Transformer tokens/s", times["nn.Transformer"] / times["ours"],
-                                 1.3)]  # fmt: skip
+        checks = [common.measured(f"{name}: {k}", flops / peak_rate, t, "the matmul peak's time for its products")
+                  for k, t in times.items()]  # fmt: skip
+        checks.append(common.verdict(f"{name}: ours / nn.Transformer tokens/s", times["nn.Transformer"] / times["ours"],
+                                     1.3))  # fmt: skip
         if "MarianMT" in times:
             checks.append(common.verdict(f"{name}: ours / MarianMT tokens/s", times["MarianMT"] / times["ours"], 1.5))
         peak_target = {"base": 35, "big": 45} if cuda else {"base": 50}
@@ -211,45 +210,50 @@ def main() -> None:
 
 def llama_step(name: str, args, repeats: int, device, transformers) -> list[str]:
     """Our LLaMA-style language model's step beside LlamaForCausalLM's and torch.nn's; its GQA cache. Failures."""
-    cfg = common.compose_config("task=lm_bible_en", f"model={name}", "model.dropout=0.0")
+    cfg = common.compose_config("task=lm_bible_en", f"model={name}", "model.dropout=0.0", *PRECISIONS[args.precision])
+    bf16 = args.precision == "bf16"
     m, vocab = cfg.model, args.vocab or cfg.task.vocab_size
     batch = common.synthetic_batch(args.sentences, args.length, vocab).to(device)
     with tempfile.TemporaryDirectory() as tmp:
         models = {"ours": common.build(cfg, vocab)}
-        _, ours_step = common.train_step(cfg, models["ours"], Path(tmp), vocab, device)
+        trainer, ours_step = common.train_step(cfg, models["ours"], Path(tmp), vocab, device)
         models["nn causal stack"] = llama_reference.TorchDecoder(m, vocab).to(device)
-        cuda = device.type == "cuda"  # bf16 autocast for every contender, as ours has on CUDA
         steps = {
             "ours": ours_step,
-            "nn causal stack": reference_step(models["nn causal stack"], models["nn causal stack"], cfg.trainer, cuda),
+            "nn causal stack": reference_step(models["nn causal stack"], models["nn causal stack"], cfg.trainer, bf16),
         }
         if transformers:
             models["LlamaForCausalLM"], forward = llama_reference.hf_llama(cfg, vocab)
             steps["LlamaForCausalLM"] = reference_step(models["LlamaForCausalLM"].to(device), forward, cfg.trainer,
-                                                       cuda)  # fmt: skip
-        if not cuda:
-            steps["matrix products alone"] = llama_reference.matrix_products(m, vocab, batch.tgt_in.numel())
+                                                       bf16)  # fmt: skip
+        cpu = device.type == "cpu"  # CPU seconds: a busy shared machine distorts wall time more
+        if cpu:
+            dtype = torch.bfloat16 if bf16 else torch.float32
+            steps["matrix products alone"] = llama_reference.matrix_products(m, vocab, batch.tgt_in.numel(), dtype)
         print(f"\nmodel={name} (language model): {m.decoder_layers} layers, d {m.d_model}, SwiGLU {m.ffn_dim}, "
               f"{m.heads} heads, {m.kv_heads} key/value heads, vocab {vocab}; batch {args.sentences}×{args.length} "
-              f"({batch.n_tokens} target tokens); {repeats} rounds, medians")  # fmt: skip
-        cpu = device.type == "cpu"  # CPU seconds: a busy shared machine distorts wall time more
+              f"({batch.n_tokens} target tokens); every contender in {trainer.loss.precision}; {repeats} rounds, "
+              "medians")  # fmt: skip
         times = common.interleaved({k: (lambda s=s: s(batch)) for k, s in steps.items()}, repeats, 1, device,
                                    time.process_time if cpu else time.perf_counter)  # fmt: skip
     print(f"timed in {'CPU seconds of this process (time.process_time)' if cpu else 'wall seconds'}")
     common.table(["model", "params", "step", "tokens/s", "step / ours"],
                  [[k, f"{n_params(models[k]) / 1e6:.1f}M" if k in models else "", f"{t * 1e3:.0f} ms",
                    f"{batch.n_tokens / t:,.0f}", f"{t / times['ours']:.2f}"] for k, t in times.items()])  # fmt: skip
-    if "matrix products alone" in times and "LlamaForCausalLM" in times:
-        floor = times["matrix products alone"]
-        print(f"the step's matrix products alone take {floor / times['ours']:.0%} of ours: no implementation with "
-              f"these kernels beats LlamaForCausalLM by more than {times['LlamaForCausalLM'] / floor:.2f}×")  # fmt: skip
+    checks = []
+    if "matrix products alone" in times:
+        floor = times.pop("matrix products alone")
+        checks += [common.measured(f"{name}: {k}", floor, t, "its matrix products alone") for k, t in times.items()]
+        if "LlamaForCausalLM" in times:
+            print(f"the step's matrix products alone take {floor / times['ours']:.0%} of ours: no implementation with "
+                  f"these kernels beats LlamaForCausalLM by more than {times['LlamaForCausalLM'] / floor:.2f}×")
     length = min(256, m.max_positions)
     gqa = llama_reference.kv_cache_bytes(models["ours"].cpu(), length)
     mha_cfg = common.compose_config("task=lm_bible_en", f"model={name}", f"model.kv_heads={m.heads}")
     mha = llama_reference.kv_cache_bytes(common.build(mha_cfg, vocab), length)
     print(f"key/value cache after {length} positions: {gqa:,} bytes with {m.kv_heads} key/value heads, {mha:,} with "
           f"{m.heads}: {gqa / mha:.3f} (kv_heads/heads = {m.kv_heads / m.heads:.3f})")  # fmt: skip
-    checks = [gqa * m.heads == mha * m.kv_heads]
+    checks.append(gqa * m.heads == mha * m.kv_heads)
     if "LlamaForCausalLM" in times:
         checks.append(common.verdict(f"{name}: ours / LlamaForCausalLM tokens/s",
                                      times["LlamaForCausalLM"] / times["ours"], 1.2))  # fmt: skip

@@ -17,6 +17,7 @@ from frozen_sweep.tables.build import build_tables
 from frozen_sweep.tables.paper import REFERENCES
 from frozen_sweep.tables.plots import plot_tables
 from frozen_sweep.tables.render import checks_csv, csv, latex, markdown, problems
+from frozen_sweep.tables.duplicates import DISAGREES
 from frozen_sweep.tables.runs import load_runs
 from frozen_sweep.tables.significance import with_p_values
 
@@ -42,6 +43,10 @@ def report_left_out(left_out, out: Path) -> None:
               f"({', '.join(f'{n} {status}' for status, n in counts.items())}; listed in {out})", file=sys.stderr)
     if duplicate.any():
         print(f"collect: not included: {duplicate.sum()} duplicates of runs counted once (listed in {out})",
+              file=sys.stderr)  # fmt: skip
+    disagree = left_out.reason[duplicate].str.contains(DISAGREES, regex=False).sum()
+    if disagree:
+        print(f"collect: {disagree} of them gave another test metric than the run kept (in the tables' footnotes)",
               file=sys.stderr)  # fmt: skip
 
 

@@ -39,14 +39,28 @@ def test_benchmark_runs(script):
     assert ("ideal ratio" if script == "reservoir_step" else "TARGET") in out, out
 
 
-def test_train_throughput_compares_with_references():
-    out = run("train_throughput")
-    assert "TARGET" in out and "nn.Transformer" in out
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_train_throughput_compares_with_references_in_one_precision(precision):
+    """Every contender, the matmul peak and the products' floor in the precision asked for (fp32 by default on the
+    CPU, as a job trains), said in each header; a step below its own products is never a result."""
+    out = run("train_throughput", *(["--precision", "bf16"] if precision == "bf16" else []))
+    assert "TARGET" in out and "nn.Transformer" in out and "MEASUREMENT ERROR" not in out
+    named = "bf16 autocast" if precision == "bf16" else "fp32"
+    assert out.count(f"every contender in {named};") == 2 and f"matmul peak ({precision} 256²" in out
     if importlib.util.find_spec("transformers") is None:
         assert "MarianMT: skipped" in out
     else:
         assert "ours / MarianMT" in out and "ours / LlamaForCausalLM" in out
     assert "key/value cache after 256 positions: 65,536 bytes with 2 key/value heads, 131,072 with 4: 0.500" in out
+
+
+def test_a_step_faster_than_its_own_matrix_products_is_a_measurement_error(capsys):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import common
+
+    assert common.measured("ours", floor_s=0.010, step_s=0.012, floor="its products") and not capsys.readouterr().out
+    assert not common.measured("ours", floor_s=0.010, step_s=0.008, floor="its products")
+    assert capsys.readouterr().out.startswith("MEASUREMENT ERROR ours: 8.0 ms, below its products (10.0 ms)")
 
 
 @pytest.mark.bench

@@ -100,6 +100,12 @@ def test_missing_rows_and_too_few_runs_are_not_enough_runs(tmp_path):
     assert set(verdicts(two_seeds, min_runs=2).values()) == {HOLDS}
 
 
+@pytest.mark.parametrize("seeds", [(1,), (1, 2), (1, 2, 3)])
+def test_a_verdict_stands_as_a_finding_on_three_seeds_per_row_and_is_indicative_on_fewer(tmp_path, seeds):
+    (table,) = build_tables(load_runs([str(write_table(tmp_path / "t", BIG, BIG_EPOCHS, seeds=seeds))]), claims=True)
+    assert {(c.verdict, c.indicative) for c in table.checks} == {(HOLDS, len(seeds) < 3)}
+
+
 def test_seeds_that_disagree_make_a_claim_inconclusive(tmp_path):
     """Row (0) at 28 ± 20 BLEU over two seeds: F1 fails on the means, holds on seed 1; F3 holds on both seeds
     (docs/collect.md's worked example)."""
@@ -111,21 +117,21 @@ def test_seeds_that_disagree_make_a_claim_inconclusive(tmp_path):
     (table,) = build_tables(load_runs([str(tmp_path / "t")]), claims=True)
     checks = {c.key: c for c in table.checks}
     assert (checks["F1"].verdict, checks["F3"].verdict, checks["F2"].verdict) == (INCONCLUSIVE, HOLDS, INCONCLUSIVE)
-    assert not checks["F3"].indicative and "2 of 2 seeds agree" in checks["F3"].evidence
+    assert checks["F3"].indicative and "2 of 2 seeds agree" in checks["F3"].evidence  # two seeds: a hint
     assert checks["F1"].evidence.startswith("2 seeds per row; none converged (a budget ended every run); model demo")
     assert "1 of 2 seeds agree" in checks["F1"].evidence
 
 
-def test_one_seed_is_indicative_unless_the_bootstrap_separates_the_rows(tmp_path):
-    """(6) far below (4) and (5) (BLEU 2.9 and 42): F2 holds in every resample of the test sentences; (4) and (5) translate equally
-    well, so F3's (4) ≥ (5) is a coin toss: indicative."""
+def test_one_seed_is_indicative_however_well_the_bootstrap_separates_the_rows(tmp_path):
+    """(6) far below (4) and (5) (BLEU 2.9 and 42): F2 holds in every resample of the test sentences (its evidence); (4)
+    and (5) translate equally well, F3 a coin toss. Both indicative: the bootstrap measures the test set, not seeds."""
     refs = sentences(300, 0)
     for row, keep, seed in (("(4)", 0.7, 1), ("(5)", 0.7, 2), ("(6)", 0.3, 3)):  # (6): BLEU 2.9, above the floor
         write_translated(tmp_path / "t", row, degrade(refs, keep, seed), refs)
     (table,) = build_tables(load_runs([str(tmp_path / "t")]), claims=True)
     checks = {c.key: c for c in table.checks}
-    assert checks["F2"].verdict == HOLDS and not checks["F2"].indicative
-    assert checks["F2"].evidence.endswith("one seed; bootstrap support 100%")
+    assert checks["F2"].verdict == HOLDS and checks["F2"].indicative
+    assert checks["F2"].evidence.endswith("one seed; test-set bootstrap support 100%")
     assert checks["F3"].indicative and checks["F3"].verdict in (HOLDS, FAILS)
 
 
@@ -289,7 +295,6 @@ def test_real_jobs_save_what_the_bootstrap_needs(tmp_path, micro_overrides):
     runs = load_runs([str(tmp_path / "runs")])
     p = runs.assign(p=p_values(runs)).set_index("label").p
     assert pd.isna(p["(0)"]) and 0 < p["(3)"] <= 1
-
 
 
 def test_an_untrained_reservoir_row_is_named_as_its_table_names_it():

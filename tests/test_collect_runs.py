@@ -1,6 +1,8 @@
 """The collector's view of runs: which files are records, and the runs that cannot be averaged (dead `running`
 records, duplicates of one run) and how the command reports them."""
 
+import io
+import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from frozen_sweep.run.directory import load_result
 from frozen_sweep.run.lock import exclusive_run
 from frozen_sweep.system.files import write_json_atomic
 from frozen_sweep.tables.build import build_tables
+from frozen_sweep.tables.render import csv, markdown, problems
 from frozen_sweep.tables.runs import load_runs
 from tests.helpers.records import write_run
 
@@ -95,3 +98,51 @@ def test_the_runs_left_out_are_named_up_to_a_cap_then_counted_by_status(capsys):
     assert len(lines) == SHOWN_LEFT_OUT + 2 and lines[0] == "collect: not included: r0/result.json (failed: why)"
     assert lines[-2] == "collect: not included: 8 more (5 corrupt, 3 dead; listed in t.md)"
     assert lines[-1] == "collect: not included: 40 duplicates of runs counted once (listed in t.md)"
+
+
+def test_runs_of_one_result_that_disagree_say_which_was_kept_why_and_what_the_other_gave(tmp_path, capsys):
+    """The same config, data and seed trained in fp32 and in bf16 (the fingerprint without its CPU part is theirs
+    both): one row, the first by path kept; the table's footnote and the other's reason give both numbers and how
+    they computed; a copy that agrees is a plain duplicate."""
+    fingerprint = {"sha256": "ab" * 32, "sha256_before_cpu": "cd" * 32, "config": {}, "data": {}}
+    code = {"git_sha": "1a2b3c4d5e6f", "git_dirty": False}
+    kept = write_run(tmp_path / "a", "(0)", 19.1, fingerprint=fingerprint, precision="fp32", kernels="AVX2",
+                     versions=code)  # fmt: skip
+    other = write_run(tmp_path / "b", "(0)", 20.3, fingerprint={**fingerprint, "sha256": "ef" * 32},
+                      precision="bf16 autocast", kernels="AVX2", versions=code)  # fmt: skip
+    write_run(tmp_path / "c", "(0)", 19.1, fingerprint=fingerprint, precision="fp32", kernels="AVX2", versions=code)
+    runs = load_runs([str(tmp_path)])
+    reasons = runs.set_index("path").reason
+    assert reasons[str(other)] == (f"same config, data and seed as {kept} (kept: the first by path); its test bleu "
+                                   "20.3 differs from the kept run's 19.1 at bf16 autocast; it at fp32: counted once, "
+                                   "not as another seed")  # fmt: skip
+    assert "differs" not in reasons[str(tmp_path / "c" / os.listdir(tmp_path / "c")[0] / "result.json")]
+    (table,) = build_tables(runs)
+    assert table.footnotes[-1] == (f"⚠ (0) seed 1: the table keeps `{kept}` (19.1), the first by path of its config, "
+                                   f"data and seed; `{other}`, the same run, gave 20.3 at bf16 autocast; it at fp32.")
+    report_left_out(problems(runs), Path("t.md"))
+    assert "collect: 1 of them gave another test metric than the run kept" in capsys.readouterr().err
+
+
+def test_a_table_names_its_kernels_precision_and_code_and_warns_where_its_runs_mix_them(tmp_path):
+    """The provenance line says how the runs computed; a table whose runs differ in kernels, precision or code (a
+    commit, or uncommitted changes) says MIXED; the CSV carries the same per run."""
+    same = {"kernels": "AVX2", "precision": "fp32", "threads": 1, "machine": "AMD EPYC, 2 cores",
+            "versions": {"git_sha": "1a2b3c4d5e6f", "git_dirty": False}}  # fmt: skip
+    write_run(tmp_path / "one", "(0)", 19.1, **same)
+    write_run(tmp_path / "one", "(1)", 9.7, **same)
+    runs = load_runs([str(tmp_path / "one")])
+    line = markdown(build_tables(runs), runs).split("\n")[2]
+    assert "AMD EPYC, 2 cores · kernels AVX2, precision fp32 · 1 job(s) at a time" in line
+    assert "code 1a2b3c4d5e ·" in line
+    assert "MIXED" not in markdown(build_tables(runs), runs)
+    write_run(tmp_path / "mixed", "(0)", 19.1, **same)
+    write_run(tmp_path / "mixed", "(1)", 9.7, **{**same, "kernels": "AVX512", "precision": "bf16 autocast",
+                                                 "versions": {"git_sha": "1a2b3c4d5e6f", "git_dirty": True}})
+    runs = load_runs([str(tmp_path / "mixed")])
+    text = markdown(build_tables(runs), runs)
+    assert ("**MIXED kernels AVX2 vs AVX512; precision bf16 autocast vs fp32; code 1a2b3c4d5e vs 1a2b3c4d5e+uncommitted"
+            "**: not one computation, rows may differ by more than their seeds") in text
+    rows = pd.read_csv(io.StringIO(csv(runs))).set_index("row")
+    assert rows.loc["(1)", ["code", "machine", "kernels", "precision", "threads"]].tolist() == [
+        "1a2b3c4d5e+uncommitted", "AMD EPYC, 2 cores", "AVX512", "bf16 autocast", 1]

@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+import torch
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import ConfigError
@@ -28,6 +29,7 @@ from frozen_sweep.run.directory import (
 from frozen_sweep.run.lock import JobAlreadyRunning, exclusive_run, live_runner
 from frozen_sweep.run.record import RunResult
 from frozen_sweep.system.files import write_atomic, write_json_atomic  # fmt: skip
+from frozen_sweep.system.kernels import machine
 from tests.conftest import ROOT, compose_config
 
 
@@ -60,23 +62,61 @@ def test_fingerprint_covers_what_changes_the_result_and_nothing_else(micro_overr
     assert fingerprint(checked(*micro_overrides, "trainer.lr=0.01"))["config"]["trainer.lr"] == 0.01
 
 
-def test_the_thread_count_and_the_cpu_kernels_are_part_of_the_fingerprint(micro_overrides, tmp_path, monkeypatch):
-    """1 and 2 threads (trainer.threads, or OMP_NUM_THREADS where it is not set) and forced CPU kernels give other
-    numbers, so other fingerprints. A record from before the CPU part entered the fingerprint is still this job's run
-    when it ran with this job's threads, and another job's when it did not."""
+def test_the_thread_count_the_cpu_kernels_and_the_precision_are_part_of_the_fingerprint(micro_overrides, monkeypatch):
+    """1 and 2 threads (trainer.threads, or OMP_NUM_THREADS where it is not set), other CPU kernels and bf16 give other
+    numbers, so other fingerprints; the kernels are torch's, the precision what the job trains in (trainer.amp_cpu=null
+    on this CPU and what it resolves to here are one run)."""
     one, two = (fingerprint(checked(*micro_overrides, f"trainer.threads={n}")) for n in (1, 2))
     assert one["sha256"] != two["sha256"] and (one["config"]["cpu.threads"], two["config"]["cpu.threads"]) == (1, 2)
+    assert one["config"]["cpu.kernels"] == torch.backends.cpu.get_cpu_capability()  # as torch runs in this process
+    assert one["config"]["cpu.precision"] == "fp32" and "trainer.amp_cpu" not in one["config"]
+    bf16 = fingerprint(checked(*micro_overrides, "trainer.threads=1", "trainer.amp_cpu=true"))
+    assert bf16["sha256"] != one["sha256"] and bf16["config"]["cpu.precision"] == "bf16 autocast"
+    native = torch.ops.mkldnn._is_mkldnn_bf16_supported()  # what oneDNN says of this CPU
+    auto = fingerprint(checked(*micro_overrides, "trainer.threads=1", "trainer.amp_cpu=null"))
+    assert auto["sha256"] == (bf16 if native else one)["sha256"]
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     assert fingerprint(checked(*micro_overrides, "trainer.threads=null"))["sha256"] == two["sha256"]
-    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    forced_level = "avx2" if two["config"]["cpu.kernels"] != "AVX2" else "default"
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", forced_level)
     forced = fingerprint(checked(*micro_overrides, "trainer.threads=2"))
-    assert forced["sha256"] != two["sha256"] and forced["config"]["cpu.aten_cpu_capability"] == "avx2"
-    older = {**one, "sha256": one["sha256_before_cpu"],
-             "config": {k: v for k, v in one["config"].items() if not k.startswith("cpu.")}}  # fmt: skip
-    write_result(tmp_path, RunResult(status="completed", fingerprint=older, threads=1))
-    assert previous_record(tmp_path, one, force=False)["status"] == "completed"
+    assert forced["sha256"] != two["sha256"] and forced["config"]["cpu.kernels"] == forced_level.upper()
+
+
+def then_record(recipe: dict, amp_cpu, machine_text: str, cpu: dict = None, **held) -> RunResult:
+    """A completed record as the code before cpu.kernels and cpu.precision wrote it: trainer.amp_cpu hashed in, its
+    CPU part the threads and ATEN_CPU_CAPABILITY where set (None: from before the CPU part), made on `machine_text`."""
+    kernels = os.environ.get("ATEN_CPU_CAPABILITY")
+    forced = {"cpu.aten_cpu_capability": kernels} if kernels and cpu is not None else {}
+    config = {**recipe["config"], "trainer.amp_cpu": amp_cpu, **(cpu or {}), **forced, **held}
+    threads = (cpu or {}).get("cpu.threads", 1)
+    return RunResult(status="completed", threads=threads, machine=machine_text,
+                     fingerprint={"config": config, "sha256": digest({**recipe, "config": config})})  # fmt: skip
+
+
+@pytest.mark.parametrize("amp_cpu", [None, False, True])
+def test_records_from_before_the_kernels_and_the_precision_are_the_jobs_runs_only_on_this_cpu_in_its_precision(
+    micro_overrides, tmp_path, amp_cpu
+):
+    """A record of the code that hashed trainer.amp_cpu (its default then null: bf16 where the CPU has it) is the
+    default fp32 job's run when it was made on this CPU model and trained in fp32 here; a bf16 run never is, nor is a
+    run made on another CPU (other kernels): the job stops naming what the record lacks."""
+    overrides = [*micro_overrides, "trainer.threads=1"]
+    job = fingerprint(checked(*overrides))
+    recipe, cpu = fingerprint_recipe(checked(*overrides))
+    fp32_here = amp_cpu is False or (amp_cpu is None and not torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    threads = {"cpu.threads": 1}
+    for machine_text, cpu_part in [(machine(), threads), (machine(), None), ("Other CPU, 2 cores", threads)]:
+        write_result(tmp_path, then_record(recipe, amp_cpu, machine_text, cpu_part))
+        if fp32_here and machine_text == machine():
+            assert previous_record(tmp_path, job, force=False)["status"] == "completed"
+        else:
+            with pytest.raises(FingerprintMismatch, match=r"cpu.kernels: \(absent\) → .*cpu.precision: \(absent\)"):
+                previous_record(tmp_path, job, force=False)
+    write_result(tmp_path, then_record(recipe, amp_cpu, machine(), None))  # from before the CPU part
+    two_threads = fingerprint(checked(*micro_overrides, "trainer.threads=2"))
     with pytest.raises(FingerprintMismatch, match="cpu.threads: \\(absent\\) → 2"):
-        previous_record(tmp_path, two, force=False)
+        previous_record(tmp_path, two_threads, force=False)
 
 
 def test_keys_added_to_the_schema_leave_the_fingerprints_of_earlier_records_as_they_were():
@@ -96,9 +136,7 @@ def test_records_from_while_the_fingerprint_held_a_later_default_are_still_the_j
     overrides = [*micro_overrides, "trainer.threads=1"]
     job = fingerprint(checked(*overrides))
     recipe, cpu = fingerprint_recipe(checked(*overrides))
-    then = {**recipe["config"], **cpu, "trainer.step_time_s": None}  # the config as the code of that time hashed it
-    write_result(tmp_path, RunResult(status="completed", threads=1,
-                                     fingerprint={**job, "config": then, "sha256": digest({**recipe, "config": then})}))
+    write_result(tmp_path, then_record(recipe, False, machine(), {"cpu.threads": 1}, **{"trainer.step_time_s": None}))
     assert previous_record(tmp_path, job, force=False)["status"] == "completed"
     with pytest.raises(FingerprintMismatch, match="seed: 1 → 2"):
         previous_record(tmp_path, fingerprint(checked(*overrides, "seed=2")), force=False)

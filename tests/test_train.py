@@ -1,18 +1,18 @@
 """The training loop on the toy corpus, in-process: optimiser contents, schedule, early stopping, budgets."""
 
 import json
+import subprocess
 
 import pytest
 import torch
 
 from frozen_sweep.data import load_task
 from frozen_sweep.job.runner import run_job
-from frozen_sweep.system import cpu
 from frozen_sweep.train.optim import inverse_sqrt_schedule
 from frozen_sweep.train.stopping import Diverged
 from frozen_sweep.train.trainer import Trainer
 from frozen_sweep.weights.build import build_model
-from tests.conftest import CONF, compose_config
+from tests.conftest import CONF, ROOT, compose_config
 
 
 def make_trainer(tmp_path, micro_overrides, *extra):
@@ -57,11 +57,15 @@ def test_validation_every_n_steps_and_step_budget(tmp_path, micro_overrides):
     assert all(e["valid_bleu"] is not None and e["valid_metric"] == e["valid_bleu"] for e in state.history)
 
 
-def test_bf16_autocast_on_the_cpu_by_default_only_where_the_cpu_computes_bf16(tmp_path, micro_overrides):
-    native = torch.ops.mkldnn._is_mkldnn_bf16_supported()  # what oneDNN says of this CPU (cpu.has_bf16 asks it)
-    assert make_trainer(tmp_path, micro_overrides).autocast == native == cpu.has_bf16()
-    assert not make_trainer(tmp_path, micro_overrides, "trainer.amp=false").autocast
-    assert not make_trainer(tmp_path, micro_overrides, "trainer.amp_cpu=false").autocast
+def test_the_cpu_trains_in_fp32_on_every_cpu_unless_bf16_is_asked_for(tmp_path, micro_overrides):
+    """fp32 by default whatever the CPU; trainer.amp_cpu=true: bf16 autocast; null: where oneDNN computes bf16
+    natively (system.kernels.native_bf16 reads the CPU's flags as oneDNN does)."""
+    default = make_trainer(tmp_path, micro_overrides)
+    assert not default.autocast and default.loss.precision == "fp32"
+    assert make_trainer(tmp_path, micro_overrides, "trainer.amp_cpu=true").loss.precision == "bf16 autocast"
+    native = torch.ops.mkldnn._is_mkldnn_bf16_supported()  # what oneDNN says of this CPU
+    assert make_trainer(tmp_path, micro_overrides, "trainer.amp_cpu=null").autocast == native
+    assert not make_trainer(tmp_path, micro_overrides, "trainer.amp=false", "trainer.amp_cpu=true").autocast
 
 
 def test_bf16_autocast_on_the_cpu_learns_like_fp32_with_attention_on_the_math_backend(tmp_path, micro_overrides):
@@ -105,6 +109,10 @@ def test_a_nan_loss_fails_the_job_as_diverged_naming_lr_and_warmup(tmp_path, mic
     assert record["status"] == "failed" and record["stopped_reason"] == "diverged"
     assert "Diverged" in record["error"] and "trainer.lr=1e+30" in record["error"]
     assert record["test_metric"] is None  # never "completed, BLEU 0.0"
+    # how it computed, and the code that ran: uncommitted changes to tracked files too
+    assert record["precision"] == "fp32" and record["kernels"] == torch.backends.cpu.get_cpu_capability()
+    changed = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=ROOT).returncode  # 1: tracked files differ
+    assert record["versions"]["git_dirty"] is {0: False, 1: True}.get(changed) and record["versions"]["git_sha"]
 
 
 def test_a_validation_loss_far_above_its_best_ends_the_run(tmp_path, micro_overrides):

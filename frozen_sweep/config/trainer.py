@@ -79,9 +79,11 @@ class TrainerConfig:
     # (slower; docs/training.md); recorded
     deterministic: bool = False
     amp: bool = True  # bf16 autocast on CUDA
-    # bf16 autocast on the CPU too; null: where the CPU computes bf16 natively (cpu.has_bf16): a demo job 1.14-1.31x
-    # fp32's tokens/s at the same BLEU there (benchmarks/cpu_bf16.py); emulated bf16 elsewhere is slower
-    amp_cpu: Optional[bool] = None
+    # bf16 autocast on the CPU too (a demo job 1.14-1.31x fp32's tokens/s at the same BLEU where the CPU computes bf16
+    # natively: benchmarks/cpu_bf16.py); null: where it does (system.kernels.native_bf16), so the precision depends on
+    # the CPU. false by default: one command, one precision on every CPU (the record's `precision`, the fingerprint's
+    # cpu.precision; docs/training.md)
+    amp_cpu: Optional[bool] = False
     # cuDNN attention builds a plan per batch shape: with it off an H100 job ran 4x faster
     # (docs/performance.md, "On a GPU"); true: torch picks
     cudnn_attention: bool = False

@@ -7,7 +7,6 @@ started alone spawns its ranks and watches them."""
 
 import ctypes
 import logging
-import subprocess
 import time
 import traceback
 from pathlib import Path
@@ -15,11 +14,10 @@ from pathlib import Path
 import torch
 from omegaconf import OmegaConf, open_dict
 
-import frozen_sweep
 from frozen_sweep.config import ConfigError, Device, TaskKind
 from frozen_sweep.config.report import LABEL_METRICS, NUMBER_METRICS, reported
 from frozen_sweep.data import TaskData, load_task
-from frozen_sweep.job.how_it_runs import how_it_runs, job_threads
+from frozen_sweep.job.how_it_runs import how_it_runs, job_threads, versions
 from frozen_sweep.job.job_data import prepare_checked
 from frozen_sweep.job.fingerprint import fingerprint
 from frozen_sweep.job.job_config import BUDGETS, job_config
@@ -34,6 +32,7 @@ from frozen_sweep.run.directory import (
     is_completed,
     previous_record,
     read_record,
+    recorded,
     result_of,
     write_result,
 )
@@ -54,20 +53,6 @@ log = logging.getLogger(__name__)
 # the record's metric_name: valid_metric and test_metric, whatever trainer.stop_metric picks the best validation by
 METRIC_NAMES = {TaskKind.translation: "bleu", TaskKind.lm: "ppl", TaskKind.mlm: "mlm_ppl",
                 TaskKind.classify: "accuracy", TaskKind.regression: "pearson"}  # fmt: skip
-
-
-def versions() -> dict:
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).parent,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        sha = ""
-    return {"torch": torch.__version__, "frozen_sweep": frozen_sweep.__version__, "git_sha": sha or None}
 
 
 def pick_device(cfg) -> torch.device:
@@ -130,7 +115,7 @@ def _run(cfg, run_dir: Path, overrides: list[str], run_fingerprint: dict, world:
         report=reported(cfg.task.report, METRIC_NAMES[cfg.task.kind], cfg.trainer.stop_metric.value),
         budgets={budget: cfg.trainer[budget] for budget in BUDGETS},
         overrides=list(overrides),
-        fingerprint=run_fingerprint,
+        fingerprint=recorded(run_fingerprint),
         versions=versions(),
     )
     write_text_atomic(run_dir / CONFIG_FILE, OmegaConf.to_yaml(cfg))
@@ -242,6 +227,7 @@ def _train(cfg, run_dir: Path, result: RunResult, world: World, device: torch.de
         record()
 
     trainer = Trainer(cfg, data, model.to(device), device, run_dir, on_validation=report_progress, world=world)
+    result.precision = trainer.loss.precision
     result.validation = trainer.validation.settings()
     study.before_training(trainer, result)  # before resuming: the trainer's model is still the fresh one
     trainer.resume_if_possible()

@@ -24,6 +24,7 @@ from omegaconf import OmegaConf
 from frozen_sweep.config import ConfigError
 from frozen_sweep.run.record import STATUSES, RunResult
 from frozen_sweep.system.files import write_json_atomic
+from frozen_sweep.system.kernels import cpu_model, model_of
 
 # ---- the files a run directory holds -------------------------------------------------------------------------------
 
@@ -125,24 +126,36 @@ def dirname(override_dirname: str) -> str:
     return name
 
 
-# the sha256 a fingerprint would have without its CPU part (threads, kernels: system.threads.cpu_identity), which
-# records from before that part entered it hold as theirs: such a record, with this job's threads, is this job's run
+# the sha256 a fingerprint would have without its CPU part (threads, kernels, precision: system.kernels.cpu_identity);
+# the collector counts runs that differ only there once (tables.duplicates)
 BEFORE_CPU = "sha256_before_cpu"
-# the sha256 a fingerprint had while it held keys at their default that LATER_DEFAULTS leaves out now (the code of
-# that time hashed them in): a record with it is this job's run too
-ONCE_HELD = "sha256_once_held"
+# what records from before the kernels and the precision entered the fingerprint hold when they are this job's run
+# (job.fingerprint.legacy): looked up, not recorded
+LEGACY = "legacy"
 
 
 def same_job(record: dict, fingerprint: dict) -> bool:
-    """Whether a record with a fingerprint is this fingerprint's run (records from before the CPU part: by the
-    fingerprint without it, and the threads they recorded; records from while it held a later default: ONCE_HELD)."""
+    """Whether a record with a fingerprint is this fingerprint's run. A record from before cpu.kernels and
+    cpu.precision (job.fingerprint.legacy) is, when it was made on this CPU model (so with these kernels) and holds
+    one of the hashes that code gave this job's config at this precision (those of the time it held a later default
+    among them); one from before the CPU part entered, when it also ran with this job's threads."""
     old = record.get("fingerprint") or {}
     sha = old.get("sha256")
-    if sha is not None and sha in (fingerprint["sha256"], fingerprint.get(ONCE_HELD)):
+    if sha is None:
+        return False
+    if sha == fingerprint["sha256"]:
         return True
+    then = fingerprint.get(LEGACY) or {}
+    if "cpu.precision" in (old.get("config") or {}) or model_of(record.get("machine")) != cpu_model():
+        return False
     threads = fingerprint["config"].get("cpu.threads")
-    older = "cpu.threads" not in (old.get("config") or {}) and old.get("sha256") == fingerprint.get(BEFORE_CPU)
-    return bool(older) and record.get("threads") in (None, threads)
+    older = sha in then.get("before_cpu", ()) and record.get("threads") in (None, threads)
+    return sha in then.get("sha256", ()) or older
+
+
+def recorded(fingerprint: dict) -> dict:
+    """A fingerprint as a record holds it: without the legacy hashes it is looked up by."""
+    return {key: value for key, value in fingerprint.items() if key != LEGACY}
 
 
 class FingerprintMismatch(ConfigError):

@@ -95,14 +95,16 @@ class RunResult:
     history: list = field(default_factory=list)
     data: dict = field(default_factory=dict)  # corpus sizes, dropped counts, vocabulary
     device: Optional[str] = None
-    machine: Optional[str] = None  # the CPU and the cores the job may use (frozen_sweep.system.cpu.machine)
+    machine: Optional[str] = None  # the CPU and the cores the job may use (frozen_sweep.system.kernels.machine)
+    kernels: Optional[str] = None  # torch's CPU kernel level (torch.backends.cpu.get_cpu_capability()): AVX2, AVX512, …
+    precision: Optional[str] = None  # what training computed in: "fp32" or "bf16 autocast" (system.kernels)
     threads: Optional[int] = None  # CPU threads, fixed for the job's life (per rank); the most, when following
     follow_free_cores: bool = False  # threads followed the free cores: the numbers depend on the load (not reproducible)
     jobs_at_a_time: Optional[int] = None  # the jobs its launcher ran at a time on this machine (null: not launched)
     deterministic: bool = False  # trainer.deterministic: CUDA's deterministic algorithms
     overrides: list = field(default_factory=list)
     fingerprint: dict = field(default_factory=dict)  # sha256, config and data that determine the result (job/fingerprint.py)
-    versions: dict = field(default_factory=dict)
+    versions: dict = field(default_factory=dict)  # torch, frozen_sweep, git_sha and git_dirty (uncommitted changes)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

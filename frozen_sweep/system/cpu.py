@@ -1,4 +1,4 @@
-"""CPU threads for a machine that other work shares (and whether the CPU computes bf16 natively: has_bf16).
+"""CPU threads for a machine that other work shares.
 
 A job's thread count is fixed for its whole life (job_threads: trainer.threads, which the launchers set to their
 share of the cores, else OMP_NUM_THREADS, else every core this process may use): the same command gives a
@@ -30,7 +30,6 @@ import contextlib
 import ctypes
 import functools
 import os
-import platform
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,15 +41,6 @@ from frozen_sweep.system.threads import job_threads, usable_cores
 
 __all__ = ["job_threads", "usable_cores"]  # kept here too: the threads belong to this module's story
 CHECK_EVERY_S = 1.0  # how often the free cores are measured; a change in load costs at most about this long
-
-
-def has_bf16() -> bool:
-    """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX), as torch's oneDNN sees it; without, bf16 is
-    emulated and slower than fp32. Decides `trainer.amp_cpu=null`."""
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):  # a build without oneDNN
-        return False
 
 
 @functools.cache
@@ -114,17 +104,6 @@ class FreeCoreThreads:
         free = self.free_cores(now)
         self.last = now
         set_threads(max(1, min(self.most, round(free))))
-
-
-def machine() -> str:
-    """The CPU this job runs on, for its record: model name and the cores it may use, e.g. "AMD EPYC 9B14, 2 cores"."""
-    name = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), name)
-    except OSError:  # not Linux
-        pass
-    return f"{name}, {usable_cores()} cores"
 
 
 @contextlib.contextmanager

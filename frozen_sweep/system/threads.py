@@ -1,14 +1,10 @@
-"""How many CPU threads a job uses, and what else of the CPU changes its numbers: no torch here, so that the
-fingerprint (frozen_sweep.job.fingerprint) can name them before any job starts (frozen_sweep.system.cpu sets them).
-
-The thread count and torch's CPU kernels (ATEN_CPU_CAPABILITY: default, avx2, avx512) change a job's numbers: matrix
-products split and vectorise their sums differently. Both enter the fingerprint (cpu_identity).
+"""How many CPU threads a job uses: no torch here, so that the fingerprint (frozen_sweep.job.fingerprint) can name
+them before any job starts (frozen_sweep.system.cpu sets them). The count changes a job's numbers: matrix products
+split their sums differently. What else of the CPU does: frozen_sweep.system.kernels.
 """
 
 import os
 from typing import Optional
-
-KERNELS_VARIABLE = "ATEN_CPU_CAPABILITY"  # torch's CPU kernels, when forced to other than the CPU's best
 
 
 def usable_cores() -> int:
@@ -32,11 +28,3 @@ def job_threads(requested: Optional[int], follow_free_cores: bool = False, envir
         return int(omp)
     return usable_cores()
 
-
-def cpu_identity(requested: Optional[int], follow_free_cores: bool = False, environ=os.environ) -> dict:
-    """The fingerprint's part of how the CPU computes: {"cpu.threads": the job's threads} and, where set,
-    {"cpu.aten_cpu_capability": ATEN_CPU_CAPABILITY}."""
-    identity = {"cpu.threads": job_threads(requested, follow_free_cores, environ)}
-    if environ.get(KERNELS_VARIABLE):
-        identity["cpu.aten_cpu_capability"] = environ[KERNELS_VARIABLE]
-    return identity

@@ -31,12 +31,13 @@ class SeedChecks:
     support: dict = field(default_factory=dict)  # seed → bootstrap support, for the seeds that could be bootstrapped
 
     def describe(self) -> str:
-        """"2 of 3 seeds agree; bootstrap support seed 1 100%, …", or for one seed "one seed; bootstrap support 97%"."""
+        """"2 of 3 seeds agree; test-set bootstrap support seed 1 100%, …", or for one seed "one seed; test-set
+        bootstrap support 97%": how far the test set's noise can move the check, not the seeds'."""
         if len(self.seeds) == 1:
-            return "one seed" + "".join(f"; bootstrap support {p:.0%}" for p in self.support.values())
+            return "one seed" + "".join(f"; test-set bootstrap support {p:.0%}" for p in self.support.values())
         bootstrapped = ", ".join(f"seed {s} {p:.0%}" for s, p in self.support.items())
         text = f"{len(self.agreeing)} of {len(self.seeds)} seeds agree" if self.seeds else "no seed in every row"
-        return text + (f"; bootstrap support {bootstrapped}" if bootstrapped else "")
+        return text + (f"; test-set bootstrap support {bootstrapped}" if bootstrapped else "")
 
 
 def paired_seeds(runs: pd.DataFrame, rows: tuple) -> list:

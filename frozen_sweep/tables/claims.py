@@ -5,9 +5,10 @@ with the evidence it rests on and a verdict that knows the noise (the rule, with
   the table's model; a reservoir table against every reservoir claim. Relearn tables have no claims.
 - Row values are the per-row means over seeds, as the table prints them: the test metric, or for "epochs" claims the
   epochs to convergence of rows whose runs all reached early stopping. On them the claim holds (✓) or not (✗).
-- Then the noise (tables.claim_noise): with several seeds, the verdict stands only when every seed's own check agrees
-  (for BLEU claims with saved translations: and separates the rows under the bootstrap); otherwise "inconclusive".
-  With one seed it stands when the bootstrap separates the rows, and is marked indicative otherwise.
+- Then the noise (tables.claim_noise): with several seeds, a verdict needs every seed's own check to agree (for BLEU
+  claims with saved translations: and to separate the rows under the bootstrap); otherwise "inconclusive". It stands
+  as a finding on FIRM_SEEDS seeds per row or more; on fewer it is marked indicative, however well the bootstrap
+  separates the rows: the bootstrap measures the test set's noise, not the seeds'.
 - "not enough runs": a row it needs is missing, did not converge (epochs claims), or has fewer than `min_runs` runs.
 - Each check prints the numbers it compared and its evidence: seeds per row, whether the runs converged, the model,
   the seeds' agreement. With a reference of the same metric, the same check on the paper's numbers is printed beside it.
@@ -26,6 +27,7 @@ from frozen_sweep.tables.render import Table
 from frozen_sweep.tables.untrained import row_reasons
 
 HOLDS, FAILS, INCONCLUSIVE, NOT_ENOUGH = "✓", "✗", "inconclusive", "not enough runs"
+FIRM_SEEDS = 3  # seeds per row a verdict needs to stand as a finding; on fewer it is indicative (docs/collect.md)
 RESERVOIR_ROW = ["updatable_layers", "reservoir_layers", "type", "pattern", "backskip"]  # a reservoir table's row
 
 
@@ -38,7 +40,7 @@ class Check:
     compared: str  # the numbers compared, or what is missing
     paper: str = ""  # the same check on the paper's numbers: "✓ (1)/(0) = ..." ("" without a reference)
     evidence: str = ""  # seeds per row, convergence, model, the seeds' agreement
-    indicative: bool = False  # one seed, not separated by the bootstrap: a hint, not a finding
+    indicative: bool = False  # fewer than FIRM_SEEDS seeds per row: a hint, not a finding
     untrained: str = ""  # the rows it uses that never learned (tables.untrained): the verdict is INCONCLUSIVE
 
 
@@ -52,14 +54,13 @@ def evaluate(claim: Claim, values: dict, why_missing: dict) -> tuple[str, str]:
 
 
 def judge(verdict: str, seeds: SeedChecks) -> tuple[str, bool]:
-    """(verdict, indicative) once the seeds are heard: several must all agree, else INCONCLUSIVE; one stands when the
-    bootstrap separates the rows, else it is indicative."""
+    """(verdict, indicative) once the seeds are heard: several must all agree, else INCONCLUSIVE; fewer than FIRM_SEEDS
+    make it indicative whatever the bootstrap says."""
     if verdict not in (HOLDS, FAILS):
         return verdict, False
-    agree = len(seeds.agreeing) == len(seeds.seeds)
-    if len(seeds.seeds) >= 2:
-        return (verdict, False) if agree else (INCONCLUSIVE, False)
-    return verdict, not (agree and seeds.support)
+    if len(seeds.seeds) >= 2 and len(seeds.agreeing) != len(seeds.seeds):
+        return INCONCLUSIVE, False
+    return verdict, len(seeds.seeds) < FIRM_SEEDS
 
 
 def model_text(runs: pd.DataFrame) -> str:
@@ -223,7 +224,7 @@ SCRATCH_ROW, SCRATCH_FROZEN_EMB = ("none", "all trainable"), ("none", "emb froze
 def beats(a: pd.Series, b: pd.Series, margin: bool) -> tuple[Optional[bool], str]:
     """Test accuracy of row a against row b, with the seeds' noise: 2 standard errors of the difference (several seeds
     per row). With `margin`, a beats b beyond it (True), falls below it (False), or neither: inconclusive (None);
-    without, a must not fall below b by more than it. With one seed the plain comparison decides (indicative)."""
+    without, a must not fall below b by more than it. With one seed the plain comparison decides."""
     se = (a.test_std**2 / a.n + b.test_std**2 / b.n) ** 0.5 if min(a.n, b.n) > 1 else 0.0
     diff = a.test - b.test
     if not margin:
@@ -239,7 +240,8 @@ def beats(a: pd.Series, b: pd.Series, margin: bool) -> tuple[Optional[bool], str
 
 def finetune_checks(summary: pd.DataFrame, min_runs: int) -> list[Check]:
     """FT1 pre-training beats no pre-training; FT2 reservoirs kept frozen lose nothing beyond noise; RE1/RE2 the
-    random-embeddings test. Each needs its rows (with ≥ min_runs runs), else "not enough runs"."""
+    random-embeddings test. Each needs its rows (with ≥ min_runs runs), else "not enough runs"; on fewer than
+    FIRM_SEEDS seeds per row its verdict is indicative."""
     rows = {(r.pre_training, r.fine_tuned): r for r in summary.itertuples() if r.n >= min_runs}
     pretrained = [r for (pre, tuned), r in rows.items() if pre != "none" and tuned == "all trainable"]
     claims = [
@@ -272,7 +274,7 @@ def finetune_checks(summary: pd.DataFrame, min_runs: int) -> list[Check]:
         verdict = INCONCLUSIVE if untrained else verdict  # never ✓ or ✗ on a row no better than the floor
         seeds = sorted({n for a, b, _ in pairs for n in (a.n, b.n)})
         evidence = f"seeds per row: {', '.join(map(str, seeds))}; fine-tuning runs to a fixed update budget"
-        one_seed = min(seeds) == 1 and verdict != INCONCLUSIVE  # a hint, not a finding
+        few = min(seeds) < FIRM_SEEDS and verdict != INCONCLUSIVE  # a hint, not a finding
         checks.append(Check(key, statement, rule, verdict, "; ".join(t for _, t in results), evidence=evidence,
-                            indicative=one_seed, untrained="; ".join(untrained)))  # fmt: skip
+                            indicative=few, untrained="; ".join(untrained)))  # fmt: skip
     return checks

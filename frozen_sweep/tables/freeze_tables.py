@@ -12,6 +12,8 @@
   "≥": a lower bound, since the run had not converged.
 - p vs (0), where runs saved their test translations: paired bootstrap against row (0), seed by seed (significance);
   the largest p over a row's seeds, and † on its BLEU when every seed's p < 0.05.
+- A row that never learned (⊘, tables.untrained), or any row when (0) never learned, gets no p vs (0), no † and no
+  ratio to (0): a comparison with a model that learned nothing says nothing.
 """
 
 from typing import Optional
@@ -80,6 +82,7 @@ def display(summary: pd.DataFrame, metric: str, reference: Optional[Reference]) 
     """The summary as the paper prints it, indexed by section; columns are (group, name) pairs so that LaTeX can
     group the reference columns under one heading. With a reference: the paper's cells and both fractions of (0)."""
     epoch_cells = summary.epochs.map(epochs)
+    untrained_pair = (summary.untrained > 0) | (summary.untrained.get(BASELINE, 0) > 0)  # this row or (0)
     columns = {
         ("", "Row"): summary.index,
         ("", "EMB"): summary.emb.map(mark),
@@ -90,10 +93,9 @@ def display(summary: pd.DataFrame, metric: str, reference: Optional[Reference]) 
     if summary.accuracy.notna().any():
         columns[("", "Masked acc.")] = summary.accuracy.map(lambda x: number(100 * x) + "%" if pd.notna(x) else "–")
     if summary.tested.any():  # † only between two trained rows
-        trained = (summary.untrained == 0) & (summary.untrained.get(BASELINE, 0) == 0)
-        significant = (summary.tested == summary.n) & (summary.p < ALPHA) & trained
+        significant = (summary.tested == summary.n) & (summary.p < ALPHA) & ~untrained_pair
         columns[("", metric)] = columns[("", metric)].mask(significant, columns[("", metric)] + MARK)
-        columns[("", "p vs (0)")] = p_cells(summary)
+        columns[("", "p vs (0)")] = p_cells(summary).mask(untrained_pair, "–")
     columns[("", metric)] = columns[("", metric)].mask(summary.untrained > 0, columns[("", metric)] + untrained.MARK)
     columns |= {
         ("", "Epochs"): epoch_cells.mask(summary.lower_bound, "≥" + epoch_cells),
@@ -109,7 +111,7 @@ def display(summary: pd.DataFrame, metric: str, reference: Optional[Reference]) 
             ("Paper", metric): paper.metric.map(number),
             ("Paper", "Epochs"): paper.epochs.map(epochs),
             ("Paper", "Trainable/All"): ratio_cells.mask(doubtful, ratio_cells + DOUBTFUL),
-            (f"{metric} / (0)", "ours"): (summary.metric / ours_0).map(fraction),
+            (f"{metric} / (0)", "ours"): (summary.metric / ours_0).map(fraction).mask(untrained_pair, "–"),
             (f"{metric} / (0)", "paper"): (paper.metric / paper_0).map(fraction),
         }
     sections = summary.index.map(lambda label: SECTION_OF.get(label, OTHER_SECTION)).rename("section")

@@ -1,6 +1,8 @@
-"""Where a table's numbers come from, printed above it: the command that made its runs, when, on what machine with
-how many jobs and threads, the code version and the fingerprint recipe. The docs' tables carry this line, and a test
-fails when the code's FINGERPRINT_RECIPE has moved past a documented table's (tests/test_docs_tables.py)."""
+"""Where a table's numbers come from, printed above it: the command that made its runs, when, on what machine, with
+which CPU kernels and in which precision, how many jobs and threads, the code version and the fingerprint recipe; and
+a warning where its runs differ in kernels, precision or code, which change the numbers (its rows may then differ by
+more than their seeds). The docs' tables carry this line, and a test fails when the code's FINGERPRINT_RECIPE has
+moved past a documented table's (tests/test_docs_tables.py)."""
 
 from pathlib import Path
 from typing import Callable, Optional
@@ -71,24 +73,43 @@ def spread(values) -> str:
     return found[0] if len(found) == 1 else ", ".join(found) or "?"
 
 
+def code_of(record: dict) -> Optional[str]:
+    """The code a run ran: its commit's first 10 digits, "+uncommitted" where tracked files differed from it."""
+    versions = record.get("versions") or {}
+    sha = (versions.get("git_sha") or "")[:10]
+    return f"{sha}{'+uncommitted' * bool(versions.get('git_dirty'))}" if sha else None
+
+
+def kinds(values) -> list[str]:
+    """The distinct values, "not recorded" for a run without one (records from before the field)."""
+    return sorted({"not recorded" if v is None else str(v) for v in values})
+
+
 def provenance(runs: pd.DataFrame) -> str:
     """One line from the runs' records: "Made by `python -m frozen_sweep -m …` · 2026-11-25 · AMD EPYC, 2 cores ·
-    2 jobs at a time, 1 thread each · code 1a2b3c4d5e · fingerprint recipe 3"."""
+    kernels AVX2, precision fp32 · 2 jobs at a time, 1 thread each · code 1a2b3c4d5e · fingerprint recipe 3", then
+    what the runs do not share of kernels, precision and code: "**MIXED precision bf16 autocast vs fp32**: …"."""
     records, paths = list(runs.record), list(runs.path)
     dates = sorted({(r.get("updated_at") or "")[:10] for r in records} - {""})
     follows = any(r.get("follow_free_cores") for r in records)
+    shared = {"kernels": kinds(r.get("kernels") for r in records),
+              "precision": kinds(r.get("precision") for r in records),
+              "code": kinds(code_of(r) for r in records)}  # fmt: skip
+    mixed = [f"{name} {' vs '.join(values)}" for name, values in shared.items() if len(values) > 1]
     return " · ".join([
         "Made by " + " and ".join(f"`{c}`" for c in sweep_commands([r.get("overrides") or [] for r in records],
                                                                     lambda i: run_config(paths[i]))),
         " to ".join(dict.fromkeys([dates[0], dates[-1]])) if dates else "undated",
         spread(r.get("machine") for r in records),
+        f"kernels {', '.join(shared['kernels'])}, precision {', '.join(shared['precision'])}",
         f"{spread(r.get('jobs_at_a_time') or 1 for r in records)} job(s) at a time, "
         f"{spread(r.get('threads') for r in records)} thread(s) each"
         + (" (following the free cores: not reproducible)" if follows else ""),
-        f"code {spread(((r.get('versions') or {}).get('git_sha') or '?')[:10] for r in records)}",
+        f"code {', '.join(shared['code'])}",
         f"{RECIPE_WORDS} {spread((r.get('fingerprint') or {}).get('recipe') for r in records)}",
         *data_source(records),
-    ])  # fmt: skip
+    ]) + (f"\n\n**MIXED {'; '.join(mixed)}**: not one computation, rows may differ by more than their seeds"
+          if mixed else "")  # fmt: skip
 
 
 def data_source(records: list[dict]) -> list[str]:

@@ -14,6 +14,7 @@ from frozen_sweep.run.lock import live_runner
 from frozen_sweep.system.gc_pause import no_cyclic_gc
 from frozen_sweep.tables.paper import ROWS
 from frozen_sweep.tables.duplicates import flag_duplicates, run_identity
+from frozen_sweep.tables.provenance import code_of
 from frozen_sweep.tables.untrained import untrained_reason
 
 STALE_FACTOR, STALE_MARGIN_S = 2, 300  # a running record silent for longer than 2 × its validation interval + 5 min
@@ -22,8 +23,9 @@ RECORD_KEYS = (
     "seed", "metric_name", "test_metric", "best_metric", "best_epoch", "epochs_to_convergence", "stopped_reason",
     "trainable_ratio", "params_trainable", "params_total", "steps", "wall_time_s", "test_accuracy",
 )  # fmt: skip
+PROVENANCE_KEYS = ("machine", "kernels", "precision", "threads")  # how it computed, beside the `code` it ran
 CSV_COLUMNS = ["path", "status", "reason", "study", "task", "data", "model", "row", "label", *COMPONENTS, *RECORD_KEYS,
-               "untrained", "overrides"]  # fmt: skip
+               "untrained", "code", *PROVENANCE_KEYS, "overrides"]  # fmt: skip
 
 
 def find_results(paths: list[str]) -> list[str]:
@@ -167,6 +169,8 @@ def run_row(path: str, data: bytes) -> dict:
             "label": record.get("row") or pattern_label(freeze),
             **{c: freeze.get(c, "trainable") for c in COMPONENTS},
             **{key: record.get(key) for key in RECORD_KEYS},
+            "code": code_of(record),
+            **{key: record.get(key) for key in PROVENANCE_KEYS},
             "overrides": " ".join(overrides),
             "setting": setting_of(overrides),
             "history": record.get("history") or [],
@@ -209,7 +213,7 @@ def load_runs(paths: list[str]) -> pd.DataFrame:
     with no_cyclic_gc():  # a record is hundreds of objects, none of them garbage: 15-20% of the reading
         rows = run_rows(find_results(paths))
         runs = pd.DataFrame(rows, columns=columns)
-    runs = runs.astype({k: "Int64" for k in ("seed", "params_trainable", "params_total", "steps")})
+    runs = runs.astype({k: "Int64" for k in ("seed", "params_trainable", "params_total", "steps", "threads")})
     runs["data"] = runs.data.fillna("")  # an unread record's: no data to name
     # why a completed run counts as untrained (tables.untrained), else None (not NaN: a reason's truth is read)
     runs["untrained"] = pd.Series([row.get("untrained") for row in rows], dtype=object)

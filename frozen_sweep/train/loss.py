@@ -1,5 +1,6 @@
-"""The training forward and its loss: bf16 autocast where it pays, the attention backend that goes with it, and
-torch.compile when asked. Validation and decoding stay eager and in the model's own precision."""
+"""The training forward and its loss: bf16 autocast where asked (on CUDA by default, on the CPU with trainer.amp_cpu),
+the attention backend that goes with it, and torch.compile when asked. Validation and decoding stay eager and in the
+model's own precision."""
 
 import contextlib
 import logging
@@ -10,7 +11,7 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from frozen_sweep.data.vocab import PAD
-from frozen_sweep.system import cpu
+from frozen_sweep.system.kernels import BF16, FP32, cpu_precision
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +25,11 @@ class TrainingLoss:
         tr = trainer_cfg
         self.forward, self.device, self.label_smoothing = forward, device, tr.label_smoothing
         self.regression = regression
-        amp_cpu = cpu.has_bf16() if tr.amp_cpu is None else tr.amp_cpu
-        self.autocast = tr.amp and (device.type == "cuda" or amp_cpu)
-        if device.type == "cpu":
-            log.info("bf16 autocast on the CPU: %s (trainer.amp_cpu=%s)", self.autocast, tr.amp_cpu)
+        on_cuda = device.type == "cuda"
+        self.precision = (BF16 if tr.amp else FP32) if on_cuda else cpu_precision(tr.amp, tr.amp_cpu)
+        self.autocast = self.precision == BF16
+        if not on_cuda:
+            log.info("training precision on the CPU: %s (trainer.amp_cpu=%s)", self.precision, tr.amp_cpu)
         # bf16 on the CPU: torch's flash-attention kernel (its backward) made whole steps 1.1-1.7x slower than fp32,
         # while the math backend's plain bf16 matrix products make them 1.2-1.9x faster (docs/performance.md)
         cpu_bf16 = self.autocast and device.type == "cpu"
