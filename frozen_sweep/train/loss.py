@@ -11,7 +11,8 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from frozen_sweep.data.vocab import PAD
-from frozen_sweep.system.kernels import BF16, FP32, cpu_precision
+from frozen_sweep.config import ConfigError
+from frozen_sweep.system.kernels import BF16, FP32, KERNELS_VARIABLE, cpu_precision, kernel_level
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,10 @@ class TrainingLoss:
         if device.type == "cuda":
             torch.backends.cuda.enable_cudnn_sdp(tr.cudnn_attention)
         self.compute = self._summed
+        if tr.compile and not on_cuda and kernel_level() == "DEFAULT":  # the compiler's C++ fails to build there
+            raise ConfigError(f"trainer.compile=true: torch {torch.__version__}'s compiler cannot build CPU code with "
+                              f"{KERNELS_VARIABLE}=default ('at::vec' has not been declared); allowed here: "
+                              f"trainer.compile=false, or {KERNELS_VARIABLE} unset, avx2 or avx512")  # fmt: skip
         if tr.compile:  # the training forward and loss as one graph for all batch shapes, so the fp32 cast of the
             # (B, T, V) logits and the loss can fuse
             self.compute = torch.compile(self._summed, dynamic=True, mode=tr.compile_mode)
