@@ -65,4 +65,5 @@ class ModelConfig:
     rope_base: float = 10000.0  # positions=rope: the rotation frequencies are rope_base^(-2i/head_dim)
     kv_heads: Optional[int] = None  # key/value heads, each shared by heads/kv_heads query heads (GQA); null: = heads
     bias: bool = True  # biases in attention and FFN projections (LLaMA has none)
+    qkv_bias: bool = False  # biases in the query, key and value projections even with bias=false (Qwen2)
     norm_eps: float = 1e-5  # the norms' epsilon (LayerNorm's default; LLaMA's RMSNorm uses 1e-6 or 1e-5)

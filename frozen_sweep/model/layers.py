@@ -22,17 +22,18 @@ LayerCache = dict[str, Tensor]
 class Attention(nn.Module):
     """Multi-head attention on `scaled_dot_product_attention`, with an optional key/value cache for decoding;
     `kv_heads` < `heads`: grouped-query attention, query head h reading key/value head h // (heads / kv_heads);
-    `rotary`: queries and keys rotated by their positions (self-attention only)."""
+    `rotary`: queries and keys rotated by their positions (self-attention only); `qkv_bias`: biases on the query, key
+    and value projections though `bias` is off (Qwen2's)."""
 
     def __init__(self, d_model: int, heads: int, dropout: float, kv_heads: Optional[int] = None, bias: bool = True,
-                 rotary: Optional[Rotary] = None):  # fmt: skip
+                 rotary: Optional[Rotary] = None, qkv_bias: bool = False):  # fmt: skip
         super().__init__()
         self.heads, self.kv_heads = heads, kv_heads or heads
         self.dropout = dropout
         kv_dim = self.kv_heads * (d_model // heads)
-        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.k_proj = nn.Linear(d_model, kv_dim, bias=bias)
-        self.v_proj = nn.Linear(d_model, kv_dim, bias=bias)
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias or qkv_bias)
+        self.k_proj = nn.Linear(d_model, kv_dim, bias=bias or qkv_bias)
+        self.v_proj = nn.Linear(d_model, kv_dim, bias=bias or qkv_bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         self.rotary = rotary
 
@@ -110,7 +111,7 @@ def make_attention(cfg, self_attention: bool) -> Attention:
     rotary = None
     if self_attention and cfg.positions == Positions.rope:
         rotary = Rotary(cfg.d_model // cfg.heads, cfg.max_positions, cfg.rope_base)
-    return Attention(cfg.d_model, cfg.heads, cfg.attention_dropout, cfg.kv_heads, cfg.bias, rotary)
+    return Attention(cfg.d_model, cfg.heads, cfg.attention_dropout, cfg.kv_heads, cfg.bias, rotary, cfg.qkv_bias)
 
 
 def make_norm(cfg) -> nn.Module:

@@ -1,0 +1,119 @@
+"""The Hugging Face checkpoints our model can hold, one family each: a table from the checkpoint's tensor names to
+ours, the names it may hold that we drop, a table from its config (config.json) to our model keys, and what of its
+config we cannot hold. The import (frozen_sweep.weights.pretrained) reads the tables one way, the export
+(frozen_sweep.weights.llama_hf) the other.
+
+A weight table maps modules, `{}` standing for a layer's index: each module's `.weight` and, where it has one, `.bias`
+go along. A config table maps config keys (as the transformers config class reads config.json, its defaults filled
+in) to our model keys; `fixed` holds the model keys every checkpoint of the family has.
+"""
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+LAYER = "{}"  # a layer's index in a table's names
+_INDEX = re.compile(r"\.(\d+)\.")
+
+
+@dataclass(frozen=True)
+class Family:
+    architecture: str  # config.json's `architectures` entry, the transformers class
+    weights: dict[str, str]  # the checkpoint's module → ours
+    config: dict[str, str]  # the checkpoint's config key → our model key
+    fixed: dict  # our model keys every checkpoint of the family has
+    refusals: Callable[[object], list[str]]  # the transformers config → what of it our model cannot hold
+    dropped: tuple[str, ...] = field(default=())  # tensors some checkpoints hold that have no place in ours
+
+
+def rename(name: str, table: dict[str, str]) -> str | None:
+    """`name` (a module's `.weight` or `.bias`) on the table's other side, None when the table has no such module."""
+    index = _INDEX.search(name)
+    key = name if index is None else f"{name[: index.start()]}.{LAYER}.{name[index.end() :]}"
+    module, kind = key.rsplit(".", 1)
+    if module not in table:
+        return None
+    renamed = f"{table[module]}.{kind}"
+    return renamed if index is None else renamed.replace(LAYER, index.group(1))
+
+
+def inverse(table: dict[str, str]) -> dict[str, str]:
+    return {ours: theirs for theirs, ours in table.items()}
+
+
+def is_dropped(name: str, family: Family) -> bool:
+    return _INDEX.sub(f".{LAYER}.", name) in family.dropped
+
+
+LLAMA_WEIGHTS = {
+    "model.embed_tokens": "tgt_embed.tokens",
+    "model.layers.{}.input_layernorm": "decoder.layers.{}.self_attn_res.norm",
+    "model.layers.{}.self_attn.q_proj": "decoder.layers.{}.self_attn.q_proj",
+    "model.layers.{}.self_attn.k_proj": "decoder.layers.{}.self_attn.k_proj",
+    "model.layers.{}.self_attn.v_proj": "decoder.layers.{}.self_attn.v_proj",
+    "model.layers.{}.self_attn.o_proj": "decoder.layers.{}.self_attn.out_proj",
+    "model.layers.{}.post_attention_layernorm": "decoder.layers.{}.ffn_res.norm",
+    "model.layers.{}.mlp.gate_proj": "decoder.layers.{}.ffn.gate",
+    "model.layers.{}.mlp.up_proj": "decoder.layers.{}.ffn.up",
+    "model.layers.{}.mlp.down_proj": "decoder.layers.{}.ffn.down",
+    "model.norm": "decoder.final_norm",
+    "lm_head": "output",
+}  # fmt: skip
+LLAMA_DROPPED = ("model.layers.{}.self_attn.rotary_emb.inv_freq",)  # a buffer older checkpoints saved
+LLAMA_CONFIG = {
+    "hidden_size": "d_model", "intermediate_size": "ffn_dim", "num_hidden_layers": "decoder_layers",
+    "num_attention_heads": "heads", "num_key_value_heads": "kv_heads", "max_position_embeddings": "max_positions",
+    "rms_norm_eps": "norm_eps", "attention_dropout": "attention_dropout",
+}  # fmt: skip
+# a decoder-only language model with LLaMA's block: pre-RMSNorm, SwiGLU, rotary positions, no dropout elsewhere
+LLAMA_FIXED = {"encoder_layers": 0, "norm": "rms", "ffn": "swiglu", "positions": "rope", "dropout": 0.0,
+               "activation_dropout": 0.0}  # fmt: skip
+
+
+def llama_block_refusals(c) -> list[str]:
+    """What of a LLaMA-shaped config our block cannot hold: another activation, a head width that does not split the
+    width evenly, a rotary scaling other than none."""
+    reasons = []
+    if c.hidden_act != "silu":
+        reasons.append(f"hidden_act={c.hidden_act} (the SwiGLU FFN here is silu's)")
+    head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    if head_dim * c.num_attention_heads != c.hidden_size:
+        reasons.append(f"head_dim={head_dim} with {c.num_attention_heads} heads is not hidden_size={c.hidden_size} "
+                       "(heads here split the width)")  # fmt: skip
+    rope_type = (c.rope_parameters or {}).get("rope_type", "default")
+    if rope_type != "default":
+        reasons.append(f"rope_type={rope_type} (rotary scaling; only unscaled rotary positions, rope_type=default)")
+    return reasons
+
+
+def llama_refusals(c) -> list[str]:
+    reasons = llama_block_refusals(c)
+    if c.attention_bias != c.mlp_bias:
+        reasons.append(f"attention_bias={c.attention_bias} with mlp_bias={c.mlp_bias} (biases are on both or neither)")
+    return reasons
+
+
+def qwen2_refusals(c) -> list[str]:
+    sliding = "sliding_attention" in (c.layer_types or [])
+    return llama_block_refusals(c) + (["sliding-window attention (use_sliding_window=true)"] if sliding else [])
+
+
+def mistral_refusals(c) -> list[str]:
+    """A window at least as long as the longest sequence the model reads never masks anything: held."""
+    window = c.sliding_window
+    sliding = window is not None and window < c.max_position_embeddings
+    return llama_block_refusals(c) + ([f"sliding-window attention (sliding_window={window} < "
+                                       f"max_position_embeddings={c.max_position_embeddings})"] if sliding else [])
+
+
+FAMILIES = {
+    family.architecture: family
+    for family in (
+        Family("LlamaForCausalLM", LLAMA_WEIGHTS, LLAMA_CONFIG | {"attention_bias": "bias"}, LLAMA_FIXED,
+               llama_refusals, LLAMA_DROPPED),
+        Family("Qwen2ForCausalLM", LLAMA_WEIGHTS, LLAMA_CONFIG, LLAMA_FIXED | {"bias": False, "qkv_bias": True},
+               qwen2_refusals, LLAMA_DROPPED),
+        Family("MistralForCausalLM", LLAMA_WEIGHTS, LLAMA_CONFIG, LLAMA_FIXED | {"bias": False}, mistral_refusals,
+               LLAMA_DROPPED),
+    )
+}  # fmt: skip

@@ -1,0 +1,158 @@
+"""A pretrained Hugging Face checkpoint as our model, its weights and config read through one family's tables
+(frozen_sweep.weights.hf_tables):
+
+    from frozen_sweep.weights.pretrained import load_pretrained
+    model, model_cfg, info = load_pretrained("path/to/dir")  # a directory written by save_pretrained
+    model, model_cfg, info = load_pretrained("Qwen/Qwen2.5-0.5B", revision="main")  # a hub name, pinned to a commit
+
+`model` is a `Transformer` in eval mode holding every weight of the checkpoint (float32 unless `dtype` says
+otherwise), all trainable; `model_cfg` the model group's config it was built from (config.json through the family's
+table); `info` what was read: the source, the commit a hub name resolved to, the directory (its tokenizer files are
+there: `AutoTokenizer.from_pretrained(info["directory"])`), the architecture and the parameters per component. Its
+logits are the transformers model's to float rounding.
+
+Read: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, from safetensors. Refused in one line, naming what it
+is: another architecture, remote code (`auto_map`), a pickle-only or quantised checkpoint, a config our model cannot
+hold (sliding windows, rotary scaling, another activation or head width, ...), tensors with no place in our model or
+missing from the checkpoint, an output projection that the config ties but the checkpoint does not.
+"""
+
+import json
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from frozen_sweep.config.model import ModelConfig
+from frozen_sweep.model import Transformer
+from frozen_sweep.use.errors import UsageError
+from frozen_sweep.weights.freeze import parameter_counts
+from frozen_sweep.weights.hf_tables import FAMILIES, Family, inverse, is_dropped, rename
+
+SUPPORTED = (f"supported: {', '.join(FAMILIES)} (full attention, unscaled rotary positions), from safetensors "
+             "(model.safetensors or model.safetensors.index.json)")  # fmt: skip
+PICKLES = ("*.bin", "*.pt", "*.pth", "*.ckpt")
+
+
+def load_pretrained(source: str | Path, revision: str | None = None, cache_dir: str | Path | None = None,
+                    dtype: torch.dtype = torch.float32) -> tuple[Transformer, DictConfig, dict]:  # fmt: skip
+    """`source` (a directory or a hub name at `revision`, `cache_dir` the hub cache) as (model, model config, info)."""
+    directory, commit = locate(source, revision, cache_dir)
+    family, hf_config = read_config(directory, str(source))
+    model_cfg = model_config(family, hf_config)
+    state = our_state(read_weights(directory, str(source), dtype), family, hf_config.tie_word_embeddings, str(source))
+    model = build(model_cfg, hf_config, state, family, str(source))
+    info = {"source": str(source), "revision": revision, "commit": commit, "directory": str(directory),
+            "architecture": family.architecture, **parameter_counts(model)}  # fmt: skip
+    return model, model_cfg, info
+
+
+def locate(source: str | Path, revision: str | None, cache_dir) -> tuple[Path, str | None]:
+    """A local directory (no commit), or a hub name's snapshot and its commit."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        if revision is not None:
+            raise UsageError(f"{source} is a directory; a revision is for a hub name")
+        return path, None
+    if path.exists() or str(source).startswith((".", "/", "~")) or str(source).count("/") > 1:
+        raise UsageError(f"{source}: no such directory (a checkpoint is a directory written by save_pretrained, or "
+                         "a hub name such as Qwen/Qwen2.5-0.5B)")  # fmt: skip
+    from frozen_sweep.weights.hub_snapshot import snapshot
+
+    return snapshot(str(source), revision, cache_dir)
+
+
+def read_config(directory: Path, source: str):
+    """The family of config.json's architecture, and config.json as its transformers config class reads it."""
+    try:
+        raw = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{source}: no readable config.json ({type(e).__name__}); {SUPPORTED}") from None
+    architectures = raw.get("architectures") or []
+    if "auto_map" in raw:
+        raise UsageError(f"{source}: config.json names remote code (auto_map: {', '.join(raw['auto_map'])}), which "
+                         f"is never run; {SUPPORTED}")  # fmt: skip
+    if len(architectures) != 1 or architectures[0] not in FAMILIES:
+        raise UsageError(f"{source}: architectures={architectures} cannot be imported; {SUPPORTED}")
+    if "quantization_config" in raw:
+        method = raw["quantization_config"].get("quant_method", "?")
+        raise UsageError(f"{source}: quantised weights ({method}) cannot be imported; {SUPPORTED}")
+    from transformers import AutoConfig
+
+    hf_config = AutoConfig.from_pretrained(directory)
+    family = FAMILIES[architectures[0]]
+    reasons = family.refusals(hf_config)
+    if reasons:
+        raise UsageError(f"{source}: {family.architecture} with {'; '.join(reasons)} cannot be imported; {SUPPORTED}")
+    return family, hf_config
+
+
+def model_config(family: Family, hf_config) -> DictConfig:
+    """The model group's config of a checkpoint: its config keys through the family's table, the family's fixed
+    keys, rotary base and tying."""
+    keys = {ours: getattr(hf_config, theirs) for theirs, ours in family.config.items()} | family.fixed
+    keys |= {"name": family.architecture, "rope_base": hf_config.rope_parameters["rope_theta"],
+             "tie_embeddings": "decoder" if hf_config.tie_word_embeddings else "none"}  # fmt: skip
+    return OmegaConf.merge(OmegaConf.structured(ModelConfig), keys)
+
+
+def read_weights(directory: Path, source: str, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """Every tensor of the checkpoint's safetensors files (one, or the shards its index names), as `dtype`."""
+    from safetensors.torch import load_file
+
+    if (directory / "model.safetensors").is_file():
+        files = ["model.safetensors"]
+    elif (directory / "model.safetensors.index.json").is_file():
+        index = json.loads((directory / "model.safetensors.index.json").read_text(encoding="utf-8"))
+        files = sorted(set(index["weight_map"].values()))
+    else:
+        pickles = sorted(p.name for pattern in PICKLES for p in directory.glob(pattern))
+        held = f"it holds {', '.join(pickles)}, a pickle, which is never loaded" if pickles else "it holds no weights"
+        raise UsageError(f"{source}: no model.safetensors or model.safetensors.index.json: {held}; {SUPPORTED}")
+    return {name: t.to(dtype) for file in files for name, t in load_file(directory / file).items()}
+
+
+def our_state(tensors: dict[str, torch.Tensor], family: Family, tied: bool, source: str) -> dict[str, torch.Tensor]:
+    """The checkpoint's tensors under our names; the output projection is the token embedding when tied."""
+    state, unknown = {}, []
+    for name, tensor in tensors.items():
+        ours = rename(name, family.weights)
+        if ours is not None:
+            state[ours] = tensor
+        elif not is_dropped(name, family):
+            unknown.append(name)
+    if unknown:
+        raise UsageError(f"{source}: {len(unknown)} tensors have no place in {family.architecture} as imported here "
+                         f"({', '.join(unknown[:3])}); {SUPPORTED}")  # fmt: skip
+    head, embedding = state.get("output.weight"), state.get("tgt_embed.tokens.weight")
+    if tied and head is not None and embedding is not None and not torch.equal(head, embedding):
+        raise UsageError(f"{source}: config.json ties the output projection to the embedding "
+                         "(tie_word_embeddings=true) but lm_head.weight is not embed_tokens.weight")  # fmt: skip
+    if not tied and head is None:
+        raise UsageError(f"{source}: config.json unties the output projection (tie_word_embeddings=false) but the "
+                         "checkpoint has no lm_head.weight")  # fmt: skip
+    if tied and embedding is not None:
+        state["output.weight"] = embedding
+    return state
+
+
+def build(model_cfg: DictConfig, hf_config, state: dict[str, torch.Tensor], family: Family,
+          source: str) -> Transformer:  # fmt: skip
+    """Our model of `model_cfg` holding `state`, built without drawing any weight (on the meta device); every tensor
+    the model has must be in `state`, with its shape."""
+    with torch.device("meta"):
+        model = Transformer(model_cfg, hf_config.vocab_size, hf_config.pad_token_id)
+    expected = {name: p.shape for name, p in model.state_dict().items()}
+    theirs = inverse(family.weights)
+    missing = [rename(name, theirs) for name in expected if name not in state]
+    extra = [rename(name, theirs) for name in state if name not in expected]
+    wrong = [f"{rename(name, theirs)} {tuple(state[name].shape)}, not {tuple(shape)}"
+             for name, shape in expected.items() if name in state and state[name].shape != shape]  # fmt: skip
+    if missing or extra or wrong:
+        what = "; ".join(f"{kind} {', '.join(names[:3])}" for kind, names in
+                         (("missing", missing), ("not in it", extra), ("shapes", wrong)) if names)  # fmt: skip
+        raise UsageError(f"{source}: its tensors are not those its config.json describes: {what}")
+    model.load_state_dict(state, assign=True)
+    if hf_config.tie_word_embeddings:  # one parameter again, as the model is built
+        model.output.weight = model.tgt_embed.tokens.weight
+    return model.eval()
