@@ -19,6 +19,7 @@ _INDEX = re.compile(r"\.(\d+)\.")
 @dataclass(frozen=True)
 class Family:
     architecture: str  # config.json's `architectures` entry, the transformers class
+    model_type: str  # config.json's `model_type`, which picks the transformers config class
     weights: dict[str, str]  # the checkpoint's module → ours
     config: dict[str, str]  # the checkpoint's config key → our model key
     fixed: dict  # our model keys every checkpoint of the family has
@@ -109,11 +110,11 @@ def mistral_refusals(c) -> list[str]:
 FAMILIES = {
     family.architecture: family
     for family in (
-        Family("LlamaForCausalLM", LLAMA_WEIGHTS, LLAMA_CONFIG | {"attention_bias": "bias"}, LLAMA_FIXED,
+        Family("LlamaForCausalLM", "llama", LLAMA_WEIGHTS, LLAMA_CONFIG | {"attention_bias": "bias"}, LLAMA_FIXED,
                llama_refusals, LLAMA_DROPPED),
-        Family("Qwen2ForCausalLM", LLAMA_WEIGHTS, LLAMA_CONFIG, LLAMA_FIXED | {"bias": False, "qkv_bias": True},
+        Family("Qwen2ForCausalLM", "qwen2", LLAMA_WEIGHTS, LLAMA_CONFIG, LLAMA_FIXED | {"bias": False, "qkv_bias": True},
                qwen2_refusals, LLAMA_DROPPED),
-        Family("MistralForCausalLM", LLAMA_WEIGHTS, LLAMA_CONFIG, LLAMA_FIXED | {"bias": False}, mistral_refusals,
+        Family("MistralForCausalLM", "mistral", LLAMA_WEIGHTS, LLAMA_CONFIG, LLAMA_FIXED | {"bias": False}, mistral_refusals,
                LLAMA_DROPPED),
     )
 }  # fmt: skip

@@ -77,10 +77,13 @@ def read_config(directory: Path, source: str):
     if "quantization_config" in raw:
         method = raw["quantization_config"].get("quant_method", "?")
         raise UsageError(f"{source}: quantised weights ({method}) cannot be imported; {SUPPORTED}")
+    family = FAMILIES[architectures[0]]
+    if raw.get("model_type") != family.model_type:
+        raise UsageError(f"{source}: {family.architecture} with model_type={raw.get('model_type')} (its own is "
+                         f"{family.model_type}) cannot be imported; {SUPPORTED}")  # fmt: skip
     from transformers import AutoConfig
 
     hf_config = AutoConfig.from_pretrained(directory)
-    family = FAMILIES[architectures[0]]
     reasons = family.refusals(hf_config)
     if reasons:
         raise UsageError(f"{source}: {family.architecture} with {'; '.join(reasons)} cannot be imported; {SUPPORTED}")
@@ -149,9 +152,9 @@ def build(model_cfg: DictConfig, hf_config, state: dict[str, torch.Tensor], fami
     wrong = [f"{rename(name, theirs)} {tuple(state[name].shape)}, not {tuple(shape)}"
              for name, shape in expected.items() if name in state and state[name].shape != shape]  # fmt: skip
     if missing or extra or wrong:
-        what = "; ".join(f"{kind} {', '.join(names[:3])}" for kind, names in
-                         (("missing", missing), ("not in it", extra), ("shapes", wrong)) if names)  # fmt: skip
-        raise UsageError(f"{source}: its tensors are not those its config.json describes: {what}")
+        what = "; ".join(f"{kind}: {', '.join(sorted(names)[:3])}" for kind, names in
+                         (("missing", missing), ("unexpected", extra), ("other shapes", wrong)) if names)  # fmt: skip
+        raise UsageError(f"{source}: its tensors are not those its config.json describes ({what})")
     model.load_state_dict(state, assign=True)
     if hf_config.tie_word_embeddings:  # one parameter again, as the model is built
         model.output.weight = model.tgt_embed.tokens.weight

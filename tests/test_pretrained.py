@@ -1,0 +1,196 @@
+"""Pretrained Hugging Face checkpoints imported: tiny LLaMA, Qwen2 and Mistral models with random weights, saved by
+transformers (safetensors) with a BPE tokenizer trained on KJV verses beside them, give transformers' logits on verses
+their own tokenizer encodes, and transformers' parameters per component; what our model cannot hold is refused in one
+line; a hub name is read offline from a hub cache populated here, at the commit its branch names."""
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from frozen_sweep import pretrained
+from frozen_sweep.data.shipped import read_shipped, shipped_path
+from frozen_sweep.use.errors import UsageError
+from frozen_sweep.weights.pretrained import load_pretrained
+
+transformers = pytest.importorskip("transformers")
+
+VERSES = [text for _, text in read_shipped(shipped_path("engKJV2006eb")) if text]
+TINY = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            max_position_embeddings=256, rms_norm_eps=1e-6)  # fmt: skip
+FAMILIES = {  # a case → its transformers class, and its config beyond TINY
+    "llama": ("Llama", {"rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}}),
+    "llama-biases-tied": ("Llama", {"attention_bias": True, "mlp_bias": True, "tie_word_embeddings": True}),
+    "qwen2": ("Qwen2", {"tie_word_embeddings": True}),
+    "mistral": ("Mistral", {"sliding_window": None}),
+    "mistral-window-as-long-as-the-model": ("Mistral", {"sliding_window": 256}),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    """A byte-level BPE trained on 400 verses, as the checkpoint's own tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer, bpe.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+    bpe.train_from_iterator(VERSES[:400], trainers.BpeTrainer(vocab_size=300, special_tokens=["<pad>", "<s>", "</s>"]))
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", bos_token="<s>",
+                                                eos_token="</s>")  # fmt: skip
+
+
+def save_checkpoint(directory, tokenizer, family: str = "Llama", **config):
+    """A transformers model of `family` with every weight drawn at random, saved with its tokenizer beside it."""
+    hf_config = getattr(transformers, f"{family}Config")(**(TINY | {"vocab_size": len(tokenizer)} | config))
+    torch.manual_seed(0)
+    hf = getattr(transformers, f"{family}ForCausalLM")(hf_config).eval()
+    with torch.no_grad():
+        for p in hf.parameters():  # norms' gains and biases too: each tensor must land in its place
+            p.normal_(std=0.3)
+    hf.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return hf
+
+
+def hf_components(hf: nn.Module) -> dict[str, int]:
+    """transformers' parameters per component, by its own module types: embeddings and lm_head, attention, MLP,
+    the rest (norms)."""
+    owner = {}
+    for name, module in hf.named_modules():
+        kind = type(module).__name__
+        component = ("emb" if isinstance(module, nn.Embedding) or name == "lm_head" else "att" if
+                     kind.endswith("Attention") else "ffn" if kind.endswith("MLP") else None)  # fmt: skip
+        owner |= {id(p): component for p in module.parameters()} if component else {}
+    counts = {"emb": 0, "att": 0, "ffn": 0, "other": 0}
+    for p in hf.parameters():  # a tied weight once
+        counts[owner.get(id(p), "other")] += p.numel()
+    return counts
+
+
+@pytest.mark.parametrize("case", FAMILIES)
+def test_an_imported_checkpoint_gives_transformers_logits_on_text_its_tokenizer_encodes(case, tokenizer, tmp_path):
+    family, config = FAMILIES[case]
+    hf = save_checkpoint(tmp_path, tokenizer, family, **config)
+    model, model_cfg, info = load_pretrained(tmp_path)
+    own = transformers.AutoTokenizer.from_pretrained(info["directory"])
+    batch = own(VERSES[1000:1008], padding=True, return_tensors="pt")  # right-padded
+    real = batch.attention_mask.bool()  # (B, T)
+    with torch.no_grad():
+        theirs = hf(**batch).logits  # (B, T, V)
+        ours = model.decode(batch.input_ids)  # causal: a real position never reads the padding after it
+    assert real.sum() > 8 * 20 and not real.all()
+    assert (theirs - ours)[real].abs().max() <= 1e-4
+    assert (model_cfg.kv_heads, model_cfg.decoder_layers, info["architecture"]) == (2, 2, f"{family}ForCausalLM")
+    assert info["commit"] is None and model.training is False
+
+
+@pytest.mark.parametrize("case", FAMILIES)
+def test_an_imported_checkpoint_has_transformers_parameters_per_component(case, tokenizer, tmp_path):
+    family, config = FAMILIES[case]
+    hf = save_checkpoint(tmp_path, tokenizer, family, **config)
+    model, _, info = load_pretrained(tmp_path)
+    assert {c: n["total"] for c, n in info["params_by_component"].items() if c != "head"} == hf_components(hf)
+    assert info["params_total"] == sum(p.numel() for p in hf.parameters())
+    tied = config.get("tie_word_embeddings", False)
+    assert (model.output.weight is model.tgt_embed.tokens.weight) == tied
+    assert all(p.requires_grad and p.dtype == torch.float32 for p in model.parameters())
+
+
+def rewrite_config(directory, **changes) -> None:
+    path = directory / "config.json"
+    path.write_text(json.dumps(json.loads(path.read_text()) | changes))
+
+
+def rewrite_weights(directory, drop=(), **add) -> None:
+    tensors = {k: v for k, v in load_file(directory / "model.safetensors").items() if k not in drop} | add
+    save_file(tensors, directory / "model.safetensors", metadata={"format": "pt"})
+
+
+def pickle_only(directory) -> None:
+    torch.save(load_file(directory / "model.safetensors"), directory / "pytorch_model.bin")
+    (directory / "model.safetensors").unlink()
+
+
+REFUSED = {  # a case → (the family and config saved, what is done to the saved directory, what the refusal says)
+    "another architecture": ("Mistral", {}, lambda d: rewrite_config(d, architectures=["GPT2LMHeadModel"]),
+                             r"architectures=\['GPT2LMHeadModel'\] cannot be imported"),
+    "remote code": ("Llama", {}, lambda d: rewrite_config(d, auto_map={"AutoModelForCausalLM": "my.MyLM"}),
+                    r"config.json names remote code \(auto_map: AutoModelForCausalLM\), which is never run"),
+    "pickle only": ("Llama", {}, pickle_only, r"no model.safetensors .*: it holds pytorch_model.bin, a pickle"),
+    "quantised": ("Llama", {}, lambda d: rewrite_config(d, quantization_config={"quant_method": "gptq"}),
+                  r"quantised weights \(gptq\)"),
+    "mistral's window": ("Mistral", {"sliding_window": 16}, None,
+                         r"sliding-window attention \(sliding_window=16 < max_position_embeddings=256\)"),
+    "qwen2's window": ("Qwen2", {"use_sliding_window": True, "sliding_window": 16, "max_window_layers": 0}, None,
+                       r"Qwen2ForCausalLM with sliding-window attention"),
+    "rope scaling": ("Llama", {"rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}}, None,
+                     r"rope_type=linear \(rotary scaling"),
+    "activation": ("Llama", {"hidden_act": "gelu"}, None, r"hidden_act=gelu"),
+    "head width": ("Llama", {"head_dim": 16}, None, r"head_dim=16 with 4 heads is not hidden_size=32"),
+    "biases": ("Llama", {"attention_bias": True}, None, r"attention_bias=True with mlp_bias=False"),
+    "untied, no head": ("Llama", {}, lambda d: rewrite_weights(d, drop=["lm_head.weight"]),
+                        r"unties the output projection \(tie_word_embeddings=false\) but the checkpoint has no "
+                        r"lm_head.weight"),
+    "tied, another head": ("Llama", {"tie_word_embeddings": True},
+                           lambda d: rewrite_weights(d, **{"lm_head.weight": torch.ones(300, 32)}),
+                           r"ties the output projection .* but lm_head.weight is not embed_tokens.weight"),
+    "a tensor of no place": ("Llama", {}, lambda d: rewrite_weights(d, **{"model.layers.0.mlp.x.weight": torch.ones(1)}),
+                             r"1 tensors have no place in LlamaForCausalLM .*\(model.layers.0.mlp.x.weight\)"),
+    "a missing tensor": ("Llama", {}, lambda d: rewrite_weights(d, drop=["model.layers.1.mlp.up_proj.weight"]),
+                         r"not those its config.json describes \(missing: model.layers.1.mlp.up_proj.weight\)"),
+    "another model type": ("Qwen2", {}, lambda d: rewrite_config(d, architectures=["LlamaForCausalLM"]),
+                           r"LlamaForCausalLM with model_type=qwen2 \(its own is llama\)"),
+    "biases its config lacks": ("Qwen2", {}, lambda d: rewrite_config(d, architectures=["LlamaForCausalLM"],
+                                                                       model_type="llama"),
+                                r"describes \(unexpected: model.layers.0.self_attn.k_proj.bias, model.layers.0.self_attn.q_proj.bias, "
+                                r"model.layers.0.self_attn.v_proj.bias\)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_what_our_model_cannot_hold_is_refused_in_one_line_naming_it(case, tokenizer, tmp_path):
+    family, config, alter, message = REFUSED[case]
+    save_checkpoint(tmp_path, tokenizer, family, **config)
+    if alter is not None:
+        alter(tmp_path)
+    with pytest.raises(UsageError, match=message) as refused:
+        load_pretrained(tmp_path)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_rotary_buffer_older_checkpoints_saved_is_dropped(tokenizer, tmp_path):
+    hf = save_checkpoint(tmp_path, tokenizer)
+    rewrite_weights(tmp_path, **{"model.layers.1.self_attn.rotary_emb.inv_freq": torch.ones(4)})
+    ids = torch.tensor([tokenizer(VERSES[5]).input_ids])  # (1, T)
+    with torch.no_grad():
+        assert (hf(ids).logits - load_pretrained(tmp_path)[0].decode(ids)).abs().max() <= 1e-4
+
+
+def test_a_hub_name_is_read_offline_from_the_hub_cache_at_its_branchs_commit_once_per_process(tokenizer, tmp_path,
+                                                                                                 monkeypatch, capsys):  # fmt: skip
+    cache, commit, later = tmp_path / "hub", "0123456789abcdef0123456789abcdef01234567", "f" * 40
+    repo = cache / "models--tiny--qwen"  # the hub cache's layout: refs/<branch> names snapshots/<commit>/
+    save_checkpoint(repo / "snapshots" / commit, tokenizer, "Qwen2")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _, _, info = load_pretrained("tiny/qwen", cache_dir=cache)
+    assert (info["commit"], info["directory"]) == (commit, str(repo / "snapshots" / commit))
+    (repo / "refs" / "main").write_text(later)  # the branch moves: this process keeps the commit it resolved
+    assert load_pretrained("tiny/qwen", cache_dir=cache)[2]["commit"] == commit
+    assert load_pretrained("tiny/qwen", revision=commit, cache_dir=cache)[2]["commit"] == commit
+    with pytest.raises(UsageError, match=r"^tiny/absent \(revision main\) is not in the hub cache \(HF_HOME\) and "
+                       r"HF_HUB_OFFLINE=1 is set: .* run `python -m frozen_sweep.pretrained tiny/absent`"):  # fmt: skip
+        load_pretrained("tiny/absent", cache_dir=cache)
+    with pytest.raises(UsageError, match="is a directory; a revision is for a hub name"):
+        load_pretrained(repo / "snapshots" / commit, revision="main")
+
+
+def test_the_command_prints_the_commit_model_config_and_components(tokenizer, tmp_path, capsys):
+    save_checkpoint(tmp_path, tokenizer, "Qwen2")
+    pretrained.main([str(tmp_path)])
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["model"] | {"norm": "rms", "qkv_bias": True, "bias": False, "d_model": 32} == printed["model"]
+    assert printed["architecture"] == "Qwen2ForCausalLM" and printed["params_by_component"]["att"]["total"] > 0
