@@ -18,8 +18,8 @@ from frozen_sweep.weights.pretrained import load_pretrained
 transformers = pytest.importorskip("transformers")
 
 VERSES = [text for _, text in read_shipped(shipped_path("engKJV2006eb")) if text]
-TINY = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-            max_position_embeddings=256, rms_norm_eps=1e-6)  # fmt: skip
+TINY = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "max_position_embeddings": 256, "rms_norm_eps": 1e-6}  # fmt: skip
 FAMILIES = {  # a case → its transformers class, and its config beyond TINY
     "llama": ("Llama", {"rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}}),
     "llama-biases-tied": ("Llama", {"attention_bias": True, "mlp_bias": True, "tie_word_embeddings": True}),
@@ -131,12 +131,12 @@ REFUSED = {  # a case → (the family and config saved, what is done to the save
     "head width": ("Llama", {"head_dim": 16}, None, r"head_dim=16 with 4 heads is not hidden_size=32"),
     "biases": ("Llama", {"attention_bias": True}, None, r"attention_bias=True with mlp_bias=False"),
     "untied, no head": ("Llama", {}, lambda d: rewrite_weights(d, drop=["lm_head.weight"]),
-                        r"unties the output projection \(tie_word_embeddings=false\) but the checkpoint has no "
-                        r"lm_head.weight"),
+                        r"unties the output projection \(tie_word_embeddings=false\) but .* no lm_head.weight"),
     "tied, another head": ("Llama", {"tie_word_embeddings": True},
                            lambda d: rewrite_weights(d, **{"lm_head.weight": torch.ones(300, 32)}),
                            r"ties the output projection .* but lm_head.weight is not embed_tokens.weight"),
-    "a tensor of no place": ("Llama", {}, lambda d: rewrite_weights(d, **{"model.layers.0.mlp.x.weight": torch.ones(1)}),
+    "a tensor of no place": ("Llama", {},
+                             lambda d: rewrite_weights(d, **{"model.layers.0.mlp.x.weight": torch.ones(1)}),
                              r"1 tensors have no place in LlamaForCausalLM .*\(model.layers.0.mlp.x.weight\)"),
     "a missing tensor": ("Llama", {}, lambda d: rewrite_weights(d, drop=["model.layers.1.mlp.up_proj.weight"]),
                          r"not those its config.json describes \(missing: model.layers.1.mlp.up_proj.weight\)"),
@@ -144,8 +144,7 @@ REFUSED = {  # a case → (the family and config saved, what is done to the save
                            r"LlamaForCausalLM with model_type=qwen2 \(its own is llama\)"),
     "biases its config lacks": ("Qwen2", {}, lambda d: rewrite_config(d, architectures=["LlamaForCausalLM"],
                                                                        model_type="llama"),
-                                r"describes \(unexpected: model.layers.0.self_attn.k_proj.bias, model.layers.0.self_attn.q_proj.bias, "
-                                r"model.layers.0.self_attn.v_proj.bias\)"),
+                                r"describes \(unexpected: model.layers.0.self_attn.k_proj.bias, .*v_proj.bias\)"),
 }  # fmt: skip
 
 
@@ -168,8 +167,7 @@ def test_a_rotary_buffer_older_checkpoints_saved_is_dropped(tokenizer, tmp_path)
         assert (hf(ids).logits - load_pretrained(tmp_path)[0].decode(ids)).abs().max() <= 1e-4
 
 
-def test_a_hub_name_is_read_offline_from_the_hub_cache_at_its_branchs_commit_once_per_process(tokenizer, tmp_path,
-                                                                                                 monkeypatch, capsys):  # fmt: skip
+def test_a_hub_name_is_read_offline_from_the_hub_cache_at_its_commit_once_per_process(tokenizer, tmp_path, monkeypatch):
     cache, commit, later = tmp_path / "hub", "0123456789abcdef0123456789abcdef01234567", "f" * 40
     repo = cache / "models--tiny--qwen"  # the hub cache's layout: refs/<branch> names snapshots/<commit>/
     save_checkpoint(repo / "snapshots" / commit, tokenizer, "Qwen2")

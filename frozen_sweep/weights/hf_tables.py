@@ -9,8 +9,8 @@ in) to our model keys; `fixed` holds the model keys every checkpoint of the fami
 """
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 LAYER = "{}"  # a layer's index in a table's names
 _INDEX = re.compile(r"\.(\d+)\.")
@@ -101,10 +101,10 @@ def qwen2_refusals(c) -> list[str]:
 
 def mistral_refusals(c) -> list[str]:
     """A window at least as long as the longest sequence the model reads never masks anything: held."""
-    window = c.sliding_window
-    sliding = window is not None and window < c.max_position_embeddings
-    return llama_block_refusals(c) + ([f"sliding-window attention (sliding_window={window} < "
-                                       f"max_position_embeddings={c.max_position_embeddings})"] if sliding else [])
+    window, longest = c.sliding_window, c.max_position_embeddings
+    sliding = window is not None and window < longest
+    windowed = [f"sliding-window attention (sliding_window={window} < max_position_embeddings={longest})"]
+    return llama_block_refusals(c) + (windowed if sliding else [])
 
 
 FAMILIES = {
@@ -112,9 +112,9 @@ FAMILIES = {
     for family in (
         Family("LlamaForCausalLM", "llama", LLAMA_WEIGHTS, LLAMA_CONFIG | {"attention_bias": "bias"}, LLAMA_FIXED,
                llama_refusals, LLAMA_DROPPED),
-        Family("Qwen2ForCausalLM", "qwen2", LLAMA_WEIGHTS, LLAMA_CONFIG, LLAMA_FIXED | {"bias": False, "qkv_bias": True},
-               qwen2_refusals, LLAMA_DROPPED),
-        Family("MistralForCausalLM", "mistral", LLAMA_WEIGHTS, LLAMA_CONFIG, LLAMA_FIXED | {"bias": False}, mistral_refusals,
-               LLAMA_DROPPED),
+        Family("Qwen2ForCausalLM", "qwen2", LLAMA_WEIGHTS, LLAMA_CONFIG,
+               LLAMA_FIXED | {"bias": False, "qkv_bias": True}, qwen2_refusals, LLAMA_DROPPED),
+        Family("MistralForCausalLM", "mistral", LLAMA_WEIGHTS, LLAMA_CONFIG, LLAMA_FIXED | {"bias": False},
+               mistral_refusals, LLAMA_DROPPED),
     )
 }  # fmt: skip

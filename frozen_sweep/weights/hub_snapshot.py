@@ -20,9 +20,7 @@ _commits: dict[tuple, str] = {}  # (name, revision asked, cache) → commit: res
 def snapshot(name: str, revision: str | None = None, cache_dir: str | Path | None = None) -> tuple[Path, str]:
     """The directory of hub model `name` at `revision` (a branch, tag or commit; None: main) and its commit;
     `cache_dir`: the hub cache (default HF_HOME's)."""
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
-    from huggingface_hub.errors import RevisionNotFoundError
+    from huggingface_hub import errors, snapshot_download
 
     asked = revision or "main"
     key = (name, asked, str(cache_dir))
@@ -30,12 +28,12 @@ def snapshot(name: str, revision: str | None = None, cache_dir: str | Path | Non
     try:
         path = snapshot_download(name, revision=_commits.get(key, asked), cache_dir=cache_dir,
                                  allow_patterns=FILES, local_files_only=offline is not None)  # fmt: skip
-    except LocalEntryNotFoundError:
+    except errors.LocalEntryNotFoundError:
         why = f"{offline} is set" if offline else "the hub cannot be reached"
         raise UsageError(f"{name} (revision {asked}) is not in the hub cache (HF_HOME) and {why}: where there is a "
                          f"network, run `python -m frozen_sweep.pretrained {name}` once with the same HF_HOME, or "
                          "give a directory saved by save_pretrained") from None  # fmt: skip
-    except (RepositoryNotFoundError, GatedRepoError, RevisionNotFoundError) as e:
+    except (errors.RepositoryNotFoundError, errors.GatedRepoError, errors.RevisionNotFoundError) as e:
         raise UsageError(f"{name} (revision {asked}): {type(e).__name__}: {str(e).splitlines()[0]}") from None
     commit = Path(path).name  # snapshots/<commit>
     _commits[key] = commit
