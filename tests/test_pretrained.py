@@ -3,7 +3,9 @@ transformers (safetensors) with a BPE tokenizer trained on KJV verses beside the
 their own tokenizer encodes, and transformers' parameters per component; what our model cannot hold is refused in one
 line; a hub name is read offline from a hub cache populated here, at the commit its branch names."""
 
+import http.server
 import json
+import threading
 
 import pytest
 import torch
@@ -167,13 +169,40 @@ def test_a_rotary_buffer_older_checkpoints_saved_is_dropped(tokenizer, tmp_path)
         assert (hf(ids).logits - load_pretrained(tmp_path)[0].decode(ids)).abs().max() <= 1e-4
 
 
-def test_a_hub_name_is_read_offline_from_the_hub_cache_at_its_commit_once_per_process(tokenizer, tmp_path, monkeypatch):
+@pytest.fixture
+def hub_endpoint(monkeypatch):
+    """The hub's address pointed at a server on this machine that records every request it gets (answering 404), in a
+    process that was online when it imported huggingface_hub."""
+    import huggingface_hub
+
+    requests = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            requests.append(self.path)
+            self.send_error(404)
+
+        do_HEAD = do_GET
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # as imported by an online process
+    yield requests
+    server.shutdown()
+
+
+def test_a_hub_name_is_read_offline_from_the_hub_cache_at_its_commit_once_per_process(tokenizer, tmp_path, monkeypatch,
+                                                                                         hub_endpoint):  # fmt: skip
     cache, commit, later = tmp_path / "hub", "0123456789abcdef0123456789abcdef01234567", "f" * 40
     repo = cache / "models--tiny--qwen"  # the hub cache's layout: refs/<branch> names snapshots/<commit>/
     save_checkpoint(repo / "snapshots" / commit, tokenizer, "Qwen2")
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(commit)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # set after huggingface_hub was imported
     _, _, info = load_pretrained("tiny/qwen", cache_dir=cache)
     assert (info["commit"], info["directory"]) == (commit, str(repo / "snapshots" / commit))
     (repo / "refs" / "main").write_text(later)  # the branch moves: this process keeps the commit it resolved
@@ -182,6 +211,7 @@ def test_a_hub_name_is_read_offline_from_the_hub_cache_at_its_commit_once_per_pr
     with pytest.raises(UsageError, match=r"^tiny/absent \(revision main\) is not in the hub cache \(HF_HOME\) and "
                        r"HF_HUB_OFFLINE=1 is set: .* run `python -m frozen_sweep.pretrained tiny/absent`"):  # fmt: skip
         load_pretrained("tiny/absent", cache_dir=cache)
+    assert hub_endpoint == []  # the hub was never asked
     with pytest.raises(UsageError, match="is a directory; a revision is for a hub name"):
         load_pretrained(repo / "snapshots" / commit, revision="main")
 
