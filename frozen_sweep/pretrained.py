@@ -14,6 +14,7 @@ import json
 from omegaconf import OmegaConf
 
 from frozen_sweep.use import command_line
+from frozen_sweep.use.errors import UsageError
 
 
 def main(argv=None) -> None:
@@ -21,9 +22,13 @@ def main(argv=None) -> None:
     p.add_argument("source", metavar="SOURCE", help="a directory written by save_pretrained, or a hub name")
     p.add_argument("--revision", help="a hub name's branch, tag or commit (default: main)")
     args = p.parse_args(argv)
+    from frozen_sweep.weights.hf_tables import PretrainedError
     from frozen_sweep.weights.pretrained import load_pretrained
 
-    _, model_cfg, info = load_pretrained(args.source, args.revision)
+    try:
+        _, model_cfg, info = load_pretrained(args.source, args.revision)
+    except PretrainedError as e:
+        raise UsageError(str(e)) from None
     print(json.dumps(info | {"model": OmegaConf.to_container(model_cfg, enum_to_str=True)}, indent=1))
 
 

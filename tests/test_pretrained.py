@@ -14,7 +14,7 @@ from torch import nn
 
 from frozen_sweep import pretrained
 from frozen_sweep.data.shipped import read_shipped, shipped_path
-from frozen_sweep.use.errors import UsageError
+from frozen_sweep.weights.hf_tables import PretrainedError
 from frozen_sweep.weights.pretrained import load_pretrained
 
 transformers = pytest.importorskip("transformers")
@@ -156,7 +156,7 @@ def test_what_our_model_cannot_hold_is_refused_in_one_line_naming_it(case, token
     save_checkpoint(tmp_path, tokenizer, family, **config)
     if alter is not None:
         alter(tmp_path)
-    with pytest.raises(UsageError, match=message) as refused:
+    with pytest.raises(PretrainedError, match=message) as refused:
         load_pretrained(tmp_path)
     assert "\n" not in str(refused.value)
 
@@ -208,11 +208,11 @@ def test_a_hub_name_is_read_offline_from_the_hub_cache_at_its_commit_once_per_pr
     (repo / "refs" / "main").write_text(later)  # the branch moves: this process keeps the commit it resolved
     assert load_pretrained("tiny/qwen", cache_dir=cache)[2]["commit"] == commit
     assert load_pretrained("tiny/qwen", revision=commit, cache_dir=cache)[2]["commit"] == commit
-    with pytest.raises(UsageError, match=r"^tiny/absent \(revision main\) is not in the hub cache \(HF_HOME\) and "
+    with pytest.raises(PretrainedError, match=r"^tiny/absent \(revision main\) is not in the hub cache \(HF_HOME\) and "
                        r"HF_HUB_OFFLINE=1 is set: .* run `python -m frozen_sweep.pretrained tiny/absent`"):  # fmt: skip
         load_pretrained("tiny/absent", cache_dir=cache)
     assert hub_endpoint == []  # the hub was never asked
-    with pytest.raises(UsageError, match="is a directory; a revision is for a hub name"):
+    with pytest.raises(PretrainedError, match="is a directory; a revision is for a hub name"):
         load_pretrained(repo / "snapshots" / commit, revision="main")
 
 

@@ -9,7 +9,7 @@ weights and the tokenizer's files (never a pickle checkpoint, never code).
 from pathlib import Path
 
 from frozen_sweep.data.hub import offline_variable
-from frozen_sweep.use.errors import UsageError
+from frozen_sweep.weights.hf_tables import PretrainedError
 
 FILES = ["config.json", "generation_config.json", "*.safetensors", "model.safetensors.index.json", "tokenizer*",
          "special_tokens_map.json", "vocab.*", "merges.txt"]  # fmt: skip
@@ -30,11 +30,11 @@ def snapshot(name: str, revision: str | None = None, cache_dir: str | Path | Non
                                  allow_patterns=FILES, local_files_only=offline is not None)  # fmt: skip
     except errors.LocalEntryNotFoundError:
         why = f"{offline} is set" if offline else "the hub cannot be reached"
-        raise UsageError(f"{name} (revision {asked}) is not in the hub cache (HF_HOME) and {why}: where there is a "
+        raise PretrainedError(f"{name} (revision {asked}) is not in the hub cache (HF_HOME) and {why}: where there is a "
                          f"network, run `python -m frozen_sweep.pretrained {name}` once with the same HF_HOME, or "
                          "give a directory saved by save_pretrained") from None  # fmt: skip
     except (errors.RepositoryNotFoundError, errors.GatedRepoError, errors.RevisionNotFoundError) as e:
-        raise UsageError(f"{name} (revision {asked}): {type(e).__name__}: {str(e).splitlines()[0]}") from None
+        raise PretrainedError(f"{name} (revision {asked}): {type(e).__name__}: {str(e).splitlines()[0]}") from None
     commit = Path(path).name  # snapshots/<commit>
     _commits[key] = commit
     return Path(path), commit

@@ -25,9 +25,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from frozen_sweep.config.model import ModelConfig
 from frozen_sweep.model import Transformer
-from frozen_sweep.use.errors import UsageError
 from frozen_sweep.weights.freeze import parameter_counts
-from frozen_sweep.weights.hf_tables import FAMILIES, Family, inverse, is_dropped, rename
+from frozen_sweep.weights.hf_tables import FAMILIES, Family, PretrainedError, inverse, is_dropped, rename
 
 SUPPORTED = (f"supported: {', '.join(FAMILIES)} (full attention, unscaled rotary positions), from safetensors "
              "(model.safetensors or model.safetensors.index.json)")  # fmt: skip
@@ -52,10 +51,10 @@ def locate(source: str | Path, revision: str | None, cache_dir) -> tuple[Path, s
     path = Path(source).expanduser()
     if path.is_dir():
         if revision is not None:
-            raise UsageError(f"{source} is a directory; a revision is for a hub name")
+            raise PretrainedError(f"{source} is a directory; a revision is for a hub name")
         return path, None
     if path.exists() or str(source).startswith((".", "/", "~")) or str(source).count("/") > 1:
-        raise UsageError(f"{source}: no such directory (a checkpoint is a directory written by save_pretrained, or "
+        raise PretrainedError(f"{source}: no such directory (a checkpoint is a directory written by save_pretrained, or "
                          "a hub name such as Qwen/Qwen2.5-0.5B)")  # fmt: skip
     from frozen_sweep.weights.hub_snapshot import snapshot
 
@@ -67,26 +66,27 @@ def read_config(directory: Path, source: str):
     try:
         raw = json.loads((directory / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise UsageError(f"{source}: no readable config.json ({type(e).__name__}); {SUPPORTED}") from None
+        raise PretrainedError(f"{source}: no readable config.json ({type(e).__name__}); {SUPPORTED}") from None
     architectures = raw.get("architectures") or []
     if "auto_map" in raw:
-        raise UsageError(f"{source}: config.json names remote code (auto_map: {', '.join(raw['auto_map'])}), which "
+        raise PretrainedError(f"{source}: config.json names remote code (auto_map: {', '.join(raw['auto_map'])}), which "
                          f"is never run; {SUPPORTED}")  # fmt: skip
     if len(architectures) != 1 or architectures[0] not in FAMILIES:
-        raise UsageError(f"{source}: architectures={architectures} cannot be imported; {SUPPORTED}")
+        raise PretrainedError(f"{source}: architectures={architectures} cannot be imported; {SUPPORTED}")
     if "quantization_config" in raw:
         method = raw["quantization_config"].get("quant_method", "?")
-        raise UsageError(f"{source}: quantised weights ({method}) cannot be imported; {SUPPORTED}")
+        raise PretrainedError(f"{source}: quantised weights ({method}) cannot be imported; {SUPPORTED}")
     family = FAMILIES[architectures[0]]
     if raw.get("model_type") != family.model_type:
-        raise UsageError(f"{source}: {family.architecture} with model_type={raw.get('model_type')} (its own is "
+        raise PretrainedError(f"{source}: {family.architecture} with model_type={raw.get('model_type')} (its own is "
                          f"{family.model_type}) cannot be imported; {SUPPORTED}")  # fmt: skip
     from transformers import AutoConfig
 
     hf_config = AutoConfig.from_pretrained(directory)
     reasons = family.refusals(hf_config)
     if reasons:
-        raise UsageError(f"{source}: {family.architecture} with {'; '.join(reasons)} cannot be imported; {SUPPORTED}")
+        what = f"{family.architecture} with {'; '.join(reasons)}"
+        raise PretrainedError(f"{source}: {what} cannot be imported; {SUPPORTED}")
     return family, hf_config
 
 
@@ -111,7 +111,7 @@ def read_weights(directory: Path, source: str, dtype: torch.dtype) -> dict[str, 
     else:
         pickles = sorted(p.name for pattern in PICKLES for p in directory.glob(pattern))
         held = f"it holds {', '.join(pickles)}, a pickle, which is never loaded" if pickles else "it holds no weights"
-        raise UsageError(f"{source}: no model.safetensors or model.safetensors.index.json: {held}; {SUPPORTED}")
+        raise PretrainedError(f"{source}: no model.safetensors or model.safetensors.index.json: {held}; {SUPPORTED}")
     return {name: t.to(dtype) for file in files for name, t in load_file(directory / file).items()}
 
 
@@ -125,14 +125,14 @@ def our_state(tensors: dict[str, torch.Tensor], family: Family, tied: bool, sour
         elif not is_dropped(name, family):
             unknown.append(name)
     if unknown:
-        raise UsageError(f"{source}: {len(unknown)} tensors have no place in {family.architecture} as imported here "
+        raise PretrainedError(f"{source}: {len(unknown)} tensors have no place in {family.architecture} as imported here "
                          f"({', '.join(unknown[:3])}); {SUPPORTED}")  # fmt: skip
     head, embedding = state.get("output.weight"), state.get("tgt_embed.tokens.weight")
     if tied and head is not None and embedding is not None and not torch.equal(head, embedding):
-        raise UsageError(f"{source}: config.json ties the output projection to the embedding "
+        raise PretrainedError(f"{source}: config.json ties the output projection to the embedding "
                          "(tie_word_embeddings=true) but lm_head.weight is not embed_tokens.weight")  # fmt: skip
     if not tied and head is None:
-        raise UsageError(f"{source}: config.json unties the output projection (tie_word_embeddings=false) but the "
+        raise PretrainedError(f"{source}: config.json unties the output projection (tie_word_embeddings=false) but the "
                          "checkpoint has no lm_head.weight")  # fmt: skip
     if tied and embedding is not None:
         state["output.weight"] = embedding
@@ -154,7 +154,7 @@ def build(model_cfg: DictConfig, hf_config, state: dict[str, torch.Tensor], fami
     if missing or extra or wrong:
         what = "; ".join(f"{kind}: {', '.join(sorted(names)[:3])}" for kind, names in
                          (("missing", missing), ("unexpected", extra), ("other shapes", wrong)) if names)  # fmt: skip
-        raise UsageError(f"{source}: its tensors are not those its config.json describes ({what})")
+        raise PretrainedError(f"{source}: its tensors are not those its config.json describes ({what})")
     model.load_state_dict(state, assign=True)
     if hf_config.tie_word_embeddings:  # one parameter again, as the model is built
         model.output.weight = model.tgt_embed.tokens.weight
