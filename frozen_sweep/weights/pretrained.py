@@ -55,7 +55,7 @@ def locate(source: str | Path, revision: str | None, cache_dir) -> tuple[Path, s
         return path, None
     if path.exists() or str(source).startswith((".", "/", "~")) or str(source).count("/") > 1:
         raise PretrainedError(f"{source}: no such directory (a checkpoint is a directory written by save_pretrained, or "
-                         "a hub name such as Qwen/Qwen2.5-0.5B)")  # fmt: skip
+                             "a hub name such as Qwen/Qwen2.5-0.5B)")  # fmt: skip
     from frozen_sweep.weights.hub_snapshot import snapshot
 
     return snapshot(str(source), revision, cache_dir)
@@ -70,7 +70,7 @@ def read_config(directory: Path, source: str):
     architectures = raw.get("architectures") or []
     if "auto_map" in raw:
         raise PretrainedError(f"{source}: config.json names remote code (auto_map: {', '.join(raw['auto_map'])}), which "
-                         f"is never run; {SUPPORTED}")  # fmt: skip
+                             f"is never run; {SUPPORTED}")  # fmt: skip
     if len(architectures) != 1 or architectures[0] not in FAMILIES:
         raise PretrainedError(f"{source}: architectures={architectures} cannot be imported; {SUPPORTED}")
     if "quantization_config" in raw:
@@ -79,7 +79,7 @@ def read_config(directory: Path, source: str):
     family = FAMILIES[architectures[0]]
     if raw.get("model_type") != family.model_type:
         raise PretrainedError(f"{source}: {family.architecture} with model_type={raw.get('model_type')} (its own is "
-                         f"{family.model_type}) cannot be imported; {SUPPORTED}")  # fmt: skip
+                             f"{family.model_type}) cannot be imported; {SUPPORTED}")  # fmt: skip
     from transformers import AutoConfig
 
     hf_config = AutoConfig.from_pretrained(directory)
@@ -126,14 +126,14 @@ def our_state(tensors: dict[str, torch.Tensor], family: Family, tied: bool, sour
             unknown.append(name)
     if unknown:
         raise PretrainedError(f"{source}: {len(unknown)} tensors have no place in {family.architecture} as imported here "
-                         f"({', '.join(unknown[:3])}); {SUPPORTED}")  # fmt: skip
+                             f"({', '.join(unknown[:3])}); {SUPPORTED}")  # fmt: skip
     head, embedding = state.get("output.weight"), state.get("tgt_embed.tokens.weight")
     if tied and head is not None and embedding is not None and not torch.equal(head, embedding):
         raise PretrainedError(f"{source}: config.json ties the output projection to the embedding "
-                         "(tie_word_embeddings=true) but lm_head.weight is not embed_tokens.weight")  # fmt: skip
+                             "(tie_word_embeddings=true) but lm_head.weight is not embed_tokens.weight")  # fmt: skip
     if not tied and head is None:
         raise PretrainedError(f"{source}: config.json unties the output projection (tie_word_embeddings=false) but the "
-                         "checkpoint has no lm_head.weight")  # fmt: skip
+                             "checkpoint has no lm_head.weight")  # fmt: skip
     if tied and embedding is not None:
         state["output.weight"] = embedding
     return state
