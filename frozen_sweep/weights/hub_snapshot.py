@@ -31,8 +31,8 @@ def snapshot(name: str, revision: str | None = None, cache_dir: str | Path | Non
     except errors.LocalEntryNotFoundError:
         why = f"{offline} is set" if offline else "the hub cannot be reached"
         raise PretrainedError(f"{name} (revision {asked}) is not in the hub cache (HF_HOME) and {why}: where there is "
-                             f"a network, run `python -m frozen_sweep.pretrained {name}` once with the same HF_HOME, or "
-                             "give a directory saved by save_pretrained") from None  # fmt: skip
+                             f"a network, run `python -m frozen_sweep.pretrained {name}` once with the same HF_HOME, "
+                             "or give a directory saved by save_pretrained") from None  # fmt: skip
     except (errors.RepositoryNotFoundError, errors.GatedRepoError, errors.RevisionNotFoundError) as e:
         raise PretrainedError(f"{name} (revision {asked}): {type(e).__name__}: {str(e).splitlines()[0]}") from None
     commit = Path(path).name  # snapshots/<commit>

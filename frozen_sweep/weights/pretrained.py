@@ -54,8 +54,8 @@ def locate(source: str | Path, revision: str | None, cache_dir) -> tuple[Path, s
             raise PretrainedError(f"{source} is a directory; a revision is for a hub name")
         return path, None
     if path.exists() or str(source).startswith((".", "/", "~")) or str(source).count("/") > 1:
-        raise PretrainedError(f"{source}: no such directory (a checkpoint is a directory written by save_pretrained, or "
-                             "a hub name such as Qwen/Qwen2.5-0.5B)")  # fmt: skip
+        raise PretrainedError(f"{source}: no such directory (a checkpoint is a directory written by save_pretrained, "
+                             "or a hub name such as Qwen/Qwen2.5-0.5B)")  # fmt: skip
     from frozen_sweep.weights.hub_snapshot import snapshot
 
     return snapshot(str(source), revision, cache_dir)
@@ -69,8 +69,8 @@ def read_config(directory: Path, source: str):
         raise PretrainedError(f"{source}: no readable config.json ({type(e).__name__}); {SUPPORTED}") from None
     architectures = raw.get("architectures") or []
     if "auto_map" in raw:
-        raise PretrainedError(f"{source}: config.json names remote code (auto_map: {', '.join(raw['auto_map'])}), which "
-                             f"is never run; {SUPPORTED}")  # fmt: skip
+        raise PretrainedError(f"{source}: config.json names remote code (auto_map: {', '.join(raw['auto_map'])}), "
+                             f"which is never run; {SUPPORTED}")  # fmt: skip
     if len(architectures) != 1 or architectures[0] not in FAMILIES:
         raise PretrainedError(f"{source}: architectures={architectures} cannot be imported; {SUPPORTED}")
     if "quantization_config" in raw:
@@ -125,8 +125,8 @@ def our_state(tensors: dict[str, torch.Tensor], family: Family, tied: bool, sour
         elif not is_dropped(name, family):
             unknown.append(name)
     if unknown:
-        raise PretrainedError(f"{source}: {len(unknown)} tensors have no place in {family.architecture} as imported here "
-                             f"({', '.join(unknown[:3])}); {SUPPORTED}")  # fmt: skip
+        raise PretrainedError(f"{source}: {len(unknown)} tensors have no place in {family.architecture} as imported "
+                             f"here ({', '.join(unknown[:3])}); {SUPPORTED}")  # fmt: skip
     head, embedding = state.get("output.weight"), state.get("tgt_embed.tokens.weight")
     if tied and head is not None and embedding is not None and not torch.equal(head, embedding):
         raise PretrainedError(f"{source}: config.json ties the output projection to the embedding "
