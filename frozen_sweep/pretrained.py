@@ -1,16 +1,20 @@
 """Check that a pretrained Hugging Face checkpoint imports, and fetch it into the hub cache where there is a network:
 
-    python -m frozen_sweep.pretrained SOURCE [--revision REV]
+    python -m frozen_sweep.pretrained SOURCE [--revision REV] [--compare FILE]
 
 SOURCE is a directory written by save_pretrained or a hub name (Qwen/Qwen2.5-0.5B); a hub name's branch or tag is
 resolved to its commit, and its config, safetensors weights and tokenizer files are kept in the hub cache (HF_HOME),
-where later imports read them offline (HF_HUB_OFFLINE=1). Prints what was imported: the commit, our model config and
-the parameters per component (frozen_sweep.weights.pretrained.load_pretrained is the Python API).
+where later imports read them offline (HF_HUB_OFFLINE=1). Prints what was imported as JSON: the commit, our model
+config and the parameters per component (frozen_sweep.weights.pretrained.load_pretrained is the Python API).
+--compare FILE also loads the transformers model (float32) and prints, for the lines of FILE encoded by the
+checkpoint's own tokenizer, the largest absolute difference between its logits and ours.
 """
 
 import argparse
 import json
+from pathlib import Path
 
+import torch
 from omegaconf import OmegaConf
 
 from frozen_sweep.use import command_line
@@ -21,15 +25,33 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("source", metavar="SOURCE", help="a directory written by save_pretrained, or a hub name")
     p.add_argument("--revision", help="a hub name's branch, tag or commit (default: main)")
+    p.add_argument("--compare", metavar="FILE", type=Path, help="lines of text: our logits against transformers'")
     args = p.parse_args(argv)
     from frozen_sweep.weights.hf_tables import PretrainedError
     from frozen_sweep.weights.pretrained import load_pretrained
 
     try:
-        _, model_cfg, info = load_pretrained(args.source, args.revision)
+        model, model_cfg, info = load_pretrained(args.source, args.revision)
     except PretrainedError as e:
         raise UsageError(str(e)) from None
+    if args.compare is not None:
+        info["max_abs_logit_difference"] = logit_difference(model, Path(info["directory"]), args.compare)
     print(json.dumps(info | {"model": OmegaConf.to_container(model_cfg, enum_to_str=True)}, indent=1))
+
+
+def logit_difference(model, directory: Path, text: Path) -> float:
+    """The largest |our logit - transformers'| over the real tokens of `text`'s lines, right-padded into one batch."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(directory)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    lines = [line for line in text.read_text(encoding="utf-8").splitlines() if line.strip()]
+    batch = tokenizer(lines, padding=True, padding_side="right", return_tensors="pt")
+    theirs = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32).eval()
+    with torch.no_grad():
+        difference = theirs(**batch).logits - model.decode(batch.input_ids)  # (B, T, V)
+    return difference[batch.attention_mask.bool()].abs().max().item()
 
 
 if __name__ == "__main__":

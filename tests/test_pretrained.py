@@ -216,9 +216,11 @@ def test_a_hub_name_is_read_offline_from_the_hub_cache_at_its_commit_once_per_pr
         load_pretrained(repo / "snapshots" / commit, revision="main")
 
 
-def test_the_command_prints_the_commit_model_config_and_components(tokenizer, tmp_path, capsys):
-    save_checkpoint(tmp_path, tokenizer, "Qwen2")
-    pretrained.main([str(tmp_path)])
+def test_the_command_prints_the_model_config_components_and_the_logit_difference(tokenizer, tmp_path, capsys):
+    save_checkpoint(tmp_path / "qwen", tokenizer, "Qwen2")
+    (tmp_path / "verses.txt").write_text("\n".join(VERSES[2000:2006]) + "\n")
+    pretrained.main([str(tmp_path / "qwen"), "--compare", str(tmp_path / "verses.txt")])
     printed = json.loads(capsys.readouterr().out)
     assert printed["model"] | {"norm": "rms", "qkv_bias": True, "bias": False, "d_model": 32} == printed["model"]
     assert printed["architecture"] == "Qwen2ForCausalLM" and printed["params_by_component"]["att"]["total"] > 0
+    assert 0 <= printed["max_abs_logit_difference"] <= 1e-4
