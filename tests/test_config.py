@@ -82,6 +82,9 @@ def test_bad_values_fail_at_composition(override, error, words):
         (["model.kv_heads=3"], ["model.kv_heads=3 must divide model.heads=4"]),
         (["model.positions=rope", "model.d_model=120", "model.heads=8"], ["model.positions=rope", "d_model/heads=15"]),
         (["freeze.gate.frozen=true"], ["freeze.gate.frozen=true", "model.ffn=swiglu"]),
+        (["model.positions=rope", "model.rope_fraction=0.1"], ["model.rope_fraction=0.1 rotates 3 of a head's 32"]),
+        (["model.parallel=true"], ["model.parallel=true", "model.encoder_layers=0", "model.norm=pre or rms"]),
+        (["model=lm_micro", "task=lm_bible_en", "model.parallel=true"], ["model.parallel=true", "model.norm=pre"]),
     ],
 )
 def test_cross_field_errors_name_the_key(overrides, words):

@@ -111,7 +111,7 @@ def test_gqa_caches_hold_kv_heads_of_heads_and_cached_decoding_is_the_full_forwa
 
 
 def test_rotary_scores_depend_on_relative_positions_only():
-    rotary = Rotary(head_dim=8, max_positions=64, base=10000.0)
+    rotary = Rotary(dims=8, max_positions=64, base=10000.0)
     q, k = torch.randn(1, 1, 1, 8), torch.randn(1, 1, 1, 8)  # (B, H, T, hd)
 
     def score(m: int, n: int) -> Tensor:  # query at position m, key at position n

@@ -1,7 +1,7 @@
-"""Pretrained Hugging Face checkpoints imported: tiny LLaMA, Qwen2 and Mistral models with random weights, saved by
-transformers (safetensors) with a BPE tokenizer trained on KJV verses beside them, give transformers' logits on verses
-their own tokenizer encodes, and transformers' parameters per component; what our model cannot hold is refused in one
-line; a hub name is read offline from a hub cache populated here, at the commit its branch names."""
+"""Pretrained Hugging Face checkpoints imported: tiny LLaMA, Qwen2, Mistral and GPT-NeoX models with random weights,
+saved by transformers (safetensors) with a BPE tokenizer trained on KJV verses beside them, give transformers' logits
+on verses their own tokenizer encodes, and transformers' parameters per component; what our model cannot hold is
+refused in one line; a hub name is read offline from a hub cache populated here, at the commit its branch names."""
 
 import http.server
 import json
@@ -21,13 +21,17 @@ transformers = pytest.importorskip("transformers")
 
 VERSES = [text for _, text in read_shipped(shipped_path("engKJV2006eb")) if text]
 TINY = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "max_position_embeddings": 256, "rms_norm_eps": 1e-6}  # fmt: skip
-FAMILIES = {  # a case → its transformers class, and its config beyond TINY
+        "max_position_embeddings": 256}  # fmt: skip
+LLAMA_SHAPED = {"num_key_value_heads": 2, "rms_norm_eps": 1e-6}
+FAMILIES = {  # a case → its transformers class, and its config beyond TINY (and LLAMA_SHAPED for all but GPT-NeoX)
     "llama": ("Llama", {"rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}}),
     "llama-biases-tied": ("Llama", {"attention_bias": True, "mlp_bias": True, "tie_word_embeddings": True}),
     "qwen2": ("Qwen2", {"tie_word_embeddings": True}),
     "mistral": ("Mistral", {"sliding_window": None}),
     "mistral-window-as-long-as-the-model": ("Mistral", {"sliding_window": 256}),
+    "gpt_neox": ("GPTNeoX", {"layer_norm_eps": 1e-6}),  # parallel attention and FFN, a quarter of a head rotated
+    "gpt_neox-sequential-all-rotated": ("GPTNeoX", {"use_parallel_residual": False, "rope_parameters": {
+        "rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0}}),
 }  # fmt: skip
 
 
@@ -45,7 +49,8 @@ def tokenizer():
 
 def save_checkpoint(directory, tokenizer, family: str = "Llama", **config):
     """A transformers model of `family` with every weight drawn at random, saved with its tokenizer beside it."""
-    hf_config = getattr(transformers, f"{family}Config")(**(TINY | {"vocab_size": len(tokenizer)} | config))
+    shape = TINY | ({} if family == "GPTNeoX" else LLAMA_SHAPED) | {"vocab_size": len(tokenizer)}
+    hf_config = getattr(transformers, f"{family}Config")(**(shape | config))
     torch.manual_seed(0)
     hf = getattr(transformers, f"{family}ForCausalLM")(hf_config).eval()
     with torch.no_grad():
@@ -84,7 +89,7 @@ def test_an_imported_checkpoint_gives_transformers_logits_on_text_its_tokenizer_
         ours = model.decode(batch.input_ids)  # causal: a real position never reads the padding after it
     assert real.sum() > 8 * 20 and not real.all()
     assert (theirs - ours)[real].abs().max() <= 1e-4
-    assert (model_cfg.kv_heads, model_cfg.decoder_layers, info["architecture"]) == (2, 2, f"{family}ForCausalLM")
+    assert (model_cfg.d_model, model_cfg.decoder_layers, info["architecture"]) == (32, 2, f"{family}ForCausalLM")
     assert info["commit"] is None and model.training is False
 
 
@@ -132,11 +137,16 @@ REFUSED = {  # a case → (the family and config saved, what is done to the save
     "activation": ("Llama", {"hidden_act": "gelu"}, None, r"hidden_act=gelu"),
     "head width": ("Llama", {"head_dim": 16}, None, r"head_dim=16 with 4 heads is not hidden_size=32"),
     "biases": ("Llama", {"attention_bias": True}, None, r"attention_bias=True with mlp_bias=False"),
+    "gpt-neox's activation": ("GPTNeoX", {"hidden_act": "gelu_new"}, None, r"hidden_act=gelu_new \(the FFN's GELU"),
+    "gpt-neox without biases": ("GPTNeoX", {"attention_bias": False}, None, r"attention_bias=false \(biases are on"),
+    "gpt-neox's odd rotary": ("GPTNeoX", {"rope_parameters": {"rope_type": "default", "rope_theta": 1e4,
+                                                              "partial_rotary_factor": 0.4}}, None,
+                              r"3 rotary dimensions a head"),
     "untied, no head": ("Llama", {}, lambda d: rewrite_weights(d, drop=["lm_head.weight"]),
                         r"unties the output projection \(tie_word_embeddings=false\) but .* no lm_head.weight"),
     "tied, another head": ("Llama", {"tie_word_embeddings": True},
                            lambda d: rewrite_weights(d, **{"lm_head.weight": torch.ones(300, 32)}),
-                           r"ties the output projection .* but lm_head.weight is not embed_tokens.weight"),
+                           r"ties the output projection .* but lm_head.weight is not model.embed_tokens.weight"),
     "a tensor of no place": ("Llama", {},
                              lambda d: rewrite_weights(d, **{"model.layers.0.mlp.x.weight": torch.ones(1)}),
                              r"1 tensors have no place in LlamaForCausalLM .*\(model.layers.0.mlp.x.weight\)"),
@@ -161,9 +171,11 @@ def test_what_our_model_cannot_hold_is_refused_in_one_line_naming_it(case, token
     assert "\n" not in str(refused.value)
 
 
-def test_a_rotary_buffer_older_checkpoints_saved_is_dropped(tokenizer, tmp_path):
-    hf = save_checkpoint(tmp_path, tokenizer)
-    rewrite_weights(tmp_path, **{"model.layers.1.self_attn.rotary_emb.inv_freq": torch.ones(4)})
+@pytest.mark.parametrize("family, buffer", [("Llama", "model.layers.1.self_attn.rotary_emb.inv_freq"),
+                                            ("GPTNeoX", "gpt_neox.layers.0.attention.masked_bias")])  # fmt: skip
+def test_buffers_older_checkpoints_saved_are_dropped(family, buffer, tokenizer, tmp_path):
+    hf = save_checkpoint(tmp_path, tokenizer, family)
+    rewrite_weights(tmp_path, **{buffer: torch.ones(4)})
     ids = torch.tensor([tokenizer(VERSES[5]).input_ids])  # (1, T)
     with torch.no_grad():
         assert (hf(ids).logits - load_pretrained(tmp_path)[0].decode(ids)).abs().max() <= 1e-4

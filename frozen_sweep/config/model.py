@@ -66,4 +66,6 @@ class ModelConfig:
     kv_heads: Optional[int] = None  # key/value heads, each shared by heads/kv_heads query heads (GQA); null: = heads
     bias: bool = True  # biases in attention and FFN projections (LLaMA has none)
     qkv_bias: bool = False  # biases in the query, key and value projections even with bias=false (Qwen2)
+    rope_fraction: float = 1.0  # positions=rope: the share of a head's dimensions rotated, the first (GPT-NeoX: 0.25)
+    parallel: bool = False  # a language model's attention and FFN read the same input, both added to it (GPT-NeoX)
     norm_eps: float = 1e-5  # the norms' epsilon (LayerNorm's default; LLaMA's RMSNorm uses 1e-6 or 1e-5)

@@ -34,7 +34,8 @@ LATER_DEFAULTS = {"freeze.head.frozen": (False,), "freeze.head.init": ("random",
                   "task.valid_from_train": (0,), "freeze.gate.frozen": (False,), "freeze.gate.init": ("random",),
                   "model.ffn": ("mlp",), "model.positions": ("sinusoidal",), "model.rope_base": (10000.0,),
                   "model.kv_heads": (None,), "model.bias": (True,), "model.norm_eps": (1e-05,),
-                  "model.qkv_bias": (False,),
+                  "model.qkv_bias": (False,), "model.rope_fraction": (1.0,),
+                  "model.parallel": (False,),
                   "trainer.step_time_s": (None,)}  # fmt: skip
 # ...and those of them that the fingerprint held at their (first) default for a while before (records of that time
 # hashed them in): a job at that default carries that hash too (directory.ONCE_HELD), so those records stay its runs

@@ -110,7 +110,7 @@ def make_attention(cfg, self_attention: bool) -> Attention:
     position are not on one axis)."""
     rotary = None
     if self_attention and cfg.positions == Positions.rope:
-        rotary = Rotary(cfg.d_model // cfg.heads, cfg.max_positions, cfg.rope_base)
+        rotary = Rotary(int(cfg.d_model // cfg.heads * cfg.rope_fraction), cfg.max_positions, cfg.rope_base)
     return Attention(cfg.d_model, cfg.heads, cfg.attention_dropout, cfg.kv_heads, cfg.bias, rotary, cfg.qkv_bias)
 
 
@@ -131,8 +131,12 @@ class Residual(nn.Module):
 
     def forward(self, x: Tensor, sublayer) -> Tensor:
         if self.pre:
-            return x + self.dropout(sublayer(self.norm(x)))
+            return x + self.branch(x, sublayer)
         return self.norm(x + self.dropout(sublayer(x)))
+
+    def branch(self, x: Tensor, sublayer) -> Tensor:
+        """What a pre-norm sublayer adds to the residual."""
+        return self.dropout(sublayer(self.norm(x)))
 
 
 class EncoderLayer(nn.Module):
@@ -149,10 +153,12 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Causal self-attention, cross-attention to the encoder (absent in a language model), feed-forward."""
+    """Causal self-attention, cross-attention to the encoder (absent in a language model), feed-forward; with
+    `cfg.parallel` (a language model's), attention and feed-forward both read the layer's input and both add to it."""
 
     def __init__(self, cfg, cross_attention: bool):
         super().__init__()
+        self.parallel = cfg.parallel
         self.self_attn = make_attention(cfg, self_attention=True)
         self.self_attn_res = Residual(cfg)
         if cross_attention:
@@ -193,6 +199,8 @@ class DecoderLayer(nn.Module):
                 kv = cache["cross_k"], cache["cross_v"]
             return self.cross_attn(h, kv, memory_mask)
 
+        if self.parallel:
+            return x + self.self_attn_res.branch(x, self_attention) + self.ffn_res.branch(x, self.ffn)
         x = self.self_attn_res(x, self_attention)
         if self.cross_attn is not None:
             x = self.cross_attn_res(x, cross_attention)

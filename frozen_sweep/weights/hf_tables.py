@@ -4,8 +4,10 @@ config we cannot hold. The import (frozen_sweep.weights.pretrained) reads the ta
 (frozen_sweep.weights.llama_hf) the other.
 
 A weight table maps modules, `{}` standing for a layer's index: each module's `.weight` and, where it has one, `.bias`
-go along. A config table maps config keys (as the transformers config class reads config.json, its defaults filled
-in) to our model keys; `fixed` holds the model keys every checkpoint of the family has.
+go along. A module mapped to several of ours is their fusion, per head: each head's rows of the first, then of the
+second, ... (GPT-NeoX's query_key_value: a head's query, key and value rows, head after head). A config table maps
+config keys (as the transformers config class reads config.json, its defaults filled in) to our model keys; `fixed`
+holds the model keys every checkpoint of the family has.
 """
 
 import re
@@ -24,26 +26,33 @@ class PretrainedError(ValueError):
 class Family:
     architecture: str  # config.json's `architectures` entry, the transformers class
     model_type: str  # config.json's `model_type`, which picks the transformers config class
-    weights: dict[str, str]  # the checkpoint's module → ours
+    weights: dict[str, str | tuple[str, ...]]  # the checkpoint's module → ours
     config: dict[str, str]  # the checkpoint's config key → our model key
     fixed: dict  # our model keys every checkpoint of the family has
     refusals: Callable[[object], list[str]]  # the transformers config → what of it our model cannot hold
     dropped: tuple[str, ...] = field(default=())  # tensors some checkpoints hold that have no place in ours
 
 
-def rename(name: str, table: dict[str, str]) -> str | None:
-    """`name` (a module's `.weight` or `.bias`) on the table's other side, None when the table has no such module."""
+def rename(name: str, table: dict) -> str | tuple[str, ...] | None:
+    """`name` (a module's `.weight` or `.bias`) on the table's other side (several names for a fused module), None
+    when the table has no such module."""
     index = _INDEX.search(name)
     key = name if index is None else f"{name[: index.start()]}.{LAYER}.{name[index.end() :]}"
     module, kind = key.rsplit(".", 1)
     if module not in table:
         return None
-    renamed = f"{table[module]}.{kind}"
-    return renamed if index is None else renamed.replace(LAYER, index.group(1))
+    layer = "" if index is None else index.group(1)
+    renamed = tuple(f"{target}.{kind}".replace(LAYER, layer) for target in _targets(table[module]))
+    return renamed if isinstance(table[module], tuple) else renamed[0]
 
 
-def inverse(table: dict[str, str]) -> dict[str, str]:
-    return {ours: theirs for theirs, ours in table.items()}
+def inverse(table: dict) -> dict[str, str]:
+    """Ours → the checkpoint's (each part of a fused module → the fused module)."""
+    return {ours: theirs for theirs, targets in table.items() for ours in _targets(targets)}
+
+
+def _targets(targets: str | tuple[str, ...]) -> tuple[str, ...]:
+    return targets if isinstance(targets, tuple) else (targets,)
 
 
 def is_dropped(name: str, family: Family) -> bool:
@@ -111,6 +120,47 @@ def mistral_refusals(c) -> list[str]:
     return llama_block_refusals(c) + (windowed if sliding else [])
 
 
+NEOX_WEIGHTS = {
+    "gpt_neox.embed_in": "tgt_embed.tokens",
+    "gpt_neox.layers.{}.input_layernorm": "decoder.layers.{}.self_attn_res.norm",
+    "gpt_neox.layers.{}.attention.query_key_value": ("decoder.layers.{}.self_attn.q_proj",
+                                                     "decoder.layers.{}.self_attn.k_proj",
+                                                     "decoder.layers.{}.self_attn.v_proj"),
+    "gpt_neox.layers.{}.attention.dense": "decoder.layers.{}.self_attn.out_proj",
+    "gpt_neox.layers.{}.post_attention_layernorm": "decoder.layers.{}.ffn_res.norm",
+    "gpt_neox.layers.{}.mlp.dense_h_to_4h": "decoder.layers.{}.ffn.fc1",
+    "gpt_neox.layers.{}.mlp.dense_4h_to_h": "decoder.layers.{}.ffn.fc2",
+    "gpt_neox.final_layer_norm": "decoder.final_norm",
+    "embed_out": "output",
+}  # fmt: skip
+# the causal mask and rotary buffers older checkpoints saved
+NEOX_DROPPED = ("gpt_neox.layers.{}.attention.bias", "gpt_neox.layers.{}.attention.masked_bias",
+                "gpt_neox.layers.{}.attention.rotary_emb.inv_freq")  # fmt: skip
+NEOX_CONFIG = {
+    "hidden_size": "d_model", "intermediate_size": "ffn_dim", "num_hidden_layers": "decoder_layers",
+    "num_attention_heads": "heads", "max_position_embeddings": "max_positions", "layer_norm_eps": "norm_eps",
+    "attention_dropout": "attention_dropout", "hidden_dropout": "dropout", "use_parallel_residual": "parallel",
+}  # fmt: skip
+# pre-LayerNorm with biases everywhere, a GELU FFN, rotary positions
+NEOX_FIXED = {"encoder_layers": 0, "norm": "pre", "ffn": "mlp", "activation": "gelu", "positions": "rope", "bias": True,
+              "activation_dropout": 0.0}  # fmt: skip
+
+
+def neox_refusals(c) -> list[str]:
+    reasons = []
+    if c.hidden_act != "gelu":
+        reasons.append(f"hidden_act={c.hidden_act} (the FFN's GELU here is the exact one, hidden_act=gelu)")
+    if not c.attention_bias:
+        reasons.append("attention_bias=false (biases are on attention, FFN and LayerNorm alike)")
+    rope_type = c.rope_parameters.get("rope_type", "default")
+    if rope_type != "default":
+        reasons.append(f"rope_type={rope_type} (rotary scaling; only unscaled rotary positions, rope_type=default)")
+    rotated = int(c.hidden_size // c.num_attention_heads * c.rope_parameters.get("partial_rotary_factor", 1.0))
+    if rotated < 2 or rotated % 2:
+        reasons.append(f"{rotated} rotary dimensions a head (an even number, at least 2)")
+    return reasons
+
+
 FAMILIES = {
     family.architecture: family
     for family in (
@@ -120,5 +170,6 @@ FAMILIES = {
                LLAMA_FIXED | {"bias": False, "qkv_bias": True}, qwen2_refusals, LLAMA_DROPPED),
         Family("MistralForCausalLM", "mistral", LLAMA_WEIGHTS, LLAMA_CONFIG, LLAMA_FIXED | {"bias": False},
                mistral_refusals, LLAMA_DROPPED),
+        Family("GPTNeoXForCausalLM", "gpt_neox", NEOX_WEIGHTS, NEOX_CONFIG, NEOX_FIXED, neox_refusals, NEOX_DROPPED),
     )
 }  # fmt: skip

@@ -39,7 +39,8 @@ def load_pretrained(source: str | Path, revision: str | None = None, cache_dir: 
     directory, commit = locate(source, revision, cache_dir)
     family, hf_config = read_config(directory, str(source))
     model_cfg = model_config(family, hf_config)
-    state = our_state(read_weights(directory, str(source), dtype), family, hf_config.tie_word_embeddings, str(source))
+    tensors = read_weights(directory, str(source), dtype)
+    state = our_state(tensors, family, hf_config.tie_word_embeddings, model_cfg.heads, str(source))
     model = build(model_cfg, hf_config, state, family, str(source))
     info = {"source": str(source), "revision": revision, "commit": commit, "directory": str(directory),
             "architecture": family.architecture, **parameter_counts(model)}  # fmt: skip
@@ -95,6 +96,7 @@ def model_config(family: Family, hf_config) -> DictConfig:
     keys, rotary base and tying."""
     keys = {ours: getattr(hf_config, theirs) for theirs, ours in family.config.items()} | family.fixed
     keys |= {"name": family.architecture, "rope_base": hf_config.rope_parameters["rope_theta"],
+             "rope_fraction": hf_config.rope_parameters.get("partial_rotary_factor", 1.0),
              "tie_embeddings": "decoder" if hf_config.tie_word_embeddings else "none"}  # fmt: skip
     return OmegaConf.merge(OmegaConf.structured(ModelConfig), keys)
 
@@ -115,12 +117,16 @@ def read_weights(directory: Path, source: str, dtype: torch.dtype) -> dict[str, 
     return {name: t.to(dtype) for file in files for name, t in load_file(directory / file).items()}
 
 
-def our_state(tensors: dict[str, torch.Tensor], family: Family, tied: bool, source: str) -> dict[str, torch.Tensor]:
-    """The checkpoint's tensors under our names; the output projection is the token embedding when tied."""
+def our_state(tensors: dict[str, torch.Tensor], family: Family, tied: bool, heads: int,
+              source: str) -> dict[str, torch.Tensor]:  # fmt: skip
+    """The checkpoint's tensors under our names, a fused one split; the output projection is the token embedding
+    when tied."""
     state, unknown = {}, []
     for name, tensor in tensors.items():
         ours = rename(name, family.weights)
-        if ours is not None:
+        if isinstance(ours, tuple):
+            state |= dict(zip(ours, unfuse(tensor, len(ours), heads)))
+        elif ours is not None:
             state[ours] = tensor
         elif not is_dropped(name, family):
             unknown.append(name)
@@ -128,15 +134,24 @@ def our_state(tensors: dict[str, torch.Tensor], family: Family, tied: bool, sour
         raise PretrainedError(f"{source}: {len(unknown)} tensors have no place in {family.architecture} as imported "
                              f"here ({', '.join(unknown[:3])}); {SUPPORTED}")  # fmt: skip
     head, embedding = state.get("output.weight"), state.get("tgt_embed.tokens.weight")
+    theirs = inverse(family.weights)
+    head_name, embedding_name = rename("output.weight", theirs), rename("tgt_embed.tokens.weight", theirs)
     if tied and head is not None and embedding is not None and not torch.equal(head, embedding):
         raise PretrainedError(f"{source}: config.json ties the output projection to the embedding "
-                             "(tie_word_embeddings=true) but lm_head.weight is not embed_tokens.weight")  # fmt: skip
+                             f"(tie_word_embeddings=true) but {head_name} is not {embedding_name}")  # fmt: skip
     if not tied and head is None:
         raise PretrainedError(f"{source}: config.json unties the output projection (tie_word_embeddings=false) but the "
-                             "checkpoint has no lm_head.weight")  # fmt: skip
+                             f"checkpoint has no {head_name}")  # fmt: skip
     if tied and embedding is not None:
         state["output.weight"] = embedding
     return state
+
+
+def unfuse(tensor: torch.Tensor, parts: int, heads: int) -> list[torch.Tensor]:
+    """A fused projection's weight (heads·parts·hd, D) or bias (heads·parts·hd,), each head's rows part after part,
+    as `parts` projections of heads·hd rows."""
+    per_head = tensor.view(heads, parts, -1, *tensor.shape[1:])  # (H, parts, hd, ...)
+    return [per_head[:, part].reshape(-1, *tensor.shape[1:]) for part in range(parts)]  # each (H·hd, ...)
 
 
 def build(model_cfg: DictConfig, hf_config, state: dict[str, torch.Tensor], family: Family,
