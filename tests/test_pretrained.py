@@ -105,6 +105,19 @@ def test_an_imported_checkpoint_has_transformers_parameters_per_component(case, 
     assert all(p.requires_grad and p.dtype == torch.float32 for p in model.parameters())
 
 
+def test_a_sharded_bfloat16_checkpoint_imports_as_transformers_loads_it(tokenizer, tmp_path):
+    """As large checkpoints are published: bfloat16 weights in shards that model.safetensors.index.json names."""
+    hf = save_checkpoint(tmp_path / "fp32", tokenizer, "Qwen2")
+    hf.to(torch.bfloat16).save_pretrained(tmp_path, max_shard_size="20KB")
+    assert len(list(tmp_path.glob("model-*-of-*.safetensors"))) > 1 and not (tmp_path / "model.safetensors").exists()
+    theirs = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.float32).eval()
+    ours = load_pretrained(tmp_path)[0]
+    ids = torch.tensor([tokenizer(VERSES[7]).input_ids])  # (1, T)
+    with torch.no_grad():
+        assert (theirs(ids).logits - ours.decode(ids)).abs().max() <= 1e-4
+    assert {p.dtype for p in load_pretrained(tmp_path, dtype=torch.bfloat16)[0].parameters()} == {torch.bfloat16}
+
+
 def rewrite_config(directory, **changes) -> None:
     path = directory / "config.json"
     path.write_text(json.dumps(json.loads(path.read_text()) | changes))
