@@ -26,12 +26,14 @@ def main(argv=None) -> None:
     p.add_argument("source", metavar="SOURCE", help="a directory written by save_pretrained, or a hub name")
     p.add_argument("--revision", help="a hub name's branch, tag or commit (default: main)")
     p.add_argument("--compare", metavar="FILE", type=Path, help="lines of text: our logits against transformers'")
+    p.add_argument("--max-positions", type=int, help="the longest sequence the model will read (default: "
+                   "config.json's max_position_embeddings)")  # fmt: skip
     args = p.parse_args(argv)
     from frozen_sweep.weights.hf_tables import PretrainedError
     from frozen_sweep.weights.pretrained import load_pretrained
 
     try:
-        model, model_cfg, info = load_pretrained(args.source, args.revision)
+        model, model_cfg, info = load_pretrained(args.source, args.revision, max_positions=args.max_positions)
     except PretrainedError as e:
         raise UsageError(str(e)) from None
     if args.compare is not None:

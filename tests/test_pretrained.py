@@ -118,6 +118,17 @@ def test_a_sharded_bfloat16_checkpoint_imports_as_transformers_loads_it(tokenize
     assert {p.dtype for p in load_pretrained(tmp_path, dtype=torch.bfloat16)[0].parameters()} == {torch.bfloat16}
 
 
+def test_a_sliding_window_no_shorter_than_the_positions_read_is_held(tokenizer, tmp_path):
+    hf = save_checkpoint(tmp_path, tokenizer, "Mistral", sliding_window=16)
+    model, model_cfg, _ = load_pretrained(tmp_path, max_positions=16)
+    ids = torch.tensor([tokenizer(VERSES[3]).input_ids[:16]])  # (1, 16)
+    with torch.no_grad():
+        assert (hf(ids).logits - model.decode(ids)).abs().max() <= 1e-4
+    assert model_cfg.max_positions == 16 and model.decoder.layers[0].self_attn.rotary.cos.shape[0] == 16
+    with pytest.raises(PretrainedError, match="sliding_window=16, shorter than the 17 positions read"):
+        load_pretrained(tmp_path, max_positions=17)
+
+
 def rewrite_config(directory, **changes) -> None:
     path = directory / "config.json"
     path.write_text(json.dumps(json.loads(path.read_text()) | changes))
@@ -142,7 +153,7 @@ REFUSED = {  # a case → (the family and config saved, what is done to the save
     "quantised": ("Llama", {}, lambda d: rewrite_config(d, quantization_config={"quant_method": "gptq"}),
                   r"quantised weights \(gptq\)"),
     "mistral's window": ("Mistral", {"sliding_window": 16}, None,
-                         r"sliding-window attention \(sliding_window=16 < max_position_embeddings=256\)"),
+                         r"sliding-window attention \(sliding_window=16, shorter than the 256 positions read\)"),
     "qwen2's window": ("Qwen2", {"use_sliding_window": True, "sliding_window": 16, "max_window_layers": 0}, None,
                        r"Qwen2ForCausalLM with sliding-window attention"),
     "rope scaling": ("Llama", {"rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}}, None,

@@ -29,7 +29,8 @@ class Family:
     weights: dict[str, str | tuple[str, ...]]  # the checkpoint's module → ours
     config: dict[str, str]  # the checkpoint's config key → our model key
     fixed: dict  # our model keys every checkpoint of the family has
-    refusals: Callable[[object], list[str]]  # the transformers config → what of it our model cannot hold
+    # the transformers config and the longest sequence the model will read → what of it our model cannot hold
+    refusals: Callable[[object, int], list[str]]
     dropped: tuple[str, ...] = field(default=())  # tensors some checkpoints hold that have no place in ours
 
 
@@ -100,23 +101,23 @@ def llama_block_refusals(c) -> list[str]:
     return reasons
 
 
-def llama_refusals(c) -> list[str]:
+def llama_refusals(c, longest: int) -> list[str]:
     reasons = llama_block_refusals(c)
     if c.attention_bias != c.mlp_bias:
         reasons.append(f"attention_bias={c.attention_bias} with mlp_bias={c.mlp_bias} (biases are on both or neither)")
     return reasons
 
 
-def qwen2_refusals(c) -> list[str]:
+def qwen2_refusals(c, longest: int) -> list[str]:
     sliding = "sliding_attention" in (c.layer_types or [])
     return llama_block_refusals(c) + (["sliding-window attention (use_sliding_window=true)"] if sliding else [])
 
 
-def mistral_refusals(c) -> list[str]:
+def mistral_refusals(c, longest: int) -> list[str]:
     """A window at least as long as the longest sequence the model reads never masks anything: held."""
-    window, longest = c.sliding_window, c.max_position_embeddings
+    window = c.sliding_window
     sliding = window is not None and window < longest
-    windowed = [f"sliding-window attention (sliding_window={window} < max_position_embeddings={longest})"]
+    windowed = [f"sliding-window attention (sliding_window={window}, shorter than the {longest} positions read)"]
     return llama_block_refusals(c) + (windowed if sliding else [])
 
 
@@ -146,7 +147,7 @@ NEOX_FIXED = {"encoder_layers": 0, "norm": "pre", "ffn": "mlp", "activation": "g
               "activation_dropout": 0.0}  # fmt: skip
 
 
-def neox_refusals(c) -> list[str]:
+def neox_refusals(c, longest: int) -> list[str]:
     reasons = []
     if c.hidden_act != "gelu":
         reasons.append(f"hidden_act={c.hidden_act} (the FFN's GELU here is the exact one, hidden_act=gelu)")

@@ -34,11 +34,14 @@ PICKLES = ("*.bin", "*.pt", "*.pth", "*.ckpt")
 
 
 def load_pretrained(source: str | Path, revision: str | None = None, cache_dir: str | Path | None = None,
-                    dtype: torch.dtype = torch.float32) -> tuple[Transformer, DictConfig, dict]:  # fmt: skip
-    """`source` (a directory or a hub name at `revision`, `cache_dir` the hub cache) as (model, model config, info)."""
+                    dtype: torch.dtype = torch.float32,
+                    max_positions: int | None = None) -> tuple[Transformer, DictConfig, dict]:  # fmt: skip
+    """`source` (a directory or a hub name at `revision`, `cache_dir` the hub cache) as (model, model config, info);
+    `max_positions`: the longest sequence the model will read (default config.json's max_position_embeddings; each
+    layer holds its rotary table up to it)."""
     directory, commit = locate(source, revision, cache_dir)
-    family, hf_config = read_config(directory, str(source))
-    model_cfg = model_config(family, hf_config)
+    family, hf_config, longest = read_config(directory, str(source), max_positions)
+    model_cfg = model_config(family, hf_config, longest)
     tensors = read_weights(directory, str(source), dtype)
     state = our_state(tensors, family, hf_config.tie_word_embeddings, model_cfg.heads, str(source))
     model = build(model_cfg, hf_config, state, family, str(source))
@@ -62,8 +65,9 @@ def locate(source: str | Path, revision: str | None, cache_dir) -> tuple[Path, s
     return snapshot(str(source), revision, cache_dir)
 
 
-def read_config(directory: Path, source: str):
-    """The family of config.json's architecture, and config.json as its transformers config class reads it."""
+def read_config(directory: Path, source: str, max_positions: int | None):
+    """The family of config.json's architecture, config.json as its transformers config class reads it, and the
+    longest sequence the model will read."""
     try:
         raw = json.loads((directory / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
@@ -84,20 +88,22 @@ def read_config(directory: Path, source: str):
     from transformers import AutoConfig
 
     hf_config = AutoConfig.from_pretrained(directory)
-    reasons = family.refusals(hf_config)
+    longest = max_positions or hf_config.max_position_embeddings
+    reasons = family.refusals(hf_config, longest)
     if reasons:
         what = f"{family.architecture} with {'; '.join(reasons)}"
         raise PretrainedError(f"{source}: {what} cannot be imported; {SUPPORTED}")
-    return family, hf_config
+    return family, hf_config, longest
 
 
-def model_config(family: Family, hf_config) -> DictConfig:
+def model_config(family: Family, hf_config, longest: int) -> DictConfig:
     """The model group's config of a checkpoint: its config keys through the family's table, the family's fixed
-    keys, rotary base and tying."""
+    keys, rotary base and share, tying, and the longest sequence it will read."""
     keys = {ours: getattr(hf_config, theirs) for theirs, ours in family.config.items()} | family.fixed
     keys |= {"name": family.architecture, "rope_base": hf_config.rope_parameters["rope_theta"],
              "rope_fraction": hf_config.rope_parameters.get("partial_rotary_factor", 1.0),
-             "tie_embeddings": "decoder" if hf_config.tie_word_embeddings else "none"}  # fmt: skip
+             "tie_embeddings": "decoder" if hf_config.tie_word_embeddings else "none",
+             "max_positions": longest}  # fmt: skip
     return OmegaConf.merge(OmegaConf.structured(ModelConfig), keys)
 
 
