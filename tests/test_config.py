@@ -73,6 +73,9 @@ def test_bad_values_fail_at_composition(override, error, words):
     "overrides, words",
     [
         (["model.heads=3"], ["model.heads=3", "model.d_model=128"]),
+        (["model.positions=rope", "model.rope_fraction=0.1"], ["model.rope_fraction=0.1 rotates 3 of a head's 32"]),
+        (["model.parallel=true"], ["model.parallel=true", "model.encoder_layers=0", "model.norm=pre or rms"]),
+        (["model=lm_micro", "task=lm_bible_en", "model.parallel=true"], ["model.parallel=true", "model.norm=pre"]),
         (["task=lm_bible_en"], ["encoder_layers=0", "model=lm_demo"]),
         (["model=lm_micro"], ["task.kind=translation", "encoder–decoder", "encoder_layers=0"]),
         (["model.dropout=1.5"], ["model.dropout"]),
@@ -82,9 +85,6 @@ def test_bad_values_fail_at_composition(override, error, words):
         (["model.kv_heads=3"], ["model.kv_heads=3 must divide model.heads=4"]),
         (["model.positions=rope", "model.d_model=120", "model.heads=8"], ["model.positions=rope", "d_model/heads=15"]),
         (["freeze.gate.frozen=true"], ["freeze.gate.frozen=true", "model.ffn=swiglu"]),
-        (["model.positions=rope", "model.rope_fraction=0.1"], ["model.rope_fraction=0.1 rotates 3 of a head's 32"]),
-        (["model.parallel=true"], ["model.parallel=true", "model.encoder_layers=0", "model.norm=pre or rms"]),
-        (["model=lm_micro", "task=lm_bible_en", "model.parallel=true"], ["model.parallel=true", "model.norm=pre"]),
     ],
 )
 def test_cross_field_errors_name_the_key(overrides, words):

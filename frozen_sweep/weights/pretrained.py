@@ -118,7 +118,8 @@ def read_weights(directory: Path, source: str, dtype: torch.dtype) -> dict[str, 
         files = sorted(set(index["weight_map"].values()))
     else:
         pickles = sorted(p.name for pattern in PICKLES for p in directory.glob(pattern))
-        held = f"it holds {', '.join(pickles)}, a pickle, which is never loaded" if pickles else "it holds no weights"
+        held = (f"it holds {', '.join(pickles)}, a pickle, which is never loaded" if pickles else
+                "it holds no weights (a hub name's pickle weights are never fetched)")  # fmt: skip
         raise PretrainedError(f"{source}: no model.safetensors or model.safetensors.index.json: {held}; {SUPPORTED}")
     return {name: t.to(dtype) for file in files for name, t in load_file(directory / file).items()}
 
