@@ -11,10 +11,11 @@ table); `info` what was read: the source, the commit a hub name resolved to, the
 there: `AutoTokenizer.from_pretrained(info["directory"])`), the architecture and the parameters per component. Its
 logits are the transformers model's to float rounding.
 
-Read: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, from safetensors. Refused in one line, naming what it
-is: another architecture, remote code (`auto_map`), a pickle-only or quantised checkpoint, a config our model cannot
-hold (sliding windows, rotary scaling, another activation or head width, ...), tensors with no place in our model or
-missing from the checkpoint, an output projection that the config ties but the checkpoint does not.
+Read: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM and GPTNeoXForCausalLM, from safetensors. Refused in
+one line, naming what it is (PretrainedError): another architecture, remote code (`auto_map`), a pickle-only or
+quantised checkpoint, a config our model cannot hold (sliding windows, rotary scaling, another activation or head
+width, ...), tensors with no place in our model or missing from the checkpoint, an output projection that the config
+ties but the checkpoint does not (docs/pretrained.md).
 """
 
 import json
