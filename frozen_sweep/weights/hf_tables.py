@@ -12,7 +12,7 @@ holds the model keys every checkpoint of the family has.
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 LAYER = "{}"  # a layer's index in a table's names
 _INDEX = re.compile(r"\.(\d+)\.")
@@ -31,7 +31,7 @@ class Family:
     fixed: dict  # our model keys every checkpoint of the family has
     # the transformers config and the longest sequence the model will read → what of it our model cannot hold
     refusals: Callable[[object, int], list[str]]
-    dropped: tuple[str, ...] = field(default=())  # tensors some checkpoints hold that have no place in ours
+    dropped: tuple[str, ...] = ()  # tensors some checkpoints hold that have no place in ours
 
 
 def rename(name: str, table: dict) -> str | tuple[str, ...] | None:
