@@ -7,7 +7,8 @@ resolved to its commit, and its config, safetensors weights and tokenizer files 
 where later imports read them offline (HF_HUB_OFFLINE=1). Prints what was imported as JSON: the commit, our model
 config and the parameters per component (frozen_sweep.weights.pretrained.load_pretrained is the Python API).
 --compare FILE also loads the transformers model (float32) and prints, for the lines of FILE encoded by the
-checkpoint's own tokenizer, the largest absolute difference between its logits and ours.
+checkpoint's own tokenizer (right-padded into one batch), the largest absolute difference between its logits and ours
+at the real tokens.
 """
 
 import argparse
@@ -43,16 +44,18 @@ def main(argv=None) -> None:
 
 def logit_difference(model, directory: Path, text: Path) -> float:
     """The largest |our logit - transformers'| over the real tokens of `text`'s lines, right-padded into one batch."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(directory)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     lines = [line for line in text.read_text(encoding="utf-8").splitlines() if line.strip()]
     batch = tokenizer(lines, padding=True, padding_side="right", return_tensors="pt")
-    theirs = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32).eval()
+    kind = AutoModelForMaskedLM if model.is_encoder_only else AutoModelForCausalLM
+    theirs = kind.from_pretrained(directory, dtype=torch.float32).eval()
     with torch.no_grad():
-        difference = theirs(**batch).logits - model.decode(batch.input_ids)  # (B, T, V)
+        ours = model(None, batch.input_ids)  # an encoder masks its padding: the tokenizer's must be the config's
+        difference = theirs(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits - ours  # (B, T, V)
     return difference[batch.attention_mask.bool()].abs().max().item()
 
 

@@ -1,7 +1,7 @@
-"""Pretrained Hugging Face checkpoints imported: tiny LLaMA, Qwen2, Mistral and GPT-NeoX models with random weights,
-saved by transformers (safetensors) with a BPE tokenizer trained on KJV verses beside them, give transformers' logits
-on verses their own tokenizer encodes, and transformers' parameters per component; what our model cannot hold is
-refused in one line; a hub name is read offline from a hub cache populated here, at the commit its branch names."""
+"""Pretrained Hugging Face checkpoints imported: tiny LLaMA, Qwen2, Mistral and GPT-NeoX language models and BERT and
+RoBERTa masked LMs with random weights, saved by transformers (safetensors) with a BPE tokenizer trained on KJV verses
+beside them, give transformers' logits on verses their own tokenizer encodes, and transformers' parameters per
+component; what our model cannot hold is refused in one line; a hub name is read offline from a hub cache populated here, at the commit its branch names."""
 
 import http.server
 import json
@@ -23,7 +23,7 @@ VERSES = [text for _, text in read_shipped(shipped_path("engKJV2006eb")) if text
 TINY = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
         "max_position_embeddings": 256}  # fmt: skip
 LLAMA_SHAPED = {"num_key_value_heads": 2, "rms_norm_eps": 1e-6}
-FAMILIES = {  # a case → its transformers class, and its config beyond TINY (and LLAMA_SHAPED for all but GPT-NeoX)
+FAMILIES = {  # a case → its transformers class, and its config beyond TINY (and LLAMA_SHAPED for LLaMA's family)
     "llama": ("Llama", {"rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}}),
     "llama-biases-tied": ("Llama", {"attention_bias": True, "mlp_bias": True, "tie_word_embeddings": True}),
     "qwen2": ("Qwen2", {"tie_word_embeddings": True}),
@@ -32,7 +32,10 @@ FAMILIES = {  # a case → its transformers class, and its config beyond TINY (a
     "gpt_neox": ("GPTNeoX", {"layer_norm_eps": 1e-6}),  # parallel attention and FFN, a quarter of a head rotated
     "gpt_neox-sequential-all-rotated": ("GPTNeoX", {"use_parallel_residual": False, "rope_parameters": {
         "rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0}}),
+    "bert": ("Bert", {"layer_norm_eps": 1e-12}),
+    "roberta": ("Roberta", {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}),  # the tokenizer's pad
 }  # fmt: skip
+HEADS = {"Bert": "MaskedLM", "Roberta": "MaskedLM"}  # the transformers class's suffix: ForCausalLM for the others
 
 
 @pytest.fixture(scope="module")
@@ -49,10 +52,11 @@ def tokenizer():
 
 def save_checkpoint(directory, tokenizer, family: str = "Llama", **config):
     """A transformers model of `family` with every weight drawn at random, saved with its tokenizer beside it."""
-    shape = TINY | ({} if family == "GPTNeoX" else LLAMA_SHAPED) | {"vocab_size": len(tokenizer)}
+    llama_shaped = family in ("Llama", "Qwen2", "Mistral")
+    shape = TINY | (LLAMA_SHAPED if llama_shaped else {}) | {"vocab_size": len(tokenizer)}
     hf_config = getattr(transformers, f"{family}Config")(**(shape | config))
     torch.manual_seed(0)
-    hf = getattr(transformers, f"{family}ForCausalLM")(hf_config).eval()
+    hf = getattr(transformers, f"{family}For{HEADS.get(family, 'CausalLM')}")(hf_config).eval()
     with torch.no_grad():
         for p in hf.parameters():  # norms' gains and biases too: each tensor must land in its place
             p.normal_(std=0.3)
@@ -62,14 +66,23 @@ def save_checkpoint(directory, tokenizer, family: str = "Llama", **config):
 
 
 def hf_components(hf: nn.Module) -> dict[str, int]:
-    """transformers' parameters per component, by its own module types: embeddings and lm_head, attention, MLP,
-    the rest (norms)."""
+    """transformers' parameters per component, by its own modules: embeddings and the output projection, attention,
+    MLP (BERT's intermediate and output), the rest (norms, BERT's head transform); a module within another decides."""
     owner = {}
-    for name, module in hf.named_modules():
+    for name, module in hf.named_modules():  # a module before those within it
         kind = type(module).__name__
-        component = ("emb" if isinstance(module, nn.Embedding) or name == "lm_head" else "att" if
-                     kind.endswith("Attention") else "ffn" if kind.endswith("MLP") else None)  # fmt: skip
-        owner |= {id(p): component for p in module.parameters()} if component else {}
+        output = isinstance(module, nn.Linear) and name.endswith(("lm_head", "decoder"))
+        if isinstance(module, nn.Embedding) or output:
+            component = "emb"
+        elif kind.endswith("Attention"):
+            component = "att"
+        elif kind.endswith(("MLP", "Intermediate")) or (kind.endswith("Output") and not kind.endswith("SelfOutput")):
+            component = "ffn"
+        elif isinstance(module, nn.LayerNorm):
+            component = "other"
+        else:
+            continue
+        owner |= {id(p): component for p in module.parameters()}
     counts = {"emb": 0, "att": 0, "ffn": 0, "other": 0}
     for p in hf.parameters():  # a tied weight once
         counts[owner.get(id(p), "other")] += p.numel()
@@ -85,11 +98,12 @@ def test_an_imported_checkpoint_gives_transformers_logits_on_text_its_tokenizer_
     batch = own(VERSES[1000:1008], padding=True, return_tensors="pt")  # right-padded
     real = batch.attention_mask.bool()  # (B, T)
     with torch.no_grad():
-        theirs = hf(**batch).logits  # (B, T, V)
-        ours = model.decode(batch.input_ids)  # causal: a real position never reads the padding after it
+        theirs = hf(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # (B, T, V)
+        ours = model(None, batch.input_ids)  # a language model's real position never reads the padding after it
     assert real.sum() > 8 * 20 and not real.all()
     assert (theirs - ours)[real].abs().max() <= 1e-4
-    assert (model_cfg.d_model, model_cfg.decoder_layers, info["architecture"]) == (32, 2, f"{family}ForCausalLM")
+    layers = model_cfg.encoder_layers + model_cfg.decoder_layers
+    assert (model_cfg.d_model, layers, info["architecture"]) == (32, 2, f"{family}For{HEADS.get(family, 'CausalLM')}")
     assert info["commit"] is None and model.training is False
 
 
@@ -100,8 +114,9 @@ def test_an_imported_checkpoint_has_transformers_parameters_per_component(case, 
     model, _, info = load_pretrained(tmp_path)
     assert {c: n["total"] for c, n in info["params_by_component"].items() if c != "head"} == hf_components(hf)
     assert info["params_total"] == sum(p.numel() for p in hf.parameters())
-    tied = config.get("tie_word_embeddings", False)
-    assert (model.output.weight is model.tgt_embed.tokens.weight) == tied
+    tied = config.get("tie_word_embeddings", family in HEADS)  # BERT's and RoBERTa's output is their embedding
+    tokens = model.src_embed.tokens if model.is_encoder_only else model.tgt_embed.tokens
+    assert (model.output.weight is tokens.weight) == tied
     assert all(p.requires_grad and p.dtype == torch.float32 for p in model.parameters())
 
 
@@ -163,6 +178,8 @@ REFUSED = {  # a case → (the family and config saved, what is done to the save
     "biases": ("Llama", {"attention_bias": True}, None, r"attention_bias=True with mlp_bias=False"),
     "gpt-neox's activation": ("GPTNeoX", {"hidden_act": "gelu_new"}, None, r"hidden_act=gelu_new \(the FFN's GELU"),
     "gpt-neox without biases": ("GPTNeoX", {"attention_bias": False}, None, r"attention_bias=false \(biases are on"),
+    "bert's relative positions": ("Bert", {"position_embedding_type": "relative_key"}, None,
+                                  r"position_embedding_type=relative_key \(a table of absolute positions only\)"),
     "gpt-neox's odd rotary": ("GPTNeoX", {"rope_parameters": {"rope_type": "default", "rope_theta": 1e4,
                                                               "partial_rotary_factor": 0.4}}, None,
                               r"3 rotary dimensions a head"),
@@ -196,13 +213,20 @@ def test_what_our_model_cannot_hold_is_refused_in_one_line_naming_it(case, token
 
 
 @pytest.mark.parametrize("family, buffer", [("Llama", "model.layers.1.self_attn.rotary_emb.inv_freq"),
-                                            ("GPTNeoX", "gpt_neox.layers.0.attention.masked_bias")])  # fmt: skip
-def test_buffers_older_checkpoints_saved_are_dropped(family, buffer, tokenizer, tmp_path):
+                                            ("GPTNeoX", "gpt_neox.layers.0.attention.masked_bias"),
+                                            ("Bert", "bert.pooler.dense.weight")])  # fmt: skip
+def test_buffers_and_unused_heads_older_checkpoints_saved_are_dropped(family, buffer, tokenizer, tmp_path):
     hf = save_checkpoint(tmp_path, tokenizer, family)
     rewrite_weights(tmp_path, **{buffer: torch.ones(4)})
     ids = torch.tensor([tokenizer(VERSES[5]).input_ids])  # (1, T)
     with torch.no_grad():
-        assert (hf(ids).logits - load_pretrained(tmp_path)[0].decode(ids)).abs().max() <= 1e-4
+        assert (hf(ids).logits - load_pretrained(tmp_path)[0](None, ids)).abs().max() <= 1e-4
+
+
+def test_a_learned_position_table_is_read_whole(tokenizer, tmp_path):
+    save_checkpoint(tmp_path, tokenizer, "Bert")
+    with pytest.raises(PretrainedError, match="max_positions=32: its position table has max_position_embeddings=256"):
+        load_pretrained(tmp_path, max_positions=32)
 
 
 @pytest.fixture
@@ -252,11 +276,15 @@ def test_a_hub_name_is_read_offline_from_the_hub_cache_at_its_commit_once_per_pr
         load_pretrained(repo / "snapshots" / commit, revision="main")
 
 
-def test_the_command_prints_the_model_config_components_and_the_logit_difference(tokenizer, tmp_path, capsys):
-    save_checkpoint(tmp_path / "qwen", tokenizer, "Qwen2")
+@pytest.mark.parametrize("case, keys", [("qwen2", {"norm": "rms", "qkv_bias": True, "bias": False}),
+                                       ("roberta", {"norm": "post", "positions": "learned", "position_offset": 1})])
+def test_the_command_prints_the_model_config_components_and_the_logit_difference(case, keys, tokenizer, tmp_path,
+                                                                                   capsys):  # fmt: skip
+    family, config = FAMILIES[case]
+    save_checkpoint(tmp_path / case, tokenizer, family, **config)
     (tmp_path / "verses.txt").write_text("\n".join(VERSES[2000:2006]) + "\n")
-    pretrained.main([str(tmp_path / "qwen"), "--compare", str(tmp_path / "verses.txt")])
+    pretrained.main([str(tmp_path / case), "--compare", str(tmp_path / "verses.txt")])
     printed = json.loads(capsys.readouterr().out)
-    assert printed["model"] | {"norm": "rms", "qkv_bias": True, "bias": False, "d_model": 32} == printed["model"]
-    assert printed["architecture"] == "Qwen2ForCausalLM" and printed["params_by_component"]["att"]["total"] > 0
+    assert printed["model"] | keys | {"d_model": 32} == printed["model"]
+    assert printed["architecture"].startswith(family) and printed["params_by_component"]["att"]["total"] > 0
     assert 0 <= printed["max_abs_logit_difference"] <= 1e-4

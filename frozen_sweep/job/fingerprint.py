@@ -36,6 +36,8 @@ LATER_DEFAULTS = {"freeze.head.frozen": (False,), "freeze.head.init": ("random",
                   "model.kv_heads": (None,), "model.bias": (True,), "model.norm_eps": (1e-05,),
                   "model.qkv_bias": (False,), "model.rope_fraction": (1.0,),
                   "model.parallel": (False,),
+                  "model.position_offset": (0,), "model.token_types": (0,), "model.embed_norm": (False,),
+                  "model.mlm_head": (False,),
                   "trainer.step_time_s": (None,)}  # fmt: skip
 # ...and those of them that the fingerprint held at their (first) default for a while before (records of that time
 # hashed them in): a job at that default carries that hash too (directory.ONCE_HELD), so those records stay its runs

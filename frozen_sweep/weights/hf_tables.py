@@ -29,6 +29,7 @@ class Family:
     weights: dict[str, str | tuple[str, ...]]  # the checkpoint's module → ours
     config: dict[str, str]  # the checkpoint's config key → our model key
     fixed: dict  # our model keys every checkpoint of the family has
+    derived: Callable[[object], dict]  # the transformers config → our model keys computed from it
     # the transformers config and the longest sequence the model will read → what of it our model cannot hold
     refusals: Callable[[object, int], list[str]]
     dropped: tuple[str, ...] = ()  # tensors some checkpoints hold that have no place in ours
@@ -58,6 +59,12 @@ def _targets(targets: str | tuple[str, ...]) -> tuple[str, ...]:
 
 def is_dropped(name: str, family: Family) -> bool:
     return _INDEX.sub(f".{LAYER}.", name) in family.dropped
+
+
+def rotary(c) -> dict:
+    """The rotary positions' base and the share of a head they rotate."""
+    return {"rope_base": c.rope_parameters["rope_theta"],
+            "rope_fraction": c.rope_parameters.get("partial_rotary_factor", 1.0)}  # fmt: skip
 
 
 LLAMA_WEIGHTS = {
@@ -162,15 +169,76 @@ def neox_refusals(c, longest: int) -> list[str]:
     return reasons
 
 
+def encoder_weights(prefix: str, head: dict[str, str]) -> dict[str, str]:
+    """BERT's and RoBERTa's encoder under `prefix`, and their masked-LM head."""
+    return {
+        f"{prefix}.embeddings.word_embeddings": "src_embed.tokens",
+        f"{prefix}.embeddings.position_embeddings": "src_embed.position_table",
+        f"{prefix}.embeddings.token_type_embeddings": "src_embed.token_type_table",
+        f"{prefix}.embeddings.LayerNorm": "src_embed.norm",
+        f"{prefix}.encoder.layer.{{}}.attention.self.query": "encoder.layers.{}.self_attn.q_proj",
+        f"{prefix}.encoder.layer.{{}}.attention.self.key": "encoder.layers.{}.self_attn.k_proj",
+        f"{prefix}.encoder.layer.{{}}.attention.self.value": "encoder.layers.{}.self_attn.v_proj",
+        f"{prefix}.encoder.layer.{{}}.attention.output.dense": "encoder.layers.{}.self_attn.out_proj",
+        f"{prefix}.encoder.layer.{{}}.attention.output.LayerNorm": "encoder.layers.{}.self_attn_res.norm",
+        f"{prefix}.encoder.layer.{{}}.intermediate.dense": "encoder.layers.{}.ffn.fc1",
+        f"{prefix}.encoder.layer.{{}}.output.dense": "encoder.layers.{}.ffn.fc2",
+        f"{prefix}.encoder.layer.{{}}.output.LayerNorm": "encoder.layers.{}.ffn_res.norm",
+    } | head  # fmt: skip
+
+
+def encoder_dropped(prefix: str) -> tuple[str, ...]:
+    """The position-id buffer older checkpoints saved, and the pooler and next-sentence head that pretraining
+    checkpoints hold and a masked LM does not use."""
+    return (f"{prefix}.embeddings.position_ids", f"{prefix}.pooler.dense.weight", f"{prefix}.pooler.dense.bias",
+            "cls.seq_relationship.weight", "cls.seq_relationship.bias")  # fmt: skip
+
+
+# the output projection's weight (tied: the token embedding) and bias, under either of the names checkpoints use
+BERT_HEAD = {"cls.predictions.transform.dense": "output_transform.dense",
+             "cls.predictions.transform.LayerNorm": "output_transform.norm",
+             "cls.predictions": "output", "cls.predictions.decoder": "output"}  # fmt: skip
+ROBERTA_HEAD = {"lm_head.dense": "output_transform.dense", "lm_head.layer_norm": "output_transform.norm",
+                "lm_head": "output", "lm_head.decoder": "output"}  # fmt: skip
+BERT_CONFIG = {
+    "hidden_size": "d_model", "intermediate_size": "ffn_dim", "num_hidden_layers": "encoder_layers",
+    "num_attention_heads": "heads", "max_position_embeddings": "max_positions", "layer_norm_eps": "norm_eps",
+    "hidden_dropout_prob": "dropout", "attention_probs_dropout_prob": "attention_dropout",
+    "type_vocab_size": "token_types",
+}  # fmt: skip
+# an encoder-only masked LM, post-LayerNorm with biases, a GELU FFN, BERT's embeddings and head
+BERT_FIXED = {"decoder_layers": 0, "norm": "post", "ffn": "mlp", "activation": "gelu", "positions": "learned",
+              "bias": True, "embed_norm": True, "mlm_head": True, "activation_dropout": 0.0}  # fmt: skip
+
+
+def bert_refusals(c, longest: int) -> list[str]:
+    reasons = []
+    if c.hidden_act != "gelu":
+        reasons.append(f"hidden_act={c.hidden_act} (the FFN's GELU here is the exact one, hidden_act=gelu)")
+    if getattr(c, "position_embedding_type", "absolute") != "absolute":
+        reasons.append(f"position_embedding_type={c.position_embedding_type} (a table of absolute positions only)")
+    if c.is_decoder or c.add_cross_attention:
+        reasons.append("is_decoder or add_cross_attention (an encoder's masked LM only)")
+    if longest != c.max_position_embeddings:
+        reasons.append(f"max_positions={longest}: its position table has max_position_embeddings="
+                       f"{c.max_position_embeddings} rows")  # fmt: skip
+    return reasons
+
+
 FAMILIES = {
     family.architecture: family
     for family in (
         Family("LlamaForCausalLM", "llama", LLAMA_WEIGHTS, LLAMA_CONFIG | {"attention_bias": "bias"}, LLAMA_FIXED,
-               llama_refusals, LLAMA_DROPPED),
+               rotary, llama_refusals, LLAMA_DROPPED),
         Family("Qwen2ForCausalLM", "qwen2", LLAMA_WEIGHTS, LLAMA_CONFIG,
-               LLAMA_FIXED | {"bias": False, "qkv_bias": True}, qwen2_refusals, LLAMA_DROPPED),
-        Family("MistralForCausalLM", "mistral", LLAMA_WEIGHTS, LLAMA_CONFIG, LLAMA_FIXED | {"bias": False},
+               LLAMA_FIXED | {"bias": False, "qkv_bias": True}, rotary, qwen2_refusals, LLAMA_DROPPED),
+        Family("MistralForCausalLM", "mistral", LLAMA_WEIGHTS, LLAMA_CONFIG, LLAMA_FIXED | {"bias": False}, rotary,
                mistral_refusals, LLAMA_DROPPED),
-        Family("GPTNeoXForCausalLM", "gpt_neox", NEOX_WEIGHTS, NEOX_CONFIG, NEOX_FIXED, neox_refusals, NEOX_DROPPED),
+        Family("GPTNeoXForCausalLM", "gpt_neox", NEOX_WEIGHTS, NEOX_CONFIG, NEOX_FIXED, rotary, neox_refusals,
+               NEOX_DROPPED),
+        Family("BertForMaskedLM", "bert", encoder_weights("bert", BERT_HEAD), BERT_CONFIG, BERT_FIXED,
+               lambda c: {}, bert_refusals, encoder_dropped("bert")),
+        Family("RobertaForMaskedLM", "roberta", encoder_weights("roberta", ROBERTA_HEAD), BERT_CONFIG, BERT_FIXED,
+               lambda c: {"position_offset": c.pad_token_id + 1}, bert_refusals, encoder_dropped("roberta")),
     )
 }  # fmt: skip

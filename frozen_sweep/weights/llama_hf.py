@@ -40,6 +40,10 @@ def not_expressible(cfg) -> list[str]:
         reasons.append("model.ffn=mlp: LLaMA's FFN is SwiGLU (model.ffn=swiglu)")
     if Positions(m.positions) != Positions.rope:
         reasons.append("model.positions=sinusoidal: LLaMA has rotary positions (model.positions=rope)")
+    if (m.qkv_bias and not m.bias) or m.rope_fraction != 1 or m.parallel or m.token_types or m.embed_norm:
+        reasons.append("model.qkv_bias, rope_fraction, parallel, token_types or embed_norm: LLaMA has biases on every "
+                       "projection or none, rotates whole heads, runs attention and FFN in turn, and embeds tokens "
+                       "alone")  # fmt: skip
     if cfg.reservoir.count and ReservoirType(cfg.reservoir.type) != ReservoirType.transformer:
         reasons.append(f"reservoir.type={ReservoirType(cfg.reservoir.type).value}: LLaMA layers are transformer "
                        "layers only")  # fmt: skip

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from frozen_sweep.config.model import ModelConfig
+from frozen_sweep.config.model import ModelConfig, TieEmbeddings
 from frozen_sweep.model import Transformer
 from frozen_sweep.weights.freeze import parameter_counts
 from frozen_sweep.weights.hf_tables import FAMILIES, Family, PretrainedError, inverse, is_dropped, rename
@@ -44,7 +44,7 @@ def load_pretrained(source: str | Path, revision: str | None = None, cache_dir: 
     family, hf_config, longest = read_config(directory, str(source), max_positions)
     model_cfg = model_config(family, hf_config, longest)
     tensors = read_weights(directory, str(source), dtype)
-    state = our_state(tensors, family, hf_config.tie_word_embeddings, model_cfg.heads, str(source))
+    state = our_state(tensors, family, model_cfg, str(source))
     model = build(model_cfg, hf_config, state, family, str(source))
     info = {"source": str(source), "revision": revision, "commit": commit, "directory": str(directory),
             "architecture": family.architecture, **parameter_counts(model)}  # fmt: skip
@@ -99,12 +99,10 @@ def read_config(directory: Path, source: str, max_positions: int | None):
 
 def model_config(family: Family, hf_config, longest: int) -> DictConfig:
     """The model group's config of a checkpoint: its config keys through the family's table, the family's fixed
-    keys, rotary base and share, tying, and the longest sequence it will read."""
+    keys, those computed from its config, tying, and the longest sequence it will read."""
     keys = {ours: getattr(hf_config, theirs) for theirs, ours in family.config.items()} | family.fixed
-    keys |= {"name": family.architecture, "rope_base": hf_config.rope_parameters["rope_theta"],
-             "rope_fraction": hf_config.rope_parameters.get("partial_rotary_factor", 1.0),
-             "tie_embeddings": "decoder" if hf_config.tie_word_embeddings else "none",
-             "max_positions": longest}  # fmt: skip
+    keys |= family.derived(hf_config) | {"name": family.architecture, "max_positions": longest,
+                                         "tie_embeddings": "decoder" if hf_config.tie_word_embeddings else "none"}
     return OmegaConf.merge(OmegaConf.structured(ModelConfig), keys)
 
 
@@ -125,7 +123,7 @@ def read_weights(directory: Path, source: str, dtype: torch.dtype) -> dict[str, 
     return {name: t.to(dtype) for file in files for name, t in load_file(directory / file).items()}
 
 
-def our_state(tensors: dict[str, torch.Tensor], family: Family, tied: bool, heads: int,
+def our_state(tensors: dict[str, torch.Tensor], family: Family, model_cfg: DictConfig,
               source: str) -> dict[str, torch.Tensor]:  # fmt: skip
     """The checkpoint's tensors under our names, a fused one split; the output projection is the token embedding
     when tied."""
@@ -133,7 +131,7 @@ def our_state(tensors: dict[str, torch.Tensor], family: Family, tied: bool, head
     for name, tensor in tensors.items():
         ours = rename(name, family.weights)
         if isinstance(ours, tuple):
-            state |= dict(zip(ours, unfuse(tensor, len(ours), heads)))
+            state |= dict(zip(ours, unfuse(tensor, len(ours), model_cfg.heads)))
         elif ours is not None:
             state[ours] = tensor
         elif not is_dropped(name, family):
@@ -141,9 +139,11 @@ def our_state(tensors: dict[str, torch.Tensor], family: Family, tied: bool, head
     if unknown:
         raise PretrainedError(f"{source}: {len(unknown)} tensors have no place in {family.architecture} as imported "
                              f"here ({', '.join(unknown[:3])}); {SUPPORTED}")  # fmt: skip
-    head, embedding = state.get("output.weight"), state.get("tgt_embed.tokens.weight")
+    tied = TieEmbeddings(model_cfg.tie_embeddings) != TieEmbeddings.none
+    tokens = f"{'src' if model_cfg.decoder_layers == 0 else 'tgt'}_embed.tokens.weight"  # an encoder's, a decoder's
+    head, embedding = state.get("output.weight"), state.get(tokens)
     theirs = inverse(family.weights)
-    head_name, embedding_name = rename("output.weight", theirs), rename("tgt_embed.tokens.weight", theirs)
+    head_name, embedding_name = rename("output.weight", theirs), rename(tokens, theirs)
     if tied and head is not None and embedding is not None and not torch.equal(head, embedding):
         raise PretrainedError(f"{source}: config.json ties the output projection to the embedding "
                              f"(tie_word_embeddings=true) but {head_name} is not {embedding_name}")  # fmt: skip
@@ -180,5 +180,5 @@ def build(model_cfg: DictConfig, hf_config, state: dict[str, torch.Tensor], fami
         raise PretrainedError(f"{source}: its tensors are not those its config.json describes ({what})")
     model.load_state_dict(state, assign=True)
     if hf_config.tie_word_embeddings:  # one parameter again, as the model is built
-        model.output.weight = model.tgt_embed.tokens.weight
+        model.output.weight = (model.src_embed if model.is_encoder_only else model.tgt_embed).tokens.weight
     return model.eval()
