@@ -38,21 +38,22 @@ def main(argv=None) -> None:
     except PretrainedError as e:
         raise UsageError(str(e)) from None
     if args.compare is not None:
-        info["max_abs_logit_difference"] = logit_difference(model, Path(info["directory"]), args.compare)
+        info["max_abs_logit_difference"] = logit_difference(model, info, args.compare)
     print(json.dumps(info | {"model": OmegaConf.to_container(model_cfg, enum_to_str=True)}, indent=1))
 
 
-def logit_difference(model, directory: Path, text: Path) -> float:
-    """The largest |our logit - transformers'| over the real tokens of `text`'s lines, right-padded into one batch."""
-    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+def logit_difference(model, info: dict, text: Path) -> float:
+    """The largest |our logit - the checkpoint's transformers class's| over the real tokens of `text`'s lines,
+    right-padded into one batch."""
+    import transformers
 
-    tokenizer = AutoTokenizer.from_pretrained(directory)
+    directory = Path(info["directory"])
+    tokenizer = transformers.AutoTokenizer.from_pretrained(directory)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     lines = [line for line in text.read_text(encoding="utf-8").splitlines() if line.strip()]
     batch = tokenizer(lines, padding=True, padding_side="right", return_tensors="pt")
-    kind = AutoModelForMaskedLM if model.is_encoder_only else AutoModelForCausalLM
-    theirs = kind.from_pretrained(directory, dtype=torch.float32).eval()
+    theirs = getattr(transformers, info["architecture"]).from_pretrained(directory, dtype=torch.float32).eval()
     with torch.no_grad():
         ours = model(None, batch.input_ids)  # an encoder masks its padding: the tokenizer's must be the config's
         difference = theirs(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits - ours  # (B, T, V)
