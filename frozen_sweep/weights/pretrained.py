@@ -5,17 +5,17 @@
     model, model_cfg, info = load_pretrained("path/to/dir")  # a directory written by save_pretrained
     model, model_cfg, info = load_pretrained("Qwen/Qwen2.5-0.5B", revision="main")  # a hub name, pinned to a commit
 
-`model` is a `Transformer` in eval mode holding every weight of the checkpoint (float32 unless `dtype` says
-otherwise), all trainable; `model_cfg` the model group's config it was built from (config.json through the family's
-table); `info` what was read: the source, the commit a hub name resolved to, the directory (its tokenizer files are
-there: `AutoTokenizer.from_pretrained(info["directory"])`), the architecture and the parameters per component. Its
-logits are the transformers model's to float rounding.
+`model` is a `Transformer` (a language model, or a masked LM) in eval mode holding every weight of the checkpoint
+(float32 unless `dtype` says otherwise), all trainable; `model_cfg` the model group's config it was built from
+(config.json through the family's table); `info` what was read: the source, the commit a hub name resolved to, the
+directory (its tokenizer files are there: `AutoTokenizer.from_pretrained(info["directory"])`), the architecture and the
+parameters per component. Its logits are the transformers model's to float rounding.
 
-Read: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM and GPTNeoXForCausalLM, from safetensors. Refused in
-one line, naming what it is (PretrainedError): another architecture, remote code (`auto_map`), a pickle-only or
-quantised checkpoint, a config our model cannot hold (sliding windows, rotary scaling, another activation or head
-width, ...), tensors with no place in our model or missing from the checkpoint, an output projection that the config
-ties but the checkpoint does not (docs/pretrained.md).
+Read: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, GPTNeoXForCausalLM, BertForMaskedLM and
+RobertaForMaskedLM, from safetensors. Refused in one line, naming what it is (PretrainedError): another architecture,
+remote code (`auto_map`), a pickle-only or quantised checkpoint, a config our model cannot hold (sliding windows, rotary
+scaling, another activation or head width, ...), tensors with no place in our model or missing from the checkpoint, an
+output projection that the config ties but the checkpoint does not (docs/pretrained.md).
 """
 
 import json
@@ -29,7 +29,7 @@ from frozen_sweep.model import Transformer
 from frozen_sweep.weights.freeze import parameter_counts
 from frozen_sweep.weights.hf_tables import FAMILIES, Family, PretrainedError, inverse, is_dropped, rename
 
-SUPPORTED = (f"supported: {', '.join(FAMILIES)} (full attention, unscaled rotary positions), from safetensors "
+SUPPORTED = (f"supported: {', '.join(FAMILIES)}, without sliding windows or rotary scaling, from safetensors "
              "(model.safetensors or model.safetensors.index.json)")  # fmt: skip
 PICKLES = ("*.bin", "*.pt", "*.pth", "*.ckpt")
 
