@@ -99,7 +99,7 @@ def test_an_imported_checkpoint_gives_transformers_logits_on_text_its_tokenizer_
     real = batch.attention_mask.bool()  # (B, T)
     with torch.no_grad():
         theirs = hf(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # (B, T, V)
-        ours = model(None, batch.input_ids)  # a language model's real position never reads the padding after it
+        ours = model(None, batch.input_ids)  # an LM's tokens never read the padding after them; an encoder masks it
     assert real.sum() > 8 * 20 and not real.all()
     assert (theirs - ours)[real].abs().max() <= 1e-4
     layers = model_cfg.encoder_layers + model_cfg.decoder_layers
