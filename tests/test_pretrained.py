@@ -1,7 +1,8 @@
 """Pretrained Hugging Face checkpoints imported: tiny LLaMA, Qwen2, Mistral and GPT-NeoX language models and BERT and
-RoBERTa masked LMs with random weights, saved by transformers (safetensors) with a BPE tokenizer trained on KJV verses
-beside them, give transformers' logits on verses their own tokenizer encodes, and transformers' parameters per
-component; what our model cannot hold is refused in one line; a hub name is read offline from a hub cache populated here, at the commit its branch names."""
+RoBERTa masked LMs with random weights, saved by transformers (safetensors) with a BPE tokenizer trained on KJV
+verses beside them, give transformers' logits on verses their own tokenizer encodes, and transformers' parameters per
+component; what our model cannot hold is refused in one line; a hub name is read offline from a hub cache populated
+here, at the commit its branch names."""
 
 import http.server
 import json
