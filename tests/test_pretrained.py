@@ -224,6 +224,18 @@ def test_buffers_and_unused_heads_older_checkpoints_saved_are_dropped(family, bu
         assert (hf(ids).logits - load_pretrained(tmp_path)[0](None, ids)).abs().max() <= 1e-4
 
 
+def test_tf_era_layernorm_names_are_read_as_transformers_reads_them(tokenizer, tmp_path):
+    hf = save_checkpoint(tmp_path, tokenizer, "Bert")
+    tensors = load_file(tmp_path / "model.safetensors")
+    legacy = {name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): t
+              for name, t in tensors.items()}  # fmt: skip
+    save_file(legacy, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    assert "bert.embeddings.LayerNorm.gamma" in load_file(tmp_path / "model.safetensors")
+    ids = torch.tensor([tokenizer(VERSES[9]).input_ids])  # (1, T)
+    with torch.no_grad():
+        assert (hf(ids).logits - load_pretrained(tmp_path)[0](None, ids)).abs().max() <= 1e-4
+
+
 def test_a_learned_position_table_is_read_whole(tokenizer, tmp_path):
     save_checkpoint(tmp_path, tokenizer, "Bert")
     with pytest.raises(PretrainedError, match="max_positions=32: its position table has max_position_embeddings=256"):

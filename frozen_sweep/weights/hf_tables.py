@@ -57,6 +57,16 @@ def _targets(targets: str | tuple[str, ...]) -> tuple[str, ...]:
     return targets if isinstance(targets, tuple) else (targets,)
 
 
+# names of older checkpoints that transformers reads for every family: TF-era LayerNorm gains and biases (BERT's)
+LEGACY = {".LayerNorm.gamma": ".LayerNorm.weight", ".LayerNorm.beta": ".LayerNorm.bias"}
+
+
+def current_name(name: str) -> str:
+    """A checkpoint's tensor name as transformers reads it today."""
+    old = next((old for old in LEGACY if name.endswith(old)), None)
+    return name if old is None else name[: -len(old)] + LEGACY[old]
+
+
 def is_dropped(name: str, family: Family) -> bool:
     return _INDEX.sub(f".{LAYER}.", name) in family.dropped
 

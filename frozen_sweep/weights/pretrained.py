@@ -27,7 +27,15 @@ from omegaconf import DictConfig, OmegaConf
 from frozen_sweep.config.model import ModelConfig, TieEmbeddings
 from frozen_sweep.model import Transformer
 from frozen_sweep.weights.freeze import parameter_counts
-from frozen_sweep.weights.hf_tables import FAMILIES, Family, PretrainedError, inverse, is_dropped, rename
+from frozen_sweep.weights.hf_tables import (
+    FAMILIES,
+    Family,
+    PretrainedError,
+    current_name,
+    inverse,
+    is_dropped,
+    rename,
+)
 
 SUPPORTED = (f"supported: {', '.join(FAMILIES)}, without sliding windows or rotary scaling, from safetensors "
              "(model.safetensors or model.safetensors.index.json)")  # fmt: skip
@@ -129,7 +137,7 @@ def our_state(tensors: dict[str, torch.Tensor], family: Family, model_cfg: DictC
     when tied."""
     state, unknown = {}, []
     for name, tensor in tensors.items():
-        ours = rename(name, family.weights)
+        ours = rename(current_name(name), family.weights)
         if isinstance(ours, tuple):
             state |= dict(zip(ours, unfuse(tensor, len(ours), model_cfg.heads)))
         elif ours is not None:
