@@ -73,6 +73,11 @@ def test_bad_values_fail_at_composition(override, error, words):
     "overrides, words",
     [
         (["model.heads=3"], ["model.heads=3", "model.d_model=128"]),
+        (["model.positions=rope", "model.rope_fraction=0.1"], ["model.rope_fraction=0.1 rotates 3 of a head's 32"]),
+        (["model.parallel=true"], ["model.parallel=true", "model.encoder_layers=0", "model.norm=pre or rms"]),
+        (["model=lm_micro", "task=lm_bible_en", "model.parallel=true"], ["model.parallel=true", "model.norm=pre"]),
+        (["model.position_offset=2"], ["model.position_offset=2", "model.positions=learned"]),
+        (["model.mlm_head=true"], ["model.mlm_head=true", "model.decoder_layers=0"]),
         (["task=lm_bible_en"], ["encoder_layers=0", "model=lm_demo"]),
         (["model=lm_micro"], ["task.kind=translation", "encoder–decoder", "encoder_layers=0"]),
         (["model.dropout=1.5"], ["model.dropout"]),

@@ -11,6 +11,7 @@ from torch import Tensor
 from frozen_sweep.model import Transformer
 from frozen_sweep.model.rotary import Rotary
 from frozen_sweep.system import cpu
+from frozen_sweep.weights import ctranslate2_model, llama_hf, marian
 from frozen_sweep.weights.freeze import init_and_freeze, parameter_counts
 from frozen_sweep.weights.llama_hf import llama_config, llama_state_dict
 from tests.conftest import compose_config
@@ -110,7 +111,7 @@ def test_gqa_caches_hold_kv_heads_of_heads_and_cached_decoding_is_the_full_forwa
 
 
 def test_rotary_scores_depend_on_relative_positions_only():
-    rotary = Rotary(head_dim=8, max_positions=64, base=10000.0)
+    rotary = Rotary(dims=8, max_positions=64, base=10000.0)
     q, k = torch.randn(1, 1, 1, 8), torch.randn(1, 1, 1, 8)  # (B, H, T, hd)
 
     def score(m: int, n: int) -> Tensor:  # query at position m, key at position n
@@ -128,3 +129,15 @@ def test_an_encoder_of_llama_style_blocks_ignores_padding(head_outputs):
     padded = torch.cat([ids, torch.full((1, 3), PAD)], dim=1)
     out, out_padded = model(None, ids), model(None, padded)
     assert torch.allclose(out_padded if head_outputs else out_padded[:, :7], out, atol=1e-5)
+
+
+@pytest.mark.parametrize("export, base, option", [
+    *((llama_hf, LLAMA, option) for option in ("model.qkv_bias=true", "model.rope_fraction=0.5", "model.parallel=true",
+                                                 "model.token_types=2", "model.embed_norm=true")),
+    *((module, ("model=tiny",), option) for module in (marian, ctranslate2_model)
+      for option in ("model.token_types=2", "model.embed_norm=true")),
+])  # fmt: skip
+def test_an_export_refuses_the_options_its_format_lacks(export, base, option):
+    assert not export.not_expressible(compose_config(*base))
+    key = option.split("=")[0].removeprefix("model.")
+    assert any(key in reason for reason in export.not_expressible(compose_config(*base, option)))

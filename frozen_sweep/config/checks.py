@@ -12,6 +12,7 @@ from frozen_sweep.config import (
     ConfigError,
     CorpusKind,
     FfnKind,
+    NormPosition,
     Placement,
     Positions,
     ReservoirType,
@@ -63,6 +64,8 @@ RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
       for key in ("dropout", "attention_dropout", "activation_dropout")),
     ("model.rope_base", lambda v: v > 1, "must be > 1, e.g. 10000 (LLaMA 1, 2) or 500000 (LLaMA 3)"),
     ("model.norm_eps", _positive, "must be > 0, e.g. 1e-5 or 1e-6"),
+    ("model.rope_fraction", lambda v: 0 < v <= 1, "must be in (0, 1], e.g. 1 (LLaMA) or 0.25 (GPT-NeoX)"),
+    *((f"model.{key}", lambda v: v >= 0, "must be >= 0") for key in ("position_offset", "token_types")),
     ("trainer.label_smoothing", _fraction, "must be in [0, 1)"),
     ("trainer.compile_mode", COMPILE_MODES.__contains__, f"allowed: {', '.join(COMPILE_MODES)}"),
     *((f"trainer.{key}", lambda v: v > 1.0, "must be > 1 (a multiple of a validation loss)")
@@ -169,6 +172,19 @@ def validate_model(cfg) -> None:
         raise ConfigError(f"model.kv_heads={m.kv_heads} must divide model.heads={m.heads} (null: = heads)")
     if m.positions == Positions.rope and (m.d_model // m.heads) % 2:
         raise ConfigError(f"model.positions=rope needs an even head width: d_model/heads={m.d_model // m.heads}")
+    rotated = int(m.d_model // m.heads * m.rope_fraction)
+    if m.positions == Positions.rope and (rotated < 2 or rotated % 2):
+        raise ConfigError(f"model.rope_fraction={m.rope_fraction} rotates {rotated} of a head's {m.d_model // m.heads} "
+                          "dimensions: it must rotate an even number, at least 2")  # fmt: skip
+    if m.position_offset and m.positions != Positions.learned:
+        raise ConfigError(f"model.position_offset={m.position_offset} is a row of a learned position table: it needs "
+                          "model.positions=learned")  # fmt: skip
+    if m.mlm_head and m.decoder_layers:
+        raise ConfigError("model.mlm_head=true is a masked language model's output head: an encoder-only model "
+                          "(model.decoder_layers=0)")  # fmt: skip
+    if m.parallel and (m.encoder_layers or m.norm == NormPosition.post):
+        raise ConfigError("model.parallel=true adds attention and FFN read from one normed input: a decoder-only "
+                          "language model (model.encoder_layers=0) with model.norm=pre or rms")  # fmt: skip
     if cfg.freeze.gate.frozen and m.ffn != FfnKind.swiglu:
         raise ConfigError(f"freeze.gate.frozen=true: model={m.name} has no gate; it needs model.ffn=swiglu")
     if cfg.freeze.gate.frozen and StudyName(cfg.study) == StudyName.finetune:

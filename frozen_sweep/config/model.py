@@ -28,6 +28,7 @@ class FfnKind(Enum):
 class Positions(Enum):
     sinusoidal = "sinusoidal"  # the fixed table added to sqrt(d)-scaled token embeddings (the paper)
     rope = "rope"  # rotary: queries and keys of self-attention rotated by position; embeddings not scaled (LLaMA)
+    learned = "learned"  # a trained table of position embeddings added to the unscaled token embeddings (BERT)
 
 
 class Pooling(Enum):
@@ -65,4 +66,12 @@ class ModelConfig:
     rope_base: float = 10000.0  # positions=rope: the rotation frequencies are rope_base^(-2i/head_dim)
     kv_heads: Optional[int] = None  # key/value heads, each shared by heads/kv_heads query heads (GQA); null: = heads
     bias: bool = True  # biases in attention and FFN projections (LLaMA has none)
+    qkv_bias: bool = False  # biases in the query, key and value projections even with bias=false (Qwen2)
+    rope_fraction: float = 1.0  # positions=rope: the share of a head's dimensions rotated, the first (GPT-NeoX: 0.25)
+    parallel: bool = False  # a language model's attention and FFN read the same input, both added to it (GPT-NeoX)
+    # BERT-style options (docs/concepts.md)
+    position_offset: int = 0  # positions=learned: the table's row of the first position (RoBERTa: 2)
+    token_types: int = 0  # rows of a token-type table whose first row is added to every token (BERT: 2); 0: none
+    embed_norm: bool = False  # a LayerNorm on the embeddings, before dropout (BERT)
+    mlm_head: bool = False  # a masked LM's output reads dense → GELU → LayerNorm first, and adds a bias (BERT)
     norm_eps: float = 1e-5  # the norms' epsilon (LayerNorm's default; LLaMA's RMSNorm uses 1e-6 or 1e-5)

@@ -39,6 +39,10 @@ LATER_DEFAULTS = {"freeze.head.frozen": (False,), "freeze.head.init": ("random",
                   "task.valid_from_train": (0,), "freeze.gate.frozen": (False,), "freeze.gate.init": ("random",),
                   "model.ffn": ("mlp",), "model.positions": ("sinusoidal",), "model.rope_base": (10000.0,),
                   "model.kv_heads": (None,), "model.bias": (True,), "model.norm_eps": (1e-05,),
+                  "model.qkv_bias": (False,), "model.rope_fraction": (1.0,),
+                  "model.parallel": (False,),
+                  "model.position_offset": (0,), "model.token_types": (0,), "model.embed_norm": (False,),
+                  "model.mlm_head": (False,),
                   "trainer.step_time_s": (None,)}  # fmt: skip
 # ...and those of them that the fingerprint held at their (first) default for a while before (records of that time
 # hashed them in): a job at that default is looked up by that hash too (`legacy`), so those records stay its runs

@@ -7,8 +7,10 @@ from frozen_sweep.model.head import ClassificationHead
 from frozen_sweep.model.layers import Attention, FeedForward, SwiGLU
 from frozen_sweep.model.transformer import Embeddings, OutputProjection
 
+# a module's type → its parameters' component; a later match within it wins (a norm inside the embeddings is `other`)
 _MODULE_COMPONENT = ((Embeddings, "emb"), (OutputProjection, "emb"), (Attention, "att"), (FeedForward, "ffn"),
-                     (SwiGLU, "ffn"), (ClassificationHead, "head"))  # fmt: skip
+                     (SwiGLU, "ffn"), (ClassificationHead, "head"), (nn.LayerNorm, "other"),
+                     (nn.RMSNorm, "other"))  # fmt: skip
 
 
 def component_of_parameters(model: nn.Module) -> dict[str, str]:

@@ -3,6 +3,7 @@ Hugging Face's RobertaClassificationHead build it): the pooled states → dropou
 projection to the classes' scores, or to one number (a regression). Its own module type, so that its parameters are
 their own component, `head`."""
 
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from frozen_sweep.config import Pooling
@@ -20,6 +21,18 @@ class ClassificationHead(nn.Module):
         x = self.dropout(pool(states, real, self.pooling))  # (B, D)
         x = self.out_proj(self.dropout(self.dense(x).tanh()))  # (B, C)
         return x.squeeze(-1) if self.scalar else x
+
+
+class MaskedLmTransform(nn.Module):
+    """BERT's and RoBERTa's masked-LM head before its output projection: dense d→d, GELU, LayerNorm."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.dense = nn.Linear(cfg.d_model, cfg.d_model)
+        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps)
+
+    def forward(self, states: Tensor) -> Tensor:  # (B, T, D) → (B, T, D)
+        return self.norm(F.gelu(self.dense(states)))
 
 
 def pool(states: Tensor, real: Tensor, pooling: Pooling) -> Tensor:

@@ -22,17 +22,18 @@ LayerCache = dict[str, Tensor]
 class Attention(nn.Module):
     """Multi-head attention on `scaled_dot_product_attention`, with an optional key/value cache for decoding;
     `kv_heads` < `heads`: grouped-query attention, query head h reading key/value head h // (heads / kv_heads);
-    `rotary`: queries and keys rotated by their positions (self-attention only)."""
+    `rotary`: queries and keys rotated by their positions (self-attention only); `qkv_bias`: biases on the query, key
+    and value projections though `bias` is off (Qwen2's)."""
 
     def __init__(self, d_model: int, heads: int, dropout: float, kv_heads: Optional[int] = None, bias: bool = True,
-                 rotary: Optional[Rotary] = None):  # fmt: skip
+                 rotary: Optional[Rotary] = None, qkv_bias: bool = False):  # fmt: skip
         super().__init__()
         self.heads, self.kv_heads = heads, kv_heads or heads
         self.dropout = dropout
         kv_dim = self.kv_heads * (d_model // heads)
-        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.k_proj = nn.Linear(d_model, kv_dim, bias=bias)
-        self.v_proj = nn.Linear(d_model, kv_dim, bias=bias)
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias or qkv_bias)
+        self.k_proj = nn.Linear(d_model, kv_dim, bias=bias or qkv_bias)
+        self.v_proj = nn.Linear(d_model, kv_dim, bias=bias or qkv_bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         self.rotary = rotary
 
@@ -109,8 +110,8 @@ def make_attention(cfg, self_attention: bool) -> Attention:
     position are not on one axis)."""
     rotary = None
     if self_attention and cfg.positions == Positions.rope:
-        rotary = Rotary(cfg.d_model // cfg.heads, cfg.max_positions, cfg.rope_base)
-    return Attention(cfg.d_model, cfg.heads, cfg.attention_dropout, cfg.kv_heads, cfg.bias, rotary)
+        rotary = Rotary(int(cfg.d_model // cfg.heads * cfg.rope_fraction), cfg.max_positions, cfg.rope_base)
+    return Attention(cfg.d_model, cfg.heads, cfg.attention_dropout, cfg.kv_heads, cfg.bias, rotary, cfg.qkv_bias)
 
 
 def make_norm(cfg) -> nn.Module:
@@ -130,8 +131,12 @@ class Residual(nn.Module):
 
     def forward(self, x: Tensor, sublayer) -> Tensor:
         if self.pre:
-            return x + self.dropout(sublayer(self.norm(x)))
+            return x + self.branch(x, sublayer)
         return self.norm(x + self.dropout(sublayer(x)))
+
+    def branch(self, x: Tensor, sublayer) -> Tensor:
+        """What a pre-norm sublayer adds to the residual."""
+        return self.dropout(sublayer(self.norm(x)))
 
 
 class EncoderLayer(nn.Module):
@@ -148,10 +153,12 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Causal self-attention, cross-attention to the encoder (absent in a language model), feed-forward."""
+    """Causal self-attention, cross-attention to the encoder (absent in a language model), feed-forward; with
+    `cfg.parallel` (a language model's), attention and feed-forward both read the layer's input and both add to it."""
 
     def __init__(self, cfg, cross_attention: bool):
         super().__init__()
+        self.parallel = cfg.parallel
         self.self_attn = make_attention(cfg, self_attention=True)
         self.self_attn_res = Residual(cfg)
         if cross_attention:
@@ -192,6 +199,8 @@ class DecoderLayer(nn.Module):
                 kv = cache["cross_k"], cache["cross_v"]
             return self.cross_attn(h, kv, memory_mask)
 
+        if self.parallel:
+            return x + self.self_attn_res.branch(x, self_attention) + self.ffn_res.branch(x, self.ffn)
         x = self.self_attn_res(x, self_attention)
         if self.cross_attn is not None:
             x = self.cross_attn_res(x, cross_attention)

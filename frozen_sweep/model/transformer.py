@@ -9,33 +9,45 @@ from torch import Tensor, nn
 
 from frozen_sweep.config import NormPosition, Positions, StackName, TieEmbeddings
 from frozen_sweep.config.stack_layout import reservoir_pattern
-from frozen_sweep.model.head import ClassificationHead
+from frozen_sweep.model.head import ClassificationHead, MaskedLmTransform
 from frozen_sweep.model.layers import DecoderLayer, EncoderLayer, LayerCache, make_norm, sinusoidal_positions
 from frozen_sweep.model.reservoir import Reservoir, make_reservoir, run_reservoir
 
 
 class Embeddings(nn.Module):
     """Token embeddings scaled by sqrt(d), plus fixed sinusoidal positions, then dropout; with rotary positions
-    (applied in attention) the token embeddings alone, unscaled, as LLaMA's."""
+    (applied in attention) the token embeddings alone, unscaled, as LLaMA's; with learned positions, as BERT's, the
+    unscaled token embeddings plus a trained position table's rows from `cfg.position_offset` on. BERT's options: the
+    first row of a token-type table added before the positions (`cfg.token_types`), a norm before dropout
+    (`cfg.embed_norm`)."""
 
-    def __init__(self, vocab_size: int, d_model: int, pad_id: int, max_positions: int, dropout: float,
-                 sinusoidal: bool = True):  # fmt: skip
+    def __init__(self, cfg, vocab_size: int, pad_id: int):
         super().__init__()
-        self.tokens = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
-        self.max_positions = max_positions
-        self.sinusoidal = sinusoidal
-        if sinusoidal:
-            self.scale = math.sqrt(d_model)
-            self.register_buffer("positions", sinusoidal_positions(max_positions, d_model), persistent=False)
-        self.dropout = nn.Dropout(dropout)
+        self.tokens = nn.Embedding(vocab_size, cfg.d_model, padding_idx=pad_id)
+        self.max_positions, self.offset = cfg.max_positions, cfg.position_offset
+        self.kind = Positions(cfg.positions)
+        if self.kind == Positions.sinusoidal:
+            self.scale = math.sqrt(cfg.d_model)
+            self.register_buffer("positions", sinusoidal_positions(cfg.max_positions, cfg.d_model), persistent=False)
+        elif self.kind == Positions.learned:
+            self.position_table = nn.Embedding(cfg.max_positions, cfg.d_model)
+        self.token_type_table = nn.Embedding(cfg.token_types, cfg.d_model) if cfg.token_types else None
+        self.norm = make_norm(cfg) if cfg.embed_norm else None
+        self.dropout = nn.Dropout(cfg.dropout)
 
     def forward(self, ids: Tensor, start: int = 0) -> Tensor:  # ids (B, T) → (B, T, D)
         T = ids.shape[1]
-        if start + T > self.max_positions:
-            raise ValueError(f"sequence of {start + T} tokens exceeds model.max_positions={self.max_positions}")
-        if not self.sinusoidal:
-            return self.dropout(self.tokens(ids))
-        return self.dropout(self.tokens(ids) * self.scale + self.positions[start : start + T])
+        if self.offset + start + T > self.max_positions:
+            raise ValueError(f"sequence of {start + T} tokens exceeds model.max_positions={self.max_positions}"
+                             + (f" less model.position_offset={self.offset}" if self.offset else ""))  # fmt: skip
+        x = self.tokens(ids) * self.scale if self.kind == Positions.sinusoidal else self.tokens(ids)  # (B, T, D)
+        if self.token_type_table is not None:  # every token is of the first type
+            x = x + self.token_type_table.weight[0]
+        if self.kind == Positions.sinusoidal:
+            x = x + self.positions[start : start + T]
+        elif self.kind == Positions.learned:
+            x = x + self.position_table.weight[self.offset + start : self.offset + start + T]
+        return self.dropout(x if self.norm is None else self.norm(x))
 
 
 class Stack(nn.Module):
@@ -64,14 +76,17 @@ class Stack(nn.Module):
 
 
 class OutputProjection(nn.Module):
-    """Hidden states → vocabulary logits; its weight is the target embedding when tied (no bias, as in the paper)."""
+    """Hidden states → vocabulary logits; its weight is the target embedding when tied (no bias, as in the paper,
+    unless `bias`: BERT's masked-LM head)."""
 
-    def __init__(self, d_model: int, vocab_size: int):
+    def __init__(self, d_model: int, vocab_size: int, bias: bool = False):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
+        self.bias = nn.Parameter(torch.empty(vocab_size)) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
-        return x @ self.weight.t()  # (B, T, V)
+        logits = x @ self.weight.t()  # (B, T, V)
+        return logits if self.bias is None else logits + self.bias
 
 
 class Transformer(nn.Module):
@@ -89,8 +104,7 @@ class Transformer(nn.Module):
         self.is_classifier = head_outputs is not None  # a classifier's or a regression's head
 
         def make_embeddings() -> Embeddings:
-            sinusoidal = cfg.positions == Positions.sinusoidal
-            return Embeddings(vocab_size, cfg.d_model, pad_id, cfg.max_positions, cfg.dropout, sinusoidal)
+            return Embeddings(cfg, vocab_size, pad_id)
 
         def make_stack(name: StackName, layers: int, make_layer) -> Stack:
             on_this_stack = reservoir is not None and StackName(reservoir.stack) == name
@@ -111,7 +125,8 @@ class Transformer(nn.Module):
             if self.is_classifier:  # a head on the pooled states, no output projection
                 self.head = ClassificationHead(cfg.d_model, head_outputs, cfg.dropout, cfg.pooling)
                 return
-            self.output = OutputProjection(cfg.d_model, vocab_size)
+            self.output_transform = MaskedLmTransform(cfg) if cfg.mlm_head else None
+            self.output = OutputProjection(cfg.d_model, vocab_size, bias=cfg.mlm_head)
             if cfg.tie_embeddings != TieEmbeddings.none:
                 self.output.weight = self.src_embed.tokens.weight
             return
@@ -151,6 +166,8 @@ class Transformer(nn.Module):
             memory, mask = self.encode(tgt_in)  # (B, T, D), (B, 1, 1, T)
             if self.is_classifier:
                 return self.head(memory, mask[:, 0, 0])  # (B, C), or a regression's (B,)
+            if self.output_transform is not None:
+                memory = self.output_transform(memory)
             return self.output(memory)  # (B, T, V)
         if self.is_lm:
             return self.decode(tgt_in)

@@ -40,6 +40,9 @@ def not_expressible(cfg) -> list[str]:
         reasons.append("model.norm=rms, ffn=swiglu, positions=rope, kv_heads, bias=false or norm_eps: this export "
                        "writes the paper's transformer (LayerNorm eps 1e-5, biases, its FFN, sinusoidal positions, one "
                        "key/value head per query head)")  # fmt: skip
+    if m.token_types or m.embed_norm:
+        reasons.append("model.token_types or model.embed_norm: this export's embeddings are the tokens and sinusoidal "
+                       "positions alone")  # fmt: skip
     if cfg.reservoir.count and ReservoirType(cfg.reservoir.type) != ReservoirType.transformer:
         reasons.append(f"reservoir.type={ReservoirType(cfg.reservoir.type).value}: CTranslate2 has transformer "
                        "layers only")  # fmt: skip

@@ -2,7 +2,8 @@
 AutoTokenizer).
 
 Our pre-RMSNorm decoder with SwiGLU, rotary positions and grouped-query attention is LLaMA's block: every weight
-carries over one to one, under LLaMA's names (q/k/v/o_proj, gate/up/down_proj, input_ and post_attention_layernorm).
+carries over one to one, under LLaMA's names (q/k/v/o_proj, gate/up/down_proj, input_ and post_attention_layernorm:
+the import's table, frozen_sweep.weights.hf_tables, read backwards).
 Rotary positions follow LLaMA's layout (`rotate_half`: dimension i pairs with i + head_dim/2) and query head h reads
 key/value head h // (heads / kv_heads), as LLaMA's `repeat_kv`, so no weight is permuted; biases, when the run has
 them, are LLaMA's `attention_bias` and `mlp_bias`. The logits agree to float rounding (~1e-6).
@@ -22,6 +23,9 @@ import torch
 from frozen_sweep.config import FfnKind, NormPosition, Positions, ReservoirType, TaskKind, TieEmbeddings
 from frozen_sweep.data.vocab import BOS, EOS, PAD, UNK, Vocab
 from frozen_sweep.model import Transformer
+from frozen_sweep.weights.hf_tables import FAMILIES, inverse, rename
+
+LLAMA = FAMILIES["LlamaForCausalLM"]
 
 
 def not_expressible(cfg) -> list[str]:
@@ -36,6 +40,10 @@ def not_expressible(cfg) -> list[str]:
         reasons.append("model.ffn=mlp: LLaMA's FFN is SwiGLU (model.ffn=swiglu)")
     if Positions(m.positions) != Positions.rope:
         reasons.append("model.positions=sinusoidal: LLaMA has rotary positions (model.positions=rope)")
+    if (m.qkv_bias and not m.bias) or m.rope_fraction != 1 or m.parallel or m.token_types or m.embed_norm:
+        reasons.append("model.qkv_bias, rope_fraction, parallel, token_types or embed_norm: LLaMA has biases on every "
+                       "projection or none, rotates whole heads, runs attention and FFN in turn, and embeds tokens "
+                       "alone")  # fmt: skip
     if cfg.reservoir.count and ReservoirType(cfg.reservoir.type) != ReservoirType.transformer:
         reasons.append(f"reservoir.type={ReservoirType(cfg.reservoir.type).value}: LLaMA layers are transformer "
                        "layers only")  # fmt: skip
@@ -43,41 +51,30 @@ def not_expressible(cfg) -> list[str]:
 
 
 def llama_config(cfg, vocab_size: int):
+    """The LlamaConfig of our model config: LLaMA's config table read backwards (frozen_sweep.weights.hf_tables)."""
     from transformers import LlamaConfig
 
     m = cfg.model
+    keys = {theirs: m[ours] for theirs, ours in LLAMA.config.items()} | {"num_key_value_heads": m.kv_heads or m.heads}
     return LlamaConfig(
-        vocab_size=vocab_size, hidden_size=m.d_model, intermediate_size=m.ffn_dim, num_hidden_layers=m.decoder_layers,
-        num_attention_heads=m.heads, num_key_value_heads=m.kv_heads or m.heads, hidden_act="silu",
-        max_position_embeddings=m.max_positions, rms_norm_eps=m.norm_eps, attention_dropout=m.attention_dropout,
-        rope_parameters={"rope_type": "default", "rope_theta": m.rope_base}, attention_bias=m.bias, mlp_bias=m.bias,
+        vocab_size=vocab_size, **keys, hidden_act="silu", mlp_bias=m.bias,
+        rope_parameters={"rope_type": "default", "rope_theta": m.rope_base},
         tie_word_embeddings=TieEmbeddings(m.tie_embeddings) != TieEmbeddings.none,
         pad_token_id=PAD, bos_token_id=BOS, eos_token_id=EOS,
     )  # fmt: skip
 
 
-# our names → LLaMA's, within a layer
-LAYER_NAMES = {
-    "self_attn.q_proj": "self_attn.q_proj", "self_attn.k_proj": "self_attn.k_proj",
-    "self_attn.v_proj": "self_attn.v_proj", "self_attn.out_proj": "self_attn.o_proj",
-    "self_attn_res.norm": "input_layernorm", "ffn_res.norm": "post_attention_layernorm",
-    "ffn.gate": "mlp.gate_proj", "ffn.up": "mlp.up_proj", "ffn.down": "mlp.down_proj",
-}  # fmt: skip
-
-
 def llama_state_dict(model: Transformer) -> dict[str, torch.Tensor]:
-    """Our parameters under LlamaForCausalLM's names."""
-    out = {
-        "model.embed_tokens.weight": model.tgt_embed.tokens.weight,
-        "model.norm.weight": model.decoder.final_norm.weight,
-        "lm_head.weight": model.output.weight,
-    }
-    for i, layer in enumerate(model.decoder.layers):
-        params = dict(layer.named_parameters(remove_duplicate=False))
-        for name, value in params.items():
-            module, kind = name.removeprefix("layer.").rsplit(".", 1)  # a transformer reservoir wraps its layer
-            out[f"model.layers.{i}.{LAYER_NAMES[module]}.{kind}"] = value
-    return {name: t.detach().contiguous() for name, t in out.items()}
+    """Our parameters under LlamaForCausalLM's names: LLaMA's weight table read backwards; a tied output projection
+    under both names, as LLaMA's state dict has it."""
+    ours_to_llama, out = inverse(LLAMA.weights), {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        # a transformer reservoir wraps its layer: decoder.layers.{i}.layer.* is the layer's decoder.layers.{i}.*
+        llama_name = rename(name.replace(".layer.", ".", 1), ours_to_llama)
+        if llama_name is None:
+            raise KeyError(f"{name} has no place in LlamaForCausalLM")
+        out[llama_name] = p.detach().contiguous()
+    return out
 
 
 def llama_tokenizer(vocab: Vocab):

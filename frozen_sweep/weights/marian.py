@@ -36,6 +36,9 @@ def not_expressible(cfg) -> list[str]:
                        "stack)")  # fmt: skip
     if FfnKind(m.ffn) != FfnKind.mlp or Positions(m.positions) != Positions.sinusoidal:
         reasons.append("model.ffn=swiglu or model.positions=rope: MarianMT has the paper's FFN and sinusoidal positions")
+    if m.token_types or m.embed_norm:
+        reasons.append("model.token_types or model.embed_norm: MarianMT's embeddings are the tokens and sinusoidal "
+                       "positions alone")  # fmt: skip
     if m.kv_heads not in (None, m.heads) or not m.bias or m.norm_eps != 1e-5:
         reasons.append("model.kv_heads, model.bias=false or model.norm_eps: MarianMT has one key/value head per query "
                        "head, biases and LayerNorm's eps 1e-5")  # fmt: skip
