@@ -8,7 +8,8 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "frozen_sweep"
-COMMANDS = {"__init__", "__main__", "prepare", "collect", "translate", "score", "export", "classify", "average"}
+COMMANDS = {"__init__", "__main__", "prepare", "collect", "translate", "score", "export", "classify", "average",
+            "generate"}
 
 
 def allowed_imports() -> dict[str, set[str]]:
