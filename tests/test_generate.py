@@ -15,7 +15,8 @@ from frozen_sweep.data.vocab import BOS, EOS
 from frozen_sweep.evaluate.generation import Sampling, continue_prompt
 from frozen_sweep.use.command_line import run_command
 from frozen_sweep.use.run import load_run
-from tests.conftest import ROOT
+from frozen_sweep.weights.build import build_model
+from tests.conftest import ROOT, compose_config
 from tests.helpers.jobs import run_cli
 
 pytestmark = pytest.mark.xdist_group("generate")  # one test worker trains the module's runs, not each
@@ -80,9 +81,17 @@ def positions_read(model, work) -> int:
 
 
 @pytest.mark.parametrize("search", ["greedy", "beam", "sample"])
-def test_the_cache_gives_a_full_reruns_tokens_reading_each_position_once(search, runs):
-    model = load_run(runs["lm"]).model
-    ids = prompt_ids(load_run(runs["lm"]), "the dog eats")
+@pytest.mark.parametrize("model_kind", ["llama", "sinusoidal"])
+def test_the_cache_gives_a_full_reruns_tokens_reading_each_position_once(model_kind, search, runs):
+    """The trained LLaMA-style LM (rotary positions, grouped-query attention), and an untrained decoder with the
+    paper's sinusoidal positions and one key/value head per query head."""
+    run = load_run(runs["lm"])
+    ids = prompt_ids(run, "the dog eats")
+    if model_kind == "llama":
+        model = run.model
+    else:
+        cfg = compose_config("task.kind=lm", "task.src_lang=null", "model=lm_micro", "model.decoder_layers=2")
+        model = build_model(cfg, len(run.vocab))
     options = {"greedy": {}, "beam": {"beam": 3}, "sample": {"sampling": Sampling(top_k=5)}}[search]
 
     def tokens(cache: bool) -> list[int]:
