@@ -126,6 +126,14 @@ def test_a_seed_repeats_a_sample_and_top_k_1_is_greedy(runs):
     assert run.generate([PROMPTS[1]], sample=True, seed=1, first_line=2) == sample(1)[1:2]  # (seed, line) draws
 
 
+def test_a_model_file_generates_the_runs_text_frozen_weights_resident_or_drawn_on_the_fly(runs, tmp_path):
+    run_command(export.main, [runs["lm"], str(tmp_path / "model.safetensors")])
+    expected = load_run(runs["lm"]).generate(PROMPTS, max_new_tokens=10, beam=2)
+    for frozen in ("resident", "on-the-fly"):
+        assert load_run(tmp_path / "model.safetensors", frozen=frozen).generate(PROMPTS, max_new_tokens=10,
+                                                                                beam=2) == expected, frozen
+
+
 def test_unconditional_and_output(runs, tmp_path):
     out = tmp_path / "texts.txt"
     run_command(generate.main, [runs["lm"], "--unconditional", "3", "--sample", "--seed", "7", "--output", str(out),
