@@ -9,9 +9,10 @@ A continuation is at most --max-new-tokens subwords (and no longer than the mode
 end-of-sentence. Greedy search by default (what generate(do_sample=False) of the run's LLaMA export gives); --beam K
 searches K hypotheses; --sample draws each token from the model's distribution, its logits divided by --temperature,
 cut to the --top-k most likely and to the fewest whose probabilities sum to --top-p; line N is drawn with the seed
-(--seed, N), so a seed repeats a sample. An empty line, or --unconditional N (N lines, no input), is continued from
-bos alone. The decoder reads a prompt once and then one new position a step, its keys and values cached. RUN is the
-run's directory or its model file. The Python API: frozen_sweep.load_run(RUN).generate.
+(--seed, N), so a seed repeats a sample (without --seed, the one drawn is said on standard error). An empty line, or
+--unconditional N (N lines, no input), is continued from bos alone. The decoder reads a prompt once and then one new
+position a step, its keys and values cached. RUN is the run's directory or its model file. The Python API:
+frozen_sweep.load_run(RUN).generate.
 """
 
 import sys
@@ -19,7 +20,7 @@ import sys
 from frozen_sweep.config import TaskKind
 from frozen_sweep.use import command_line
 from frozen_sweep.use.errors import UsageError
-from frozen_sweep.use.generating import MAX_NEW_TOKENS
+from frozen_sweep.use.generating import MAX_NEW_TOKENS, fresh_seed, sampling_settings
 
 
 def main(argv=None) -> None:
@@ -39,6 +40,10 @@ def main(argv=None) -> None:
         raise UsageError("--unconditional N: allowed: N ≥ 1, without --input or --stream (it reads no input)")
     run = command_line.open_run(args)
     run.require("generate", TaskKind.lm)
+    sampling_settings(args.sample, args.beam, args.temperature, args.top_k, args.top_p, args.seed)  # checked first
+    if args.sample and args.seed is None:  # one for the whole input (every streamed batch), said so it can be repeated
+        args.seed = fresh_seed()
+        print(f"sampling with --seed {args.seed}", file=sys.stderr)
     settings = {key: getattr(args, key) for key in ("max_new_tokens", "beam", "sample", "temperature", "top_k",
                                                     "top_p", "seed")}  # fmt: skip
 

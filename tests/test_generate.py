@@ -140,6 +140,13 @@ def test_unconditional_and_output(runs, tmp_path):
                                 "--max-new-tokens", "8"])  # fmt: skip
     texts = out.read_text().splitlines()
     assert len(texts) == 3 and len(set(texts)) > 1  # each line its own draw
+    fresh = subprocess.run([sys.executable, "-m", "frozen_sweep.generate", runs["lm"], "--unconditional", "3",
+                            "--sample", "--max-new-tokens", "8"], capture_output=True, text=True, cwd=ROOT,
+                           timeout=120)  # fmt: skip
+    seed = re.match(r"sampling with --seed (\d+)\n", fresh.stderr).group(1)
+    run_command(generate.main, [runs["lm"], "--unconditional", "3", "--sample", "--seed", seed, "--output", str(out),
+                                "--max-new-tokens", "8"])  # fmt: skip
+    assert out.read_text() == fresh.stdout  # the seed it said repeats its sample
 
 
 @pytest.mark.parametrize("args, message", [

@@ -49,7 +49,7 @@ def generate_lines(run, prompts: list[str], max_new_tokens: int, beam: int, samp
     ids = run.vocab.encode_batch(prompts)
     check_lengths(ids, positions - 2, source, f"model.max_positions={positions}, less bos and one new token",
                   first_line)  # fmt: skip
-    seed = secrets.randbelow(2**31) if seed is None else seed
+    seed = fresh_seed() if seed is None else seed
     generator = torch.Generator(run.device)
     texts, generated = [], 0
     for number, prompt in enumerate(ids, start=first_line):
@@ -59,6 +59,10 @@ def generate_lines(run, prompts: list[str], max_new_tokens: int, beam: int, samp
         texts.append(run.vocab.decode(prompt + new))
         generated += len(new)
     return texts, generated
+
+
+def fresh_seed() -> int:
+    return secrets.randbelow(2**31)
 
 
 def line_seed(seed: int, number: int) -> int:
