@@ -168,4 +168,5 @@ def test_a_translation_run_is_refused_naming_what_to_use(runs, capsys):
         run_command(generate.main, [runs["mt"], "--input", "/dev/null"])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.count("\n") == 1
-    assert "is a task.kind=translation run; generate takes task.kind=lm runs: use python -m frozen_sweep.translate" in err
+    expected = "is a task.kind=translation run; generate takes task.kind=lm runs: use python -m frozen_sweep.translate"
+    assert expected in err
