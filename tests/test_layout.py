@@ -8,7 +8,8 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "frozen_sweep"
-COMMANDS = {"__init__", "__main__", "prepare", "collect", "translate", "score", "export", "classify", "average", "pretrained"}
+COMMANDS = {"__init__", "__main__", "prepare", "collect", "translate", "score", "export", "classify", "average",
+            "generate", "pretrained"}
 
 
 def allowed_imports() -> dict[str, set[str]]:

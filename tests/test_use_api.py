@@ -53,14 +53,15 @@ def test_the_commands_take_threads_and_end_with_their_speed(finished_runs):
     assert out.stderr.startswith("60 sentences, ") and re.search(SPEED.format(2, best), out.stderr), out.stderr
 
 
-@pytest.mark.parametrize("kind", ["mt", "lm"])
-def test_stream_answers_each_line_before_the_next_is_written(kind, finished_runs):
+@pytest.mark.parametrize("command", ["translate", "score", "generate"])
+def test_stream_answers_each_line_before_the_next_is_written(command, finished_runs):
     """The writer sends a line only once the answer to the one before has come: a command that read to the end of
     its input first would never answer (the test's timeout)."""
-    command = {"mt": "frozen_sweep.translate", "lm": "frozen_sweep.score"}[kind]
+    kind = "mt" if command == "translate" else "lm"
     lines = ["el perro come pan", "", "el gato ve agua"] if kind == "mt" else ["the dog eats", "the cat"]
-    proc = subprocess.Popen([sys.executable, "-m", command, str(finished_runs[kind]), "--stream"], cwd=ROOT, text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", f"frozen_sweep.{command}", str(finished_runs[kind]), "--stream"],
+                            cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)  # fmt: skip
     answers: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [answers.put(line) for line in proc.stdout], daemon=True).start()
     got = []
@@ -74,10 +75,12 @@ def test_stream_answers_each_line_before_the_next_is_written(kind, finished_runs
         proc.wait(timeout=60)
     assert proc.returncode == 0, proc.stderr.read()
     run = load_run(finished_runs[kind])
-    if kind == "mt":
+    if command == "translate":
         assert got == run.translate(lines) and got[1] == ""
-    else:
+    elif command == "score":
         assert got == [f"{s.logprob:.4f}\t{s.tokens}\t{s.perplexity:.4f}" for s in run.score(lines).lines]
+    else:
+        assert got == run.generate(lines) and all(text.startswith(line) for text, line in zip(got, lines))
 
 
 def test_score_force_decodes_a_translation_runs_test_set_to_its_records_test_loss(finished_runs, tmp_path):

@@ -16,7 +16,7 @@ DROP_AT = 8  # done sentences leave the batch once they are at least 1/DROP_AT o
 ENCODE_ROWS = 16  # sources encoded at a time by `encode_by_length`
 
 
-def _select_rows(caches: list[dict[str, Tensor]], rows: Tensor, keys: tuple[str, ...]) -> None:
+def select_rows(caches: list[dict[str, Tensor]], rows: Tensor, keys: tuple[str, ...]) -> None:
     for cache in caches:
         for key in keys:
             if key in cache:
@@ -106,7 +106,7 @@ def beam_search_nbest(
             rows = (torch.arange(n, device=src.device) * K).unsqueeze(1) + from_beam.gather(1, pick)  # (n, K)
             tokens = torch.cat([tokens[rows.view(-1)], token.gather(1, pick).view(-1, 1)], dim=1)
             if cache:  # cross k/v: the same for a sentence's beams
-                _select_rows(caches, rows.view(-1), keys=("self_k", "self_v"))
+                select_rows(caches, rows.view(-1), keys=("self_k", "self_v"))
         scores = live_scores
 
         done = [len(finished[i]) >= K or t + 1 >= limit[i] for i in sentence]
@@ -123,8 +123,8 @@ def beam_search_nbest(
             scores, tokens, row_limit = scores[keep], tokens[keep_rows], row_limit[keep_rows]
             memory, mask = memory[keep], mask[keep]
             if cache:
-                _select_rows(caches, keep_rows, keys=("self_k", "self_v"))
-                _select_rows(caches, keep, keys=("cross_k", "cross_v"))
+                select_rows(caches, keep_rows, keys=("self_k", "self_v"))
+                select_rows(caches, keep, keys=("cross_k", "cross_v"))
 
     return [sorted(hyps, reverse=True)[:nbest] for hyps in finished]
 

@@ -1,5 +1,5 @@
-"""The Python API of a finished run: `frozen_sweep.load_run(RUN)`, then `run.translate(lines)`, `run.score(lines)`
-or `run.classify(lines)`, with the checks and outputs of the commands (which call them).
+"""The Python API of a finished run: `frozen_sweep.load_run(RUN)`, then `run.translate(lines)`, `run.score(lines)`,
+`run.generate(prompts)` or `run.classify(lines)`, with the checks and outputs of the commands (which call them).
 
     from frozen_sweep import load_run
     run = load_run("outputs/demo/(3)")            # a run directory, or a model file
@@ -20,7 +20,7 @@ import torch
 from frozen_sweep.config import TaskKind
 from frozen_sweep.evaluate.ensemble import Ensemble
 from frozen_sweep.system import cpu
-from frozen_sweep.use import labelling, scoring, translating
+from frozen_sweep.use import generating, labelling, scoring, translating
 from frozen_sweep.use.errors import UsageError
 from frozen_sweep.weights.finished_run import FinishedRun
 from frozen_sweep.weights.finished_run import load_run as load_finished_run
@@ -33,7 +33,7 @@ INPUT = "input"  # how errors name the lines when the caller does not
 @dataclass
 class Speed:
     sentences: int
-    tokens: int  # source subwords translated, tokens scored, subwords classified
+    tokens: int  # source subwords translated, tokens scored or generated, subwords classified
     seconds: float
 
     def summary(self, threads: int, weights: str) -> str:
@@ -149,6 +149,19 @@ class Run:
             return scores, scores.tokens
 
         return self._timed(lines, work)
+
+    def generate(self, prompts: list[str], max_new_tokens: int = generating.MAX_NEW_TOKENS, beam: int = 1,
+                 sample: bool = False, temperature: Optional[float] = None, top_k: Optional[int] = None,
+                 top_p: Optional[float] = None, seed: Optional[int] = None, source: str = INPUT,
+                 first_line: int = 1) -> list[str]:  # fmt: skip
+        """Each prompt followed by a language model's continuation of it, at most `max_new_tokens` subwords, ending
+        at end-of-sentence: greedy search, beam search (`beam` > 1), or with `sample` drawn (`temperature`, `top_k`,
+        `top_p`; `seed` makes it repeatable). An empty prompt: text from bos alone."""
+        self._single("generate")
+        self.require("generate", TaskKind.lm)
+        sampling = generating.sampling_settings(sample, beam, temperature, top_k, top_p, seed)
+        return self._timed(prompts, lambda: generating.generate_lines(
+            self, prompts, max_new_tokens, beam, sampling, seed, source, first_line))  # fmt: skip
 
     def classify(self, lines: list[str], batch_size: int = 64, source: str = INPUT,
                  first_line: int = 1) -> list[Union[tuple[str, float], float, None]]:  # fmt: skip
