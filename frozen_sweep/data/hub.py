@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from frozen_sweep.config import ConfigError, CorpusKind
+from frozen_sweep.data.file_hashes import file_sha256
 from frozen_sweep.data.glue_files import glue_split, role_files
 from frozen_sweep.data.glue_files import identity as glue_identity
 
@@ -243,8 +244,6 @@ def load_split(task_cfg, split: str):
     if not is_local(task_cfg):
         kwargs["revision"] = resolve_commit(task_cfg)
     else:  # `datasets` keys a local folder's Arrow cache by its name and configs, not its files: by their content here
-        from frozen_sweep.data.identity import file_sha256
-
         content = hashlib.sha256(json.dumps(identity(task_cfg, file_sha256), sort_keys=True).encode()).hexdigest()
         kwargs["cache_dir"] = str(Path(datasets.config.HF_DATASETS_CACHE) / "frozen_sweep" / content[:32])
     try:

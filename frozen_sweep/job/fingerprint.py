@@ -136,7 +136,7 @@ def digest(recipe: dict) -> str:
 def base_identity(path: str, cache_dir: str) -> dict:
     """A fine-tuning job's base run as the fingerprint sees it: its record's fingerprint and its best checkpoint's
     content hash."""
-    from frozen_sweep.data.identity import file_sha256
+    from frozen_sweep.data.file_hashes import file_sha256
 
     base = load_base_run(path)
     checkpoint = file_sha256(base.path / BEST_CHECKPOINT, cache_dir)
