@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Iterator
 
 from frozen_sweep.config import GLUE_DATASET, ConfigError
+from frozen_sweep.data.file_hashes import file_sha256
 from frozen_sweep.data.text_files import CHUNK_LINES, decode_lines
 
 FILES = {"train": "train.tsv", "validation": "dev.tsv", "test": "test.tsv"}  # the hub's split → GLUE's file
@@ -217,7 +218,7 @@ def glue_split(task_cfg, split: str, datasets):
     return datasets.concatenate_datasets(chunks)
 
 
-def identity(task_cfg, file_sha256) -> dict[str, str]:
+def identity(task_cfg) -> dict[str, str]:
     """What the prepared dataset is made from: the GLUE task and the content of each file its roles read (checked)."""
     check_folder(task_cfg)
     files = {f"glue/{path.name}": file_sha256(path, task_cfg.cache_dir) for _, path in role_files(task_cfg).values()}

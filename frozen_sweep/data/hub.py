@@ -167,12 +167,12 @@ def _glob(pattern: str) -> list[str]:
     return glob.glob(os.path.expanduser(pattern), recursive=True)
 
 
-def identity(task_cfg, file_sha256) -> dict[str, str]:
+def identity(task_cfg) -> dict[str, str]:
     """What the prepared dataset is made from: local files' content hashes (a GLUE folder's: those its roles read, and
     the task), or the hub name, config and commit."""
     check_source(task_cfg)
     if task_cfg.path is not None:
-        return glue_identity(task_cfg, file_sha256)
+        return glue_identity(task_cfg)
     if is_local(task_cfg):  # a folder's files hold every config: the config read is part of what was read
         files = {f"hf/{name}": file_sha256(path, task_cfg.cache_dir) for name, path in local_files(task_cfg).items()}
         return files | {"hf_config": str(task_cfg.dataset_config)}
@@ -244,7 +244,7 @@ def load_split(task_cfg, split: str):
     if not is_local(task_cfg):
         kwargs["revision"] = resolve_commit(task_cfg)
     else:  # `datasets` keys a local folder's Arrow cache by its name and configs, not its files: by their content here
-        content = hashlib.sha256(json.dumps(identity(task_cfg, file_sha256), sort_keys=True).encode()).hexdigest()
+        content = hashlib.sha256(json.dumps(identity(task_cfg), sort_keys=True).encode()).hexdigest()
         kwargs["cache_dir"] = str(Path(datasets.config.HF_DATASETS_CACHE) / "frozen_sweep" / content[:32])
     try:
         dataset = datasets.load_dataset(**kwargs, split=split)

@@ -54,7 +54,7 @@ def data_identity(task_cfg) -> dict[str, str]:
     if CorpusKind(task_cfg.corpus) == CorpusKind.hf:
         from frozen_sweep.data.hub import identity as hub_identity  # no `datasets` import: it is not needed here
 
-        identity = hub_identity(task_cfg, file_sha256)
+        identity = hub_identity(task_cfg)
     else:
         identity = {name: file_sha256(path, task_cfg.cache_dir) for name, path in data_files(task_cfg).items()}
     if CorpusKind(task_cfg.corpus) == CorpusKind.bible:
