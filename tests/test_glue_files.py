@@ -110,37 +110,34 @@ def edit_line(path, number: int, edit) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-@pytest.mark.parametrize("config, file, line, edit, message", [
-    ("cola", "train.tsv", 1, lambda line: "source\tlabel\toriginal label\tsentence\n" + line,
+# where a bad line is refused: a first line that is not GLUE's with the data's identity (before any job starts), a
+# bad line further down while the data is prepared
+STAGES = {"identity": (ConfigError, prepared_key), "prepare": (ValueError, prepare)}
+
+
+@pytest.mark.parametrize("stage, config, file, line, edit, message", [
+    ("identity", "cola", "train.tsv", 1, lambda line: "source\tlabel\toriginal label\tsentence\n" + line,
      r"CoLA/train.tsv line 1 is not an example \(source, label, original label, sentence\): GLUE's CoLA train.tsv has "
      r"no header line; each line is source, label, original label, sentence \(labels 0, 1\)"),
-    ("sst2", "train.tsv", 1, lambda line: "text\tlabel",
+    ("identity", "sst2", "train.tsv", 1, lambda line: "text\tlabel",
      r"SST-2/train.tsv line 1, its header, names text, label: GLUE's SST-2 train.tsv names sentence, label"),
-])  # fmt: skip
-def test_a_first_line_that_is_not_glues_is_refused_with_the_datas_identity(config, file, line, edit, message, tmp_path):
-    folder = write_glue_folder(tmp_path, config, glue_splits(config), cards()[GLUE_DATASET, config])
-    edit_line(folder / file, line, edit)
-    with pytest.raises(ConfigError, match=message):
-        prepared_key(glue_task(*task_overrides(config, tmp_path), f"task.path={folder}"))
-
-
-@pytest.mark.parametrize("config, file, line, edit, message", [
-    ("sst2", "dev.tsv", 5, lambda line: line + "\textra", r"SST-2/dev.tsv line 5 has 3 TAB-separated cells; expected 2 "
-                                                          r"\(sentence, label\)"),
-    ("mnli", "train.tsv", 7, lambda line: line.rsplit("\t", 1)[0] + "\t-",
+    ("prepare", "sst2", "dev.tsv", 5, lambda line: line + "\textra", r"SST-2/dev.tsv line 5 has 3 TAB-separated cells; "
+                                                                     r"expected 2 \(sentence, label\)"),
+    ("prepare", "mnli", "train.tsv", 7, lambda line: line.rsplit("\t", 1)[0] + "\t-",
      r"MNLI/train.tsv line 7: label '-' is not one of GLUE's \(entailment, neutral, contradiction\)"),
-    ("stsb", "train.tsv", 3, lambda line: line.rsplit("\t", 1)[0] + "\tn/a",
+    ("prepare", "stsb", "train.tsv", 3, lambda line: line.rsplit("\t", 1)[0] + "\tn/a",
      r"STS-B/train.tsv line 3: score 'n/a' is not a finite number"),
-    ("rte", "dev.tsv", 4, lambda line: "\t".join(["3", " ", *line.split("\t")[2:]]), r"RTE/dev.tsv line 4: its "
-                                                                                     r"sentence1 is empty"),
-    ("cola", "dev.tsv", 2, lambda line: line.replace("\t1\t", "\tyes\t").replace("\t0\t", "\tno\t"),
+    ("prepare", "rte", "dev.tsv", 4, lambda line: "\t".join(["3", " ", *line.split("\t")[2:]]),
+     r"RTE/dev.tsv line 4: its sentence1 is empty"),
+    ("prepare", "cola", "dev.tsv", 2, lambda line: line.replace("\t1\t", "\tyes\t").replace("\t0\t", "\tno\t"),
      r"CoLA/dev.tsv line 2: label '(yes|no)' is not one of GLUE's \(0, 1\)"),
 ])  # fmt: skip
-def test_a_bad_line_names_the_file_and_line(config, file, line, edit, message, tmp_path):
+def test_a_bad_line_names_the_file_and_line(stage, config, file, line, edit, message, tmp_path):
     folder = write_glue_folder(tmp_path, config, glue_splits(config), cards()[GLUE_DATASET, config])
     edit_line(folder / file, line, edit)
-    with pytest.raises(ValueError, match=message):
-        prepare(glue_task(*task_overrides(config, tmp_path), f"task.path={folder}"))
+    error, reach = STAGES[stage]
+    with pytest.raises(error, match=message):
+        reach(glue_task(*task_overrides(config, tmp_path), f"task.path={folder}"))
 
 
 @pytest.mark.parametrize("overrides, message", [
