@@ -83,7 +83,7 @@ def estimate(tr, probe: Probe, done_updates: int = 0, needed: Optional[list[int]
             runs = f"{len(needed)} completed run{'s' * (len(needed) != 1)}"
             updates, budget = typical, f"what {runs} of this shape needed until early stopping (median)"
     elif tr.patience is not None and budget and updates:
-        budget += "; early stopping may end it sooner (no completed run of this shape to tell)"
+        budget += ", or fewer: early stopping, and no completed run of this shape to tell"
     remaining = max(0, updates - done_updates)
     every = tr.validate_every_steps or per_epoch
     validations = math.ceil(remaining / every) if remaining else 0
