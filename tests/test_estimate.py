@@ -16,7 +16,7 @@ from frozen_sweep.run.record import RunResult
 from tests.conftest import compose_config
 from tests.helpers.sweeps import run_sweep
 
-PROBE = Probe(batch_s=0.5, first_step_s=2.5, valid_example_s=0.01, greedy_sentence_s=0.1, beam_sentence_s=0.2,
+PROBE = Probe(startup_s=3.0, batch_s=0.5, first_step_s=2.5, valid_example_s=0.01, greedy_sentence_s=0.1, beam_sentence_s=0.2,
               batches_per_epoch=40, valid_examples=100, bleu_sentences=50, test_examples=200, test_sentences=200)  # fmt: skip
 
 

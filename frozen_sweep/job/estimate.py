@@ -11,7 +11,7 @@ seed and budgets, the same data) needed when early stopping ended them stand in 
 import json
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -31,6 +31,7 @@ COST_NEUTRAL_KEYS = frozenset(
 class Probe:
     """A job's step measured on the hardware it runs on, and what its data gives (the probe's cache entry)."""
 
+    startup_s: float  # a job process's start: its imports, its data loaded and its model built
     batch_s: float  # seconds per training batch (forward, loss, backward, optimizer step), after the first
     first_step_s: float  # the first step: the same plus one-off costs (torch.compile's compilation)
     valid_example_s: float  # seconds per held-out example scored (loss and the task's scores)
@@ -54,14 +55,17 @@ class Estimate:
     validation_s: float
     test_s: float
     compile_s: float = 0.0  # one-off cost of the first step over the others (torch.compile)
-    notes: list[str] = field(default_factory=list)
+    startup_s: float = 0.0
+    done_updates: int = 0  # those its checkpoint holds (a resumed job)
 
     @property
     def total_s(self) -> float:
-        return self.train_s + self.validation_s + self.test_s + self.compile_s
+        return self.startup_s + self.train_s + self.validation_s + self.test_s + self.compile_s
 
     def describe(self) -> str:
-        parts = [f"training {duration(self.train_s)} ({self.updates:,} updates: {self.budget})",
+        resumed = f" after the {self.done_updates:,} its checkpoint holds" if self.done_updates else ""
+        parts = [f"start {duration(self.startup_s)}",
+                 f"training {duration(self.train_s)} ({self.updates:,} updates{resumed}: {self.budget})",
                  f"{self.validations} validation{'s' * (self.validations != 1)} {duration(self.validation_s)}",
                  f"test {duration(self.test_s)}"]  # fmt: skip
         if self.compile_s >= 1:
@@ -88,9 +92,9 @@ def estimate(tr, probe: Probe, done_updates: int = 0, needed: Optional[list[int]
     every = tr.validate_every_steps or per_epoch
     validations = math.ceil(remaining / every) if remaining else 0
     test_s = probe.valid_example_s * probe.test_examples + probe.beam_sentence_s * probe.test_sentences
-    notes = [] if not done_updates else [f"resumes after update {done_updates:,}"]
+    compile_s = max(0.0, probe.first_step_s - probe.batch_s) if remaining else 0.0
     return Estimate(remaining, budget, remaining * update_s, validations, validations * validation_s, test_s,
-                    max(0.0, probe.first_step_s - probe.batch_s) if remaining else 0.0, notes)  # fmt: skip
+                    compile_s, probe.startup_s, done_updates)  # fmt: skip
 
 
 def budget_updates(tr, per_epoch: int, update_s: float, validation_s: float) -> tuple[int, str]:

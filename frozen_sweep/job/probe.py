@@ -16,6 +16,8 @@ import dataclasses
 import hashlib
 import json
 import random
+import subprocess
+import sys
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -57,16 +59,29 @@ def device_name(device: torch.device) -> str:
 def cached_probe(cfg: DictConfig, fingerprint: dict, device: torch.device) -> Probe:
     """The job's probe from the cache, else measured now and cached."""
     path = Path(cfg.task.cache_dir).expanduser() / CACHE_FILE
-    key = probe_key(fingerprint, device_name(device))
+    key, started = probe_key(fingerprint, device_name(device)), startup_key()
     cache = read_cache(path)
     if key in cache:
         return Probe(**cache[key])
-    measured = measure(cfg, device)
+    imports_s = cache.get(started) or timed_imports()
+    measured = measure(cfg, device, imports_s)
     cache = read_cache(path)  # another process may have added its own meanwhile
-    cache[key] = dataclasses.asdict(measured)
+    cache[key], cache[started] = dataclasses.asdict(measured), imports_s
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(path, cache)
     return measured
+
+
+def startup_key() -> str:
+    """The cache's key of a job process's imports: this interpreter and torch."""
+    return "imports " + hashlib.sha256(f"{sys.executable} {torch.__version__}".encode()).hexdigest()
+
+
+def timed_imports() -> float:
+    """Seconds a fresh interpreter takes to import what a job runs (torch and the trainer), measured once per cache."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import frozen_sweep.job.runner"], check=True, capture_output=True)
+    return time.perf_counter() - started
 
 
 def read_cache(path: Path) -> dict:
@@ -76,12 +91,13 @@ def read_cache(path: Path) -> dict:
     except (OSError, ValueError):
         return {}
     fields = {f.name for f in dataclasses.fields(Probe)}
-    return {key: entry for key, entry in entries.items() if isinstance(entry, dict) and set(entry) == fields}
+    return {key: entry for key, entry in entries.items()
+            if (isinstance(entry, dict) and set(entry) == fields) or (key.startswith("imports ") and isinstance(entry, float))}  # fmt: skip
 
 
-def measure(cfg: DictConfig, device: torch.device) -> Probe:
-    """Time the job's step, validation scoring and decoding, with the job's threads; nothing is written but a
-    temporary directory."""
+def measure(cfg: DictConfig, device: torch.device, imports_s: float) -> Probe:
+    """Time the job's start (`imports_s`, then its data and model), step, validation scoring and decoding, with the
+    job's threads; nothing is written but a temporary directory."""
     from frozen_sweep.study import for_config  # the studies import the trainer's whole job machinery
 
     cfg = quiet(cfg)
@@ -89,8 +105,10 @@ def measure(cfg: DictConfig, device: torch.device) -> Probe:
     try:
         with cpu.threads_for_job(*job_threads(cfg)), tempfile.TemporaryDirectory() as tmp:
             torch.manual_seed(cfg.seed)
+            started = time.perf_counter()
             data = load_task(cfg.task)
             model = for_config(cfg).make_model(data).to(device)
+            startup_s = imports_s + time.perf_counter() - started
             trainer = Trainer(cfg, data, model, device, Path(tmp))
             plan = trainer._plan(0)
             picked = plan[:: max(1, len(plan) // (PROBE_BATCHES + 1))][: PROBE_BATCHES + 1]
@@ -113,7 +131,7 @@ def measure(cfg: DictConfig, device: torch.device) -> Probe:
     decoded = bleu_sentences(cfg) if translation else 0
     where = f"{device.type}, {threads} thread{'s' * (threads != 1)}, {device_name(device)}"
     return Probe(
-        batch_s=batch_s, first_step_s=first_s, valid_example_s=valid_example_s,
+        startup_s=startup_s, batch_s=batch_s, first_step_s=first_s, valid_example_s=valid_example_s,
         greedy_sentence_s=greedy_s / max(1, len(sources)), beam_sentence_s=beam_s / max(1, len(sources)),
         batches_per_epoch=len(plan), valid_examples=len(valid),
         bleu_sentences=len(valid) if decoded is None else min(decoded, len(valid)), test_examples=len(data.test),
