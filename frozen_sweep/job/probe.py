@@ -13,9 +13,11 @@ on a trained model's decoding.
 
 import copy
 import dataclasses
+import functools
 import hashlib
 import json
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,7 +42,7 @@ from frozen_sweep.train.trainer import Trainer
 from frozen_sweep.train.validation import Validation, bleu_sentences
 
 CACHE_FILE = "step_probes.json"
-PROBE_BATCHES = 3  # timed training batches, after the first (which pays one-off costs)
+PROBE_BATCHES = 5  # timed training batches, after the first (which pays one-off costs)
 PROBE_EXAMPLES = 16  # held-out examples scored
 PROBE_SENTENCES = 2  # sentences decoded, greedily and with eval.beam
 
@@ -114,7 +116,8 @@ def measure(cfg: DictConfig, device: torch.device, imports_s: float) -> Probe:
             picked = plan[:: max(1, len(plan) // (PROBE_BATCHES + 1))][: PROBE_BATCHES + 1]
             batches = [trainer._collate(group) for group in picked]
             first_s = timed(lambda: trainer._train_step(batches[0]), device)
-            batch_s = timed(lambda: [trainer._train_step(b) for b in batches[1:]], device) / max(1, len(batches) - 1)
+            # the median batch: one slowed by other work on a shared machine does not set the estimate
+            batch_s = statistics.median(timed(functools.partial(trainer._train_step, b), device) for b in batches[1:] or batches)
             few = dataclasses.replace(data, valid=data.valid.head(PROBE_EXAMPLES))
             scoring = Validation(scoring_only(cfg), few, device)
             valid_example_s = timed(lambda: scoring.scores(model), device) / len(few.valid)
