@@ -48,7 +48,9 @@ def main() -> None:
     p.add_argument("overrides", nargs="*", help="config overrides for every job")
     args = p.parse_args()
     common.setup(args)
-    freezes, epochs = (["none", "emb"], [2, 4]) if args.quick else (["none", "emb", "att", "ffn", "emb_att"], [4, 8, 12, 16])
+    freezes, epochs = ["none", "emb", "att", "ffn", "emb_att"], [4, 8, 12, 16]
+    if args.quick:
+        freezes, epochs = freezes[:2], [2, 4]
     with tempfile.TemporaryDirectory() as tmp:
         jobs = [*common.task_overrides(True, tmp), f"model={args.model}", "trainer=quick", "eval.beam=2",
                 "trainer.threads=1", *args.overrides]  # fmt: skip

@@ -92,9 +92,12 @@ def read_cache(path: Path) -> dict:
         entries = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
+    if not isinstance(entries, dict):
+        return {}
     fields = {f.name for f in dataclasses.fields(Probe)}
-    return {key: entry for key, entry in entries.items()
-            if (isinstance(entry, dict) and set(entry) == fields) or (key.startswith("imports ") and isinstance(entry, float))}  # fmt: skip
+    probes = {key: entry for key, entry in entries.items() if isinstance(entry, dict) and set(entry) == fields}
+    imports = {key: entry for key, entry in entries.items() if key.startswith("imports ") and isinstance(entry, float)}
+    return probes | imports
 
 
 def measure(cfg: DictConfig, device: torch.device, imports_s: float) -> Probe:
@@ -117,7 +120,8 @@ def measure(cfg: DictConfig, device: torch.device, imports_s: float) -> Probe:
             batches = [trainer._collate(group) for group in picked]
             first_s = timed(lambda: trainer._train_step(batches[0]), device)
             # the median batch: one slowed by other work on a shared machine does not set the estimate
-            batch_s = statistics.median(timed(functools.partial(trainer._train_step, b), device) for b in batches[1:] or batches)
+            steps = [functools.partial(trainer._train_step, batch) for batch in batches[1:] or batches]
+            batch_s = statistics.median(timed(step, device) for step in steps)
             few = dataclasses.replace(data, valid=data.valid.head(PROBE_EXAMPLES))
             scoring = Validation(scoring_only(cfg), few, device)
             valid_example_s = timed(lambda: scoring.scores(model), device) / len(few.valid)
