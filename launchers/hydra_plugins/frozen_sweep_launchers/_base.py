@@ -67,9 +67,13 @@ class SweepLauncher(Launcher):
         if not OmegaConf.select(self.config, "estimate", default=True):
             self.check_cost(None)
             return None
-        cost = SweepCost(jobs, self.jobs_at_a_time(), self.sweep_dir)
+        cost = SweepCost(jobs, self.jobs_at_a_time(), self.sweep_dir, self.unprobed())
         self.check_cost(cost)
         return cost
+
+    def unprobed(self) -> Optional[str]:
+        """Why the jobs' steps cannot be probed where the launcher runs (None: they train on this machine's kind)."""
+        return None
 
     def check_cost(self, cost: Optional[SweepCost]) -> None:
         """What the launcher does with the jobs' estimates before any starts (SLURM: its time limit)."""

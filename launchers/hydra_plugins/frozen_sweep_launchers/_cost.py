@@ -16,7 +16,8 @@ WAITS = "estimated once its base has completed"
 class SweepCost:
     """`of[job]`: the job's estimate, or why it has none; `summary`: the sweep's one line."""
 
-    def __init__(self, jobs: list[PlannedJob], at_a_time: int, sweep_dir: Path):
+    def __init__(self, jobs: list[PlannedJob], at_a_time: int, sweep_dir: Path, unprobed: Optional[str] = None):
+        """`unprobed`: why this machine cannot probe the jobs' steps (they train on hardware it lacks)."""
         from frozen_sweep.job.cost import job_estimate, job_probe  # torch: only when an estimate is asked for
         from frozen_sweep.job.job_config import job_config
 
@@ -27,8 +28,8 @@ class SweepCost:
         for job in jobs:
             if job.refused or job.already_completed or job.runner:
                 continue
-            if job.waits_for is not None or job.checked_fingerprint is None:
-                self.of[job] = WAITS
+            if job.waits_for is not None or job.checked_fingerprint is None or unprobed:
+                self.of[job] = unprobed or WAITS
                 continue
             fingerprint = job.checked_fingerprint
             group = json.dumps([{k: v for k, v in fingerprint["config"].items() if k != "seed"},

@@ -104,6 +104,14 @@ class SlurmLauncher(SweepLauncher):
     def jobs_at_a_time(self) -> int:
         return self.array_parallelism
 
+    def unprobed(self) -> Optional[str]:
+        """The probe runs where the launcher runs: GPU jobs are not probed on a machine without a GPU."""
+        import torch  # the estimate imports it anyway
+
+        if (self.sbatch.get("gpus_per_node") or self.sbatch.get("gpus_per_task")) and not torch.cuda.is_available():
+            return "no estimate: the job trains on a GPU and the launcher's machine has none to probe its step on"
+        return None
+
     def check_cost(self, cost: Optional[SweepCost]) -> None:
         """Set the time limit from the estimates (timeout_min=null), or name the jobs whose estimate exceeds it."""
         if self.timeout_min is None:
