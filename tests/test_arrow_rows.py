@@ -37,7 +37,7 @@ def test_rows_are_datasets_rows_in_any_chunking_and_selection(tmp_path, monkeypa
 
 
 def test_preparing_a_hub_dataset_leaves_datasets_and_pandas_out_of_the_preparing_process(tmp_path):
-    """Their import and the Arrow conversion (≈130 MB at 205k pairs) are the child's, handed back when it ends."""
+    """Their import and the Arrow conversion (≈120 MB at 205k pairs) are the child's, handed back when it ends."""
     root = write_hub_dataset(tmp_path / "hub", {"es-en": {split: wmt_columns(60, i) for i, split in
                                                           enumerate(("train", "validation", "test"))}},
                              translation_features())  # fmt: skip
