@@ -1,8 +1,8 @@
 """A `task.corpus=hf` dataset's splits loaded by `datasets` in a process of its own, which hands back Arrow files.
 
 Why a process: importing `datasets` (with pandas, which it imports) and its conversion of the dataset to Arrow cost
-≈120 MB at 205k pairs, which a preparing process would hold to its end (a process does not hand freed memory back
-to the system). A child's memory goes with it before the vocabulary is trained; preparation reads the files it names
+≈120 MB at 205k pairs, which a preparing process would still hold when the vocabulary's training reaches its peak
+(modules stay imported; freed heap is seldom handed back). A child's memory goes with it before that; preparation reads the files it names
 with pyarrow alone (data/arrow_rows.py). The files are `datasets`' own Arrow cache, or, for a split built in memory
 (a GLUE folder's), a copy in a scratch folder removed once no split needs it.
 
