@@ -126,7 +126,8 @@ class SlurmLauncher(SweepLauncher):
                     "(minutes) or estimate=true. No job was started."
                 )
             self.sbatch["time"] = math.ceil((TIMEOUT_MARGIN * longest + self.signal_delay_s) / 60)
-            log.info(f"slurm: time limit {self.sbatch['time']} min per job ({TIMEOUT_MARGIN} × the longest estimate)")
+            how = f"{TIMEOUT_MARGIN} × the longest estimate + signal_delay_s"
+            log.info(f"slurm: time limit {self.sbatch['time']} min per job ({how})")
             return
         over = cost.over(self.timeout_min * 60) if cost else []
         if over:
