@@ -90,7 +90,7 @@ def test_a_probe_is_cached_per_shape_precision_and_threads_and_never_used_for_an
 def test_a_dry_run_gives_each_jobs_cost_and_the_sweeps_and_estimate_false_skips_the_probe(tmp_path, micro_overrides):
     sweep = tmp_path / "sweep"
     common = [*micro_overrides, "hydra/launcher=local_gpus", "hydra.launcher.max_parallel=2", "seed=1,2,3",
-              "trainer.max_steps=40", "trainer.threads=1", "dry_run=true"]  # fmt: skip
+              "trainer.max_steps=40", "trainer.threads=1", "dry_run=true", "estimate=true"]  # fmt: skip
     proc = run_sweep(sweep, *common)
     assert proc.returncode == 0, proc.stdout
     assert proc.stdout.count("estimate: ") == 3 and "(40 updates: trainer.max_steps=40, or fewer" in proc.stdout, proc.stdout
@@ -102,7 +102,7 @@ def test_a_dry_run_gives_each_jobs_cost_and_the_sweeps_and_estimate_false_skips_
 @pytest.mark.slurm
 def test_slurm_names_the_jobs_whose_estimate_exceeds_its_time_limit_before_submission(slurm_cluster, tmp_path,
                                                                                      micro_overrides):  # fmt: skip
-    common = [*micro_overrides, "hydra/launcher=slurm", "trainer.threads=1", "dry_run=true"]
+    common = [*micro_overrides, "hydra/launcher=slurm", "trainer.threads=1", "dry_run=true", "estimate=true"]
     proc = run_sweep(tmp_path / "sweep", *common, "hydra.launcher.timeout_min=1", "trainer.max_steps=5,100000")
     assert proc.returncode == 0, proc.stdout
     over = [line for line in proc.stdout.splitlines() if "estimated longer than hydra.launcher.timeout_min=1" in line]

@@ -98,7 +98,7 @@ def test_hydras_job_settings_hold_for_frozen_sweep_jobs_on_slurm(slurm_cluster, 
     overrides = [o for o in micro_overrides if not o.startswith("task.path=")] + ["task.path=corpus"]
     proc = run_own_script(tmp_path, tmp_path / "sweep", *overrides, *SLURM, "trainer.max_steps=2", "eval.beam=1",
                           "hydra.job.name=myjob", "hydra.job.chdir=true", "hydra.sweep.subdir=${freeze.name}_s${seed}",
-                          "seed=${twice:3}", "freeze=none,emb", "hydra.launcher.timeout_min=null")  # fmt: skip
+                          "seed=${twice:3}", "freeze=none,emb", "hydra.launcher.timeout_min=null", "estimate=true")  # fmt: skip
     assert proc.returncode == 0, proc.stdout
     limit = re.search(r"slurm: time limit (\d+) min per job \(1.5 × the longest estimate", proc.stdout)
     scripts = [p.read_text() for p in (tmp_path / "sweep" / ".submitit").rglob("*submission.sh")]
