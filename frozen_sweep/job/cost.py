@@ -26,7 +26,7 @@ def job_probe(checked: DictConfig, job_fingerprint: dict) -> Union[Probe, str]:
 
     try:
         return cached_probe(checked, job_fingerprint, pick_device(checked))
-    except (ConfigError, RuntimeError) as e:
+    except (ConfigError, RuntimeError, OSError, ValueError) as e:  # no GPU, a base not there yet, ...: said, not fatal
         return f"no estimate: {e}"
 
 
