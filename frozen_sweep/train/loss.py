@@ -39,13 +39,13 @@ class TrainingLoss:
         if device.type == "cuda":
             torch.backends.cuda.enable_cudnn_sdp(tr.cudnn_attention)
         self.compute = self._summed
+        if tr.compile and not on_cuda and tr.compile_mode == CUDA_GRAPHS:  # torch would compile without them, unsaid
+            raise ConfigError(f"trainer.compile_mode={CUDA_GRAPHS}: CUDA graphs replay GPU kernels, and this job trains "
+                              f"on the {device.type}; allowed here: default, max-autotune, max-autotune-no-cudagraphs")
         if tr.compile and not on_cuda and kernel_level() == "DEFAULT":  # the compiler's C++ fails to build there
             raise ConfigError(f"trainer.compile=true: torch {torch.__version__}'s compiler cannot build CPU code with "
                               f"{KERNELS_VARIABLE}=default ('at::vec' has not been declared); allowed here: "
                               f"trainer.compile=false, or {KERNELS_VARIABLE} unset, avx2 or avx512")  # fmt: skip
-        if tr.compile and not on_cuda and tr.compile_mode == CUDA_GRAPHS:  # torch would compile without them, unsaid
-            raise ConfigError(f"trainer.compile_mode={CUDA_GRAPHS}: CUDA graphs replay GPU kernels, and this job trains "
-                              f"on the {device.type}; allowed here: default, max-autotune, max-autotune-no-cudagraphs")
         if tr.compile:  # the training forward and loss as one graph for all batch shapes, so the fp32 cast of the
             # (B, T, V) logits and the loss can fuse
             self.compute = torch.compile(self._summed, dynamic=True, mode=tr.compile_mode)
