@@ -102,8 +102,9 @@ def test_a_dry_run_gives_each_jobs_cost_and_the_sweeps_and_estimate_false_skips_
 @pytest.mark.slurm
 def test_slurm_names_the_jobs_whose_estimate_exceeds_its_time_limit_before_submission(slurm_cluster, tmp_path,
                                                                                      micro_overrides):  # fmt: skip
-    common = [*micro_overrides, "hydra/launcher=slurm", "trainer.threads=1", "dry_run=true", "estimate=true"]
-    proc = run_sweep(tmp_path / "sweep", *common, "hydra.launcher.timeout_min=1", "trainer.max_steps=5,100000")
+    common = [*micro_overrides, "hydra/launcher=slurm", "trainer.threads=1", "dry_run=true"]
+    proc = run_sweep(tmp_path / "sweep", *common, "hydra.launcher.timeout_min=1", "trainer.max_steps=5,100000",
+                     "estimate=true")  # fmt: skip
     assert proc.returncode == 0, proc.stdout
     over = [line for line in proc.stdout.splitlines() if "estimated longer than hydra.launcher.timeout_min=1" in line]
     assert len(over) == 1 and "slurm: 1 job estimated" in over[0], proc.stdout
