@@ -12,6 +12,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import HydraContext, RunMode
 from omegaconf import OmegaConf
 
+from frozen_sweep.config import ConfigError
 from frozen_sweep.job.fingerprint import fingerprint
 from frozen_sweep.job.job_config import job_config
 from frozen_sweep.run.directory import dirname
@@ -64,3 +65,34 @@ def test_a_seed_in_the_sweep_directory_has_every_job_composed_where_hydra_puts_i
     """The class's directory rule is checked on its second job: here it does not hold, so no job is derived."""
     _, jobs, dirs, deferred = plan(f"{tmp_path}/s${{seed}}", micro_overrides, ["seed=1,2,3"])
     assert [job.job_dir for job in jobs] == dirs and len(set(dirs)) == 3 and not any(deferred)
+
+
+# 18 jobs: one value class over two plain keys; lr=-1 refused by its range, max_tokens=16 by a cross-field check
+VALUE_GRID = ["trainer.lr=0.001,0.002,-1", "trainer.max_tokens=4096,2048,16", "seed=1,2"]
+
+
+def test_value_variants_are_derived_with_the_checks_and_fingerprints_a_full_check_gives(tmp_path, micro_overrides):
+    """Combinations of plain keys' values share the first job's checked config: each job's directory, fingerprint
+    and refusal are its own full check's, and only the jobs that first change a key are composed."""
+    _, jobs, dirs, deferred = plan(str(tmp_path), micro_overrides, VALUE_GRID)
+    assert [job.job_dir for job in jobs] == dirs and len(set(dirs)) == 18
+    for job in jobs:
+        try:
+            full = fingerprint(job_config(task_config(job.config), job.overrides))
+        except ConfigError as e:
+            assert job.refused == str(e), job.overrides
+            continue
+        assert job.refused is None and job.checked_fingerprint == full, job.overrides
+    refusals = {job.refused.split(":")[0] for job in jobs if job.refused}
+    assert refusals == {"trainer.lr=-1.0", "trainer.max_tokens=16 must be >= task.max_len=200"}, refusals
+    # composed: the first job, its second seed, and the first change of each key; the refused ones derived too
+    assert sum(deferred) == 14, [job.overrides for job, d in zip(jobs, deferred) if not d]
+
+
+def test_a_plain_key_in_the_sweep_directory_has_its_jobs_composed_where_hydra_puts_them(tmp_path, micro_overrides):
+    """A key is trusted once a full check confirms its derivation, directory included: here the directory holds the
+    learning rate, so the jobs that change it are composed."""
+    _, jobs, dirs, deferred = plan(f"{tmp_path}/lr${{trainer.lr}}", micro_overrides,
+                                   ["trainer.lr=0.001,0.002,0.003", "seed=1,2,3"])  # fmt: skip
+    assert [job.job_dir for job in jobs] == dirs and len(set(dirs)) == 9
+    assert sum(deferred) == 5  # each learning rate's first job composed (the first's second seed too), later seeds not

@@ -45,13 +45,13 @@ def plan_jobs(
     jobs, datasets = [], {}
     composer = JobComposer(hydra_context, sweep_config)
     runs = SameRuns(Path(str(sweep_config.hydra.sweep.dir)).absolute())
-    seeds = SeedShare()
+    seeds = SeedShare(composer.group_exists)
     with no_cyclic_gc():  # each job's config is kept: thousands of objects a job (a sixth of a 900-job plan's CPU)
         for num, passed in enumerate(job_overrides, start=initial_job_idx):
             overrides = with_launcher_overrides(passed, launcher_overrides)  # messages name only the `passed` ones
             uncomposed = seeds.uncomposed(overrides)
-            if uncomposed is not None:  # a later job of a seed class: its checks are the class's
-                jobs.append(plan_uncomposed(num, overrides, *uncomposed, composer, runs, refuse_each, passed))
+            if uncomposed is not None:  # a later job of a seed or value class: its checks are the class's
+                jobs.append(plan_uncomposed(num, overrides, uncomposed, composer, runs, refuse_each, passed))
                 continue
             config = composer.compose(overrides)
             try:

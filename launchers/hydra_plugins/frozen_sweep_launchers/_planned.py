@@ -17,7 +17,7 @@ from frozen_sweep.run.directory import LAST_CHECKPOINT, completed_runs, is_compl
 from frozen_sweep.run.lock import live_runner
 
 from ._compose import JobComposer
-from ._seeds import Checked, SeedClass, SeedShare
+from ._seeds import Checked, SeedShare, Uncomposed
 
 
 class SweepConfigError(CompactHydraException):
@@ -96,20 +96,19 @@ def plan_job(
 def plan_uncomposed(
     num: int,
     overrides: list[str],
-    shared: SeedClass,
-    seed: int,
+    shared: Uncomposed,
     composer: JobComposer,
     runs: "SameRuns",
     refuse_each: bool,
     passed: Sequence[str],
 ) -> PlannedJob:
-    """A later job of a seed class whose directory follows from its overrides (_seeds.py): planned from the class's
-    checks, its config composed when the launcher first reads it."""
+    """A job of a seed or value class whose directory follows from its overrides (_seeds.py): planned from the
+    class's checks, its config composed when the launcher first reads it."""
     job_dir = shared.place.job_dir(overrides)
     deferred = functools.partial(_compose_placed, composer, overrides, num, job_dir)
-    job = PlannedJob(num, overrides, None, job_dir, None, deferred=deferred, class_force=shared.first.force,
+    job = PlannedJob(num, overrides, None, job_dir, None, deferred=deferred, class_force=shared.force,
                      class_devices=shared.devices)  # fmt: skip
-    return _checked(job, lambda: shared.checked(seed), runs, refuse_each, passed)
+    return _checked(job, shared.check, runs, refuse_each, passed)
 
 
 def _checked(job: PlannedJob, check: Callable[[], Checked], runs: "SameRuns", refuse_each: bool,
