@@ -23,9 +23,31 @@ def test_a_dry_run_lists_the_bases_before_the_jobs_that_wait_for_them(tmp_path):
     bases = [line.split()[1] for line in lines if line.startswith("run     bases.")]
     assert bases == ["bases.regular", "bases.transformer_reservoirs", "bases.ffn_reservoirs"]
     assert "sweep/reservoir=transformer: no run there yet" in done.stdout  # where experiment=finetune_bases puts it
-    waiting = [line for line in lines if "once its base bases.ffn_reservoirs has completed (checked then)" in line]
+    waiting = [line for line in lines if "once its base bases.ffn_reservoirs has completed (checked in full then)" in line]
     assert len(waiting) == 2  # finetune.frozen=keep and train
     assert not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.parametrize("extra, refusal", [
+    (["model=mlm_micro"], "model=mlm_micro: a fine-tuning job takes model and reservoir from its base run "
+                          "(finetune.base_checkpoint=bases.regular); drop these overrides"),
+    (['bases.regular=["task=lm_bible_en","model=lm_demo"]'],
+     "finetune.base_checkpoint=bases.regular: a task.kind=lm run (task=lm_bible_en); fine-tuning starts from a "
+     "masked LM's encoder"),
+])  # fmt: skip
+def test_what_would_refuse_a_fine_tuning_job_once_its_base_ran_stops_the_sweep_before_the_base_trains(
+    tmp_path, extra, refusal
+):
+    args = ["experiment=random_embeddings_first", "finetune.base_checkpoint=scratch,bases.regular", "freeze=none",
+            "seed=1", *extra, LOCAL]  # fmt: skip
+    dry = run_sweep(tmp_path / "sweep", *args, "dry_run=true")
+    assert dry.returncode != 0 and "Traceback" not in dry.stdout, dry.stdout[-3000:]
+    refused = [line.strip() for line in dry.stdout.splitlines() if line.strip().startswith("refuse")]
+    assert refused == ["refuse  finetune.base_checkpoint=bases.regular"], dry.stdout[-3000:]
+    assert refusal in dry.stdout
+    real = run_sweep(tmp_path / "sweep", *args)
+    assert real.returncode != 0 and "Traceback" not in real.stdout and refusal in real.stdout, real.stdout[-3000:]
+    assert "No job was started." in real.stdout and not (tmp_path / "sweep").exists()
 
 
 def test_an_unknown_base_or_a_single_job_naming_one_is_refused(tmp_path):

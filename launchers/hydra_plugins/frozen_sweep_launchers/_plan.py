@@ -12,7 +12,7 @@ from frozen_sweep.job.job_config import override_key
 from frozen_sweep.system.gc_pause import no_cyclic_gc
 
 from ._compose import JobComposer
-from ._planned import PlannedJob, SameRuns, SweepConfigError, job_dir_of, plan_job, plan_uncomposed
+from ._planned import PlannedJob, SameRuns, SweepConfigError, job_dir_of, plan_job, plan_uncomposed, plan_waiting
 from ._seeds import SeedShare
 
 NOT_A_FROZEN_SWEEP_APP = "frozen_sweep's launchers run frozen_sweep jobs only"
@@ -61,8 +61,8 @@ def plan_jobs(
                     raise SweepConfigError(f"job #{num} ({' '.join(passed)}): {e}. No job was started.") from e
                 jobs.append(PlannedJob(num, overrides, config, job_dir_of(config), None, refused=str(e)))
                 continue
-            if base is not None and not base.already_completed:  # checked once its base has completed
-                jobs.append(PlannedJob(num, overrides, config, job_dir_of(config), None, waits_for=base))
+            if base is not None and not base.already_completed:  # against its planned base; in full once it ran
+                jobs.append(plan_waiting(num, overrides, config, base, refuse_each, passed))
                 continue
             job = plan_job(num, overrides, config, runs, refuse_each, passed, seeds, has_base=base is not None)
             jobs.append(job)
@@ -117,8 +117,8 @@ def dry_run(jobs: list[PlannedJob]) -> None:
     for job in jobs:
         runner = None if job.refused or job.already_completed else job.runner
         decision = decide(job.job_dir, job.previous, job.force, runner, job.refused, job.same_run)
-        if job.waits_for is not None:
-            decision = Decision(RUN, f"once its base {job.waits_for.label} has completed (checked then)")
+        if job.waits_for is not None and job.refused is None:
+            decision = Decision(RUN, f"once its base {job.waits_for.label} has completed (checked in full then)")
         rows.append((job.label, job.job_dir, decision))
     print(report(rows), flush=True)
     refused = sum(job.refused is not None for job in jobs)

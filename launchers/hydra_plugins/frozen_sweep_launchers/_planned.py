@@ -11,13 +11,13 @@ from hydra.errors import CompactHydraException
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
-from frozen_sweep.config import ConfigError
-from frozen_sweep.job.job_config import absolute_paths
+from frozen_sweep.config import ConfigError, StudyName
+from frozen_sweep.job.job_config import absolute_paths, job_config
 from frozen_sweep.run.directory import LAST_CHECKPOINT, completed_runs, is_completed, previous_record, read_record
 from frozen_sweep.run.lock import live_runner
 
 from ._compose import JobComposer
-from ._seeds import Checked, SeedShare, Uncomposed
+from ._seeds import Checked, SeedShare, Uncomposed, task_config
 
 
 class SweepConfigError(CompactHydraException):
@@ -127,6 +127,23 @@ def _checked(job: PlannedJob, check: Callable[[], Checked], runs: "SameRuns", re
     job.checked_task, job.checked_fingerprint = checked.task, checked.fingerprint
     if not checked.force and not is_completed(job.previous):
         job.same_run = runs.find(checked.fingerprint["sha256"], job.job_dir)
+    return job
+
+
+def plan_waiting(num: int, overrides: list[str], config: DictConfig, base: PlannedJob, refuse_each: bool,
+                 passed: Sequence[str]) -> PlannedJob:  # fmt: skip
+    """A job whose base has not completed: a fine-tuning job is checked now against its base's planned config (the
+    model and reservoir it will adopt, its own overrides of them, the base's task kind), so that what would refuse it
+    once the base has run stops the sweep before the base trains; every job is checked in full once its base ran."""
+    job = PlannedJob(num, overrides, config, job_dir_of(config), None, waits_for=base)
+    if StudyName(config.study) != StudyName.finetune:
+        return job
+    try:
+        job_config(task_config(config), list(overrides), copied=True, planned_base=task_config(base.config))
+    except (ConfigError, OmegaConfBaseException) as e:
+        if not refuse_each:
+            raise SweepConfigError(f"job #{num} ({' '.join(passed)}): {e}. No job was started.") from e
+        job.refused = str(e)
     return job
 
 
