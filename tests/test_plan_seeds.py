@@ -3,46 +3,14 @@
 job's own full check gives it, whether or not the seed enters another key or the directory, and a job planned without
 its config (a later seed of a class) gets the config Hydra composes for it when the launcher asks."""
 
-from pathlib import Path
-
-from hydra import initialize_config_dir
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-from hydra.core.global_hydra import GlobalHydra
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.types import HydraContext, RunMode
-from omegaconf import OmegaConf
-
 from frozen_sweep.config import ConfigError
 from frozen_sweep.job.fingerprint import fingerprint
 from frozen_sweep.job.job_config import job_config
-from frozen_sweep.run.directory import dirname
-from hydra_plugins.frozen_sweep_launchers._compose import JobComposer
-from hydra_plugins.frozen_sweep_launchers._plan import plan_jobs
 from hydra_plugins.frozen_sweep_launchers._seeds import task_config
-from tests.conftest import CONF
+from tests.helpers.plans import plan
 
-OmegaConf.register_new_resolver("job_dirname", dirname, replace=True)  # as python -m frozen_sweep: directory names
 # 8 jobs: 2 classes of 4 seeds (the second is checked in full, the third on), the fourth out of range
 GRID = ["freeze=none,emb", "seed=1,2,3,-1"]
-
-
-def plan(sweep_dir: str, fixed: list[str], grid: list[str]):
-    """The batch, its planned jobs, and each job's directory as its own composition gives it (its config composed
-    first, where the plan deferred it)."""
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        loader = GlobalHydra.instance().config_loader()
-        overrides = [*fixed, *grid, f"hydra.sweep.dir={sweep_dir}"]
-        sweep_config = loader.load_configuration("config", overrides, run_mode=RunMode.MULTIRUN)
-        parsed = OverridesParser.create(config_loader=loader).parse_overrides([*fixed, *grid])
-        (batch,) = BasicSweeper.split_arguments(parsed, None)
-        context = HydraContext(config_loader=loader, callbacks=None)
-        jobs = plan_jobs(context, sweep_config, batch, 0, refuse_each=True)
-        composer = JobComposer(context, sweep_config)  # equal to Hydra's: tests/test_plan_compose.py
-        sweep = [composer.compose(job.overrides).hydra.sweep for job in jobs]
-        dirs = [Path(str(s.dir), str(s.subdir)).absolute() for s in sweep]
-        deferred = [job.deferred is not None and job.composed is None for job in jobs]
-        assert all(job.config.hydra.runtime.output_dir == str(d) for job, d in zip(jobs, dirs))  # composed now
-    return batch, jobs, dirs, deferred
 
 
 def test_seed_variants_get_the_fingerprints_a_full_check_gives(tmp_path, micro_overrides):

@@ -24,6 +24,7 @@ from frozen_sweep.config import (
     FreezeFrom,
     FrozenMode,
     ResetParts,
+    ScratchModel,
     StudyName,
     TaskKind,
 )  # fmt: skip
@@ -80,13 +81,28 @@ def base_reference(cfg: DictConfig) -> tuple[Optional[str], Optional[str]]:
 
 
 def check_no_base_reference(cfg: DictConfig) -> None:
-    """`bases.NAME` is resolved by a sweep's launcher, which trains the base first; a single job cannot."""
+    """`bases.NAME` is resolved by a sweep's launcher, which trains the base first; a single job cannot. Nor can it
+    size a scratch job by the bases (sized_by_bases)."""
     key, name = base_reference(cfg)
     if key is not None:
         raise ConfigError(
             f"{key}={BASE_PREFIX}{name}: a base that a sweep trains first (its overrides in the config's "
             f"{BASE_PREFIX}{name}); run the command with -m, or give the base run's directory"
         )
+    if sized_by_bases(cfg):
+        raise ConfigError(
+            f"finetune.base_checkpoint={SCRATCH} with finetune.scratch_model=bases: the baseline takes the model of "
+            "the config's bases, which a sweep reads from their configs; run the command with -m, or set "
+            "finetune.scratch_model=own for the job's own model"
+        )
+
+
+def sized_by_bases(cfg: DictConfig) -> bool:
+    """A scratch fine-tuning job of a config with `bases` whose model is theirs (finetune.scratch_model=bases): a
+    sweep's launcher gives it the bases' model before any job starts, so that the baseline is sized like them."""
+    f = cfg.finetune
+    return (StudyName(cfg.study) == StudyName.finetune and f.base_checkpoint == SCRATCH
+            and ScratchModel(f.scratch_model) == ScratchModel.bases and bool(cfg.get("bases")))  # fmt: skip
 
 
 def adopt_finetune_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:

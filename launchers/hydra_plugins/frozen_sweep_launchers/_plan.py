@@ -8,7 +8,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from frozen_sweep.config import Config, ConfigError
 from frozen_sweep.job.dry_run import RUN, Decision, decide, report
-from frozen_sweep.job.job_config import override_key
+from frozen_sweep.job.job_config import override_key, sized_by_bases
 from frozen_sweep.system.gc_pause import no_cyclic_gc
 
 from ._compose import JobComposer
@@ -54,6 +54,7 @@ def plan_jobs(
                 jobs.append(plan_uncomposed(num, overrides, uncomposed, composer, runs, refuse_each, passed))
                 continue
             config = composer.compose(overrides)
+            sized = sized_by_bases(config)  # a scratch job given its bases' model: each seed composed here
             try:
                 base = base_of and base_of(config)  # bases.NAME: the base's planned job; its directory in the config
             except ConfigError as e:
@@ -64,7 +65,7 @@ def plan_jobs(
             if base is not None and not base.already_completed:  # against its planned base; in full once it ran
                 jobs.append(plan_waiting(num, overrides, config, base, refuse_each, passed))
                 continue
-            job = plan_job(num, overrides, config, runs, refuse_each, passed, seeds, has_base=base is not None)
+            job = plan_job(num, overrides, config, runs, refuse_each, passed, seeds, has_base=base is not None or sized)
             jobs.append(job)
             if job.checked_task is not None and not job.already_completed:
                 datasets.setdefault(job.checked_fingerprint["prepared"], (num, job.checked_task))
