@@ -26,7 +26,8 @@ from frozen_sweep.tables.runs import DATA_KEYS, pattern_label, setting_of
 
 SCRATCH = "scratch"  # finetune.base_checkpoint's value for no pre-training (frozen_sweep.config.finetune)
 # keys a fine-tuning table's rows differ in, not its setting, and the data's, which its title names (runs.data_read)
-IGNORED = frozenset({"finetune", "study"}) | DATA_KEYS
+# (a base's overrides, `bases.NAME=[…]`: the pre-training column names the base)
+IGNORED = frozenset({"finetune", "study", "bases"}) | DATA_KEYS
 TIME_NOTE = "Time to best: training wall-clock to the best validation (the load of the machine counts)."
 
 
