@@ -64,3 +64,10 @@ def test_a_plain_key_in_the_sweep_directory_has_its_jobs_composed_where_hydra_pu
                                    ["trainer.lr=0.001,0.002,0.003", "seed=1,2,3"])  # fmt: skip
     assert [job.job_dir for job in jobs] == dirs and len(set(dirs)) == 9
     assert sum(deferred) == 5  # each learning rate's first job composed (the first's second seed too), later seeds not
+
+
+def test_a_task_that_a_plain_key_moves_has_each_combination_checked_with_its_own_task(tmp_path, micro_overrides):
+    """The data a job prepares is its checked task's: a task interpolating a plain key is not shared."""
+    fixed = [*micro_overrides, "task.max_len=${trainer.warmup_steps}"]
+    _, jobs, dirs, deferred = plan(str(tmp_path), fixed, ["trainer.warmup_steps=100,200", "seed=1,2"])
+    assert [job.checked_task.max_len for job in jobs] == [100, 100, 200, 200] and not any(deferred)

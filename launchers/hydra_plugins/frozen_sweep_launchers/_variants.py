@@ -8,9 +8,11 @@ checked config kept. A later combination of values gets its config by setting it
 override (OmegaConf.update), then the value checks and the fingerprint run on it (job_config's other steps do not read
 these keys). Each key is trusted only once a job that changes it has been composed and checked in full with the same
 fingerprint, directory and device count as this derivation gives it; one that differs has every later job of the
-class composed and checked in full.
+class composed and checked in full. A class whose task interpolates another key (its data could move with a plain
+key) and a job adopting a base run's config have no value class.
 """
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -26,7 +28,8 @@ from ._compose import parse
 from ._place import JobPlace
 
 PLAIN_SECTIONS = ("seed", "trainer", "model", "freeze", "reservoir", "eval")
-NOT_PLAIN = frozenset({"trainer.loggers"})  # checked against what is installed (job_config.check_installed)
+NOT_PLAIN = frozenset({"trainer.loggers"})
+NODE_REFERENCE = re.compile(r"\$\{(?!\w[\w.]*:)")  # ${ not opening a resolver's call  # checked against what is installed (job_config.check_installed)
 
 
 @dataclass
@@ -87,6 +90,12 @@ class ValueClass:
             self.trusted |= changed
 
 
+def refers_to_keys(node: DictConfig) -> bool:
+    """Whether the node interpolates another key (`${model.max_positions}`), not only resolvers (`${oc.env:…}`): the
+    class's jobs then share its task (the data they prepare) only if no plain key moves it."""
+    return NODE_REFERENCE.search(str(OmegaConf.to_container(node, resolve=False))) is not None
+
+
 class Variants:
     """The plan's value classes, keyed by a job's overrides with its plain ones reduced to their keys."""
 
@@ -127,7 +136,7 @@ class Variants:
         key, values = self.split(overrides)
         if key in self.classes or place is None or checked.relearn.name != "none":
             return None
-        if checked.finetune.base_checkpoint not in (None, SCRATCH):
+        if checked.finetune.base_checkpoint not in (None, SCRATCH) or refers_to_keys(checked.task):
             return None
         self.classes[key] = ValueClass(checked, values, place)
         return self.classes[key]
