@@ -78,10 +78,15 @@ class StatusBoard:
         eta = None
         if each is not None or not queued and None not in (e for e, _ in left):
             running_left = [e if e is not None else _rest(each, attempt) for e, attempt in left]
-            eta = sweep_eta(running_left, [each] * queued, self.slots)  # queued: the same estimate each, for now
+            queued_each = [each for _ in self.queued(running, queued)]  # a job's own estimate, where one is, goes here
+            eta = sweep_eta(running_left, queued_each, self.slots)
         head = (f"status: {done} done, {len(running)} running, {queued} queued, {failed} failed of {len(p.jobs)}"
                 f" | sweep ETA {_duration(eta)}")  # fmt: skip
         return [head, *(f"  {job.label}: {_describe(report)} | ETA {_duration(eta)}" for job, eta, report in jobs)]
+
+    def queued(self, running: list[PlannedJob], count: int) -> list[PlannedJob]:
+        """The `count` jobs that wait to start: neither finished nor running, in the sweep's order."""
+        return [job for job in self.progress.jobs if job.num not in self.progress.outcomes and job not in running][:count]
 
     def job_estimate(self, running_whole: list[float]) -> Optional[float]:
         """A job's whole time: the mean finished job's wall time, else the mean of what the running ones are on
