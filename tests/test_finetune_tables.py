@@ -12,7 +12,8 @@ def test_a_fine_tuning_table_shows_each_rows_parameters_and_keeps_a_scratch_row_
     scratch = {"base_run": "scratch", "frozen": "keep", "freeze_from": "base"}
     base = {**scratch, "base_run": str(tmp_path / "base"), "frozen_params": 0, "base_test_metric": 30.0}
     arms = [(["finetune.base_checkpoint=scratch"], scratch, 171_234),
-            (["finetune.base_checkpoint=scratch", "finetune.scratch_model=own", "model.d_model=256"], scratch, 1_080_000),
+            (["finetune.base_checkpoint=scratch", "finetune.scratch_model=own", "model.d_model=256"], scratch,
+             1_080_000),
             (["finetune.base_checkpoint=bases.b", '+bases.b=["experiment=finetune_bases","model=mlm_micro"]'], base,
              171_234)]  # fmt: skip
     for i, (overrides, finetune, params) in enumerate(arms):

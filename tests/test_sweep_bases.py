@@ -27,7 +27,8 @@ def test_a_dry_run_lists_the_bases_before_the_jobs_that_wait_for_them(tmp_path):
     bases = [line.split()[1] for line in lines if line.startswith("run     bases.")]
     assert bases == ["bases.regular", "bases.transformer_reservoirs", "bases.ffn_reservoirs"]
     assert "sweep/reservoir=transformer: no run there yet" in done.stdout  # where experiment=finetune_bases puts it
-    waiting = [line for line in lines if "once its base bases.ffn_reservoirs has completed (checked in full then)" in line]
+    waits = "once its base bases.ffn_reservoirs has completed (checked in full then)"
+    waiting = [line for line in lines if waits in line]
     assert len(waiting) == 2  # finetune.frozen=keep and train
     assert not (tmp_path / "sweep").exists()
 

@@ -30,7 +30,7 @@ from frozen_sweep.config.trainer import Device, EvalConfig, StopMetric, TrainerC
 
 __all__ = [
     "BASE_KEYS", "BASE_PREFIX", "COMPONENTS", "GLUE_DATASET", "NEUTRAL_KEYS", "SCRATCH", "Activation", "BibleLabels", "ComponentSpec", "Config", "ConfigError", "CorpusKind", "Device",
-    "EvalConfig", "FfnKind", "FinetuneConfig", "FreezeConfig", "FreezeFrom", "FrozenMode", "Init", "LoggerName", "MlflowConfig", "ModelConfig", "NormPosition", "Placement", "Pooling", "Positions", "ScratchModel",
-    "RelearnConfig", "ReservoirConfig", "ReservoirType", "ResetParts", "StackName", "StopMetric", "StudyName",
-    "TaskConfig", "TaskKind", "TieEmbeddings", "TrainerConfig", "WandbConfig", "register_configs",
+    "EvalConfig", "FfnKind", "FinetuneConfig", "FreezeConfig", "FreezeFrom", "FrozenMode", "Init", "LoggerName", "MlflowConfig", "ModelConfig", "NormPosition", "Placement", "Pooling", "Positions",
+    "RelearnConfig", "ReservoirConfig", "ReservoirType", "ResetParts", "ScratchModel", "StackName", "StopMetric",
+    "StudyName", "TaskConfig", "TaskKind", "TieEmbeddings", "TrainerConfig", "WandbConfig", "register_configs",
 ]  # fmt: skip

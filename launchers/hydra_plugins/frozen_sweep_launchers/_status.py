@@ -86,7 +86,8 @@ class StatusBoard:
 
     def queued(self, running: list[PlannedJob], count: int) -> list[PlannedJob]:
         """The `count` jobs that wait to start: neither finished nor running, in the sweep's order."""
-        return [job for job in self.progress.jobs if job.num not in self.progress.outcomes and job not in running][:count]
+        done = self.progress.outcomes
+        return [job for job in self.progress.jobs if job.num not in done and job not in running][:count]
 
     def job_estimate(self, running_whole: list[float]) -> Optional[float]:
         """A job's whole time: the mean finished job's wall time, else the mean of what the running ones are on

@@ -28,8 +28,8 @@ from ._compose import parse
 from ._place import JobPlace
 
 PLAIN_SECTIONS = ("seed", "trainer", "model", "freeze", "reservoir", "eval")
-NOT_PLAIN = frozenset({"trainer.loggers"})
-NODE_REFERENCE = re.compile(r"\$\{(?!\w[\w.]*:)")  # ${ not opening a resolver's call  # checked against what is installed (job_config.check_installed)
+NOT_PLAIN = frozenset({"trainer.loggers"})  # checked against what is installed (job_config.check_installed)
+NODE_REFERENCE = re.compile(r"\$\{(?!\w[\w.]*:)")  # ${ not opening a resolver's call
 
 
 @dataclass
