@@ -32,6 +32,7 @@ DATA_LOCATION_KEYS = frozenset({"task.path", "task.sword_dir", "task.vocab", "fi
 LATER_DEFAULTS = {"freeze.head.frozen": (False,), "freeze.head.init": ("random",), "task.header": (False, None),
                   "task.bible_labels": ("division",), "finetune.frozen": ("keep",), "finetune.freeze_from": ("base",),
                   "finetune.max_unk_rate": (0.01,), "model.pooling": ("first",),
+                  "finetune.scratch_model": ("bases", "own"),  # never: the model it picks enters as itself
                   **{f"task.{key}": (None,) for key in ("dataset", "dataset_config", "revision", "data_files",
                                                         "text_column", "text_pair_column", "label_column",
                                                         "src_column", "tgt_column", "builder_kwargs")},
