@@ -7,7 +7,7 @@ documents did in pretraining.
 
 Held as one JSON document (tokenizer.json's content and the special ids): the file a prepared dataset keeps and the
 bytes a model file stores, so a run reads text as it was trained to. `task.vocab` names the checkpoint: a directory
-saved by `save_pretrained`, or a hub name (read from its pinned snapshot, weights/hub_snapshot.py).
+saved by `save_pretrained`, or a hub name (read from its pinned snapshot, data/checkpoint_files.py).
 """
 
 import json
