@@ -50,6 +50,17 @@ def bpe_tokenizer(family: str = "plain", vocab_size: int = 300):
     return transformers.PreTrainedTokenizerFast(tokenizer_object=bpe, **names)
 
 
+def in_hub_cache(cache, name: str, directory, commit: str = "0" * 40) -> None:
+    """Checkpoint `directory` as hub model `name` at `commit` in hub cache `cache`, as huggingface_hub lays it out
+    (refs/main names snapshots/<commit>/)."""
+    import shutil
+
+    repo = cache / f"models--{name.replace('/', '--')}"
+    shutil.copytree(directory, repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+
+
 def save_checkpoint(directory, tokenizer, family: str = "Llama", **config):
     """A transformers model of `family` with every weight drawn at random, saved with its tokenizer beside it."""
     import transformers
