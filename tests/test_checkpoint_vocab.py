@@ -69,6 +69,19 @@ def test_a_language_models_row_is_the_checkpoints_tokens_then_its_eos(family, to
     assert vocab.specials.pad not in (vocab.specials.eos, *ids[0], *ids[1])  # padding is never a target
 
 
+def test_a_tokenizer_without_a_token_to_pad_with_is_refused_in_one_line(tmp_path):
+    """Its only special token is its eos, a target: padding with it would hide the targets from the loss."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = Tokenizer(models.WordLevel({"</s>": 0, "a": 1, "b": 2, "beginning": 3}, unk_token=None))
+    words.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    transformers.PreTrainedTokenizerFast(tokenizer_object=words, eos_token="</s>", pad_token="</s>").save_pretrained(
+        tmp_path)  # fmt: skip
+    with pytest.raises(ConfigError, match=r"^task.vocab=.*: its tokenizer has no token to pad with \(a pad token, or a "
+                       "special token other than its bos and eos\\)$"):  # fmt: skip
+        checkpoint_vocab(str(tmp_path))
+
+
 def test_data_is_prepared_once_per_tokenizer_file_and_corpus(tokenizer_dirs, toy_corpus, cache_dir, tmp_path):
     data = load_task(lm_task(toy_corpus, cache_dir, tokenizer_dirs["llama"]))
     lines = (toy_corpus / "train.en").read_text(encoding="utf-8").splitlines()

@@ -121,7 +121,10 @@ def named_ids(tokenizer, directory: Path) -> dict[str, int]:
 def framing(tokenizer) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """(prefix, middle, suffix): the special ids the tokenizer's post-processor puts before a text, between a pair's
     texts and after them (read off the pair "a", "b" by which text each id comes from)."""
-    pair = tokenizer.encode("a", "b", add_special_tokens=True)
+    try:
+        pair = tokenizer.encode("a", "b", add_special_tokens=True)
+    except Exception as e:  # the library's own exception type: a model that cannot encode them (no unk)
+        raise ValueError(f"its tokenizer cannot encode 'a' and 'b' ({e})") from None
     if not {0, 1} <= set(pair.sequence_ids):
         raise ValueError("its tokenizer encodes 'a' or 'b' to nothing")
     first = [i for i, s in enumerate(pair.sequence_ids) if s == 0]

@@ -13,6 +13,10 @@ import sentencepiece as spm
 
 from frozen_sweep.data.specials import BOS, EOS, OURS, PAD, UNK
 
+# a checkpoint tokenizer's document is a JSON object; a SentencePiece model is a protobuf, whose first byte is a field
+# tag (0x0a)
+TOKENIZER_FIRST_BYTE = b"{"
+
 TRAINER_SETTINGS = {
     "model_type": "bpe",
     "pad_id": PAD,
@@ -81,7 +85,13 @@ def vocab_from_bytes(data: bytes, path: Path | None = None):
     (JSON), or a SentencePiece model."""
     from frozen_sweep.data.checkpoint_vocab import TokenizerVocab
 
-    return TokenizerVocab(data, path) if data.lstrip()[:1] == b"{" else Vocab(data, path)
+    return TokenizerVocab(data, path) if data[:1] == TOKENIZER_FIRST_BYTE else Vocab(data, path)
+
+
+def holds_tokenizer(path: Path) -> bool:
+    """Whether vocabulary file `path` holds a checkpoint's tokenizer rather than a SentencePiece model."""
+    with open(path, "rb") as f:
+        return f.read(1) == TOKENIZER_FIRST_BYTE
 
 
 def read_vocab(path: Path):
