@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from frozen_sweep import export
-from frozen_sweep.data.vocab import BOS, EOS
+from frozen_sweep.data.specials import BOS, EOS
 from frozen_sweep.evaluate.generation import continue_prompt
 from frozen_sweep.weights.build import build_model
 from frozen_sweep.use.command_line import run_command

@@ -7,7 +7,6 @@ from typing import Optional
 
 import torch
 
-from frozen_sweep.data.vocab import BOS, EOS
 from frozen_sweep.evaluate.generation import Sampling, continue_prompt
 from frozen_sweep.use.errors import UsageError, check_lengths
 
@@ -54,7 +53,9 @@ def generate_lines(run, prompts: list[str], max_new_tokens: int, beam: int, samp
     texts, generated = [], 0
     for number, prompt in enumerate(ids, start=first_line):
         generator.manual_seed(line_seed(seed, number))
-        new = continue_prompt(run.model, torch.tensor([[BOS, *prompt]], device=run.device), max_new_tokens, EOS,
+        specials = run.vocab.specials
+        new = continue_prompt(run.model, torch.tensor([[*specials.prefix, *prompt]], device=run.device), max_new_tokens,
+                              specials.eos,
                               beam, sampling, generator)  # fmt: skip
         texts.append(run.vocab.decode(prompt + new))
         generated += len(new)

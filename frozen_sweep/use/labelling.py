@@ -4,7 +4,6 @@ trained on pairs, `text_a<TAB>text_b`, encoded as its training batches held them
 import torch
 
 from frozen_sweep.data.batching import pad_sequences
-from frozen_sweep.data.vocab import BOS, EOS, Vocab
 from frozen_sweep.use.errors import UsageError
 
 
@@ -23,14 +22,15 @@ def split_examples(lines: list[str], source: str, pairs: bool, first_line: int =
     return examples
 
 
-def encode(examples: list[list[str]], vocab: Vocab, max_positions: int, source: str,
+def encode(examples: list[list[str]], vocab, max_positions: int, source: str,
            numbers: list[int]) -> list[list[int]]:  # fmt: skip
-    """bos text eos, or bos text_a eos eos text_b eos: what the run's training batches held (data/labelled.py).
-    `numbers`: each example's line number, for errors."""
-    rows = []
+    """prefix text suffix, or prefix text_a middle text_b suffix (ours: bos text eos, bos text_a eos eos text_b eos):
+    what the run's training batches held (data/labelled.py). `numbers`: each example's line number, for errors."""
+    rows, specials = [], vocab.specials
     for number, texts in zip(numbers, examples):
         ids = vocab.encode_batch(texts)
-        row = [BOS, *ids[0], EOS] + ([EOS, *ids[1], EOS] if len(ids) == 2 else [])
+        text = ids[0] + (list(specials.middle) + ids[1] if len(ids) == 2 else [])
+        row = [*specials.prefix, *text, *specials.suffix]
         if len(row) > max_positions:
             raise UsageError(f"{source} line {number}: {len(row)} pieces, more than the model's {max_positions}")
         rows.append(row)
@@ -45,7 +45,7 @@ def outputs(model, rows: list[list[int]], batch_size: int) -> torch.Tensor:
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
     out = []
     for start in range(0, len(order), batch_size):
-        tokens = pad_sequences([rows[i] for i in order[start : start + batch_size]]).to(device)  # (B, T)
+        tokens = pad_sequences([rows[i] for i in order[start : start + batch_size]], model.pad_id).to(device)  # (B, T)
         out.append(model(None, tokens).float().cpu())  # (B, C) or (B,)
     return torch.cat(out)[torch.tensor(order).argsort()]
 

@@ -41,7 +41,7 @@ def score_lm_lines(run, lines: list[str], source: str, first_line: int = 1) -> S
     positions = cfg.model.max_positions
     check_lengths(ids, positions - 1, source, f"model.max_positions={positions}, less one for the end-of-sentence",
                   first_line)  # fmt: skip
-    batches = held_out_batches(Split.from_ids(None, ids), "test", cfg.task, len(vocab), cfg.trainer.max_tokens)
+    batches = held_out_batches(Split.from_ids(None, ids, specials=vocab.specials), "test", cfg.task, len(vocab), cfg.trainer.max_tokens)
     sentence_nll: dict[int, tuple[float, int]] = {}
     nll, accuracy = token_scores(run.model, batches, run.device, sentence_nll)
     return _scores(sentence_nll, len(ids), nll, accuracy, TaskKind(cfg.task.kind) == TaskKind.mlm)
@@ -63,7 +63,7 @@ def score_pairs(run, lines: list[str], source: str, first_line: int = 1) -> Scor
     what = f"model.max_positions={positions}, less one for the end-of-sentence"
     check_lengths(src, positions - 1, f"{source} (source)", what, first_line)
     check_lengths(tgt, positions - 1, f"{source} (target)", what, first_line)
-    batches = held_out_batches(Split.from_ids(src, tgt), "test", cfg.task, len(vocab), cfg.trainer.max_tokens)
+    batches = held_out_batches(Split.from_ids(src, tgt, specials=vocab.specials), "test", cfg.task, len(vocab), cfg.trainer.max_tokens)
     sentence_nll: dict[int, tuple[float, int]] = {}
     nll, accuracy = token_scores(run.model, batches, run.device, sentence_nll)
     return _scores(sentence_nll, len(pairs), nll, accuracy, False)

@@ -16,7 +16,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import SCRATCH, Config, FreezeFrom, FrozenMode, Init, StudyName, TaskKind
-from frozen_sweep.data.vocab import Vocab
+from frozen_sweep.data.specials import PAD
+from frozen_sweep.data.vocab import read_vocab
 from frozen_sweep.model import Transformer, component_of_parameters
 from frozen_sweep.run.base_run import BaseRunError, load_base_run
 from frozen_sweep.run.directory import (BEST_CHECKPOINT, CONFIG_FILE, LAST_CHECKPOINT, RESULT_FILE, is_completed,
@@ -48,7 +49,7 @@ class FinishedRun:
     record: Optional[dict]  # its result.json; None for a model file, which holds no record
     model: Transformer  # on the CPU, with the checkpoint's weights (its frozen parameters regenerated and verified)
     checkpoint: dict  # the checkpoint's other entries (optimiser state etc., for checkpoint_last.pt)
-    load_vocab: Callable[[], Vocab] = field(repr=False)
+    load_vocab: Callable[[], object] = field(repr=False)
     on_the_fly: Optional[OnTheFly] = None  # with frozen="on-the-fly": the hooks that draw the frozen weights
     labels: Optional[list[str]] = None  # a classifier's label names, by class id
     pairs: bool = False  # a classifier's or a regression's: whether it was trained on pairs of texts
@@ -64,7 +65,7 @@ class FinishedRun:
         return text + (f" (the run is {status})" if status != "completed" else "")
 
     @property
-    def vocab(self) -> Vocab:
+    def vocab(self):
         """The run's subword vocabulary (a run directory's from its prepared data, a model file's from itself)."""
         return self.load_vocab()
 
@@ -101,7 +102,8 @@ def load_run(path, checkpoint: str = "best", frozen: str = "resident") -> Finish
         model, hooks = fine_tuned_model(config, base, head_outputs(config, labels)), None
         base_draws = _base_draws(config, model, base)
     else:
-        model, hooks = _build(config, data["vocab_size"], frozen, head_outputs(config, labels))
+        model, hooks = _build(config, data["vocab_size"], frozen, head_outputs(config, labels),
+                              pad_id=data.get("pad_id", PAD))  # fmt: skip
         base_draws = {}
     fingerprint = hooks.fingerprint if hooks else frozen_fingerprint
     extra = load_checkpoint(weights, model, fingerprint=fingerprint)
@@ -140,7 +142,8 @@ def _load_model_file(path: Path, frozen: str) -> FinishedRun:
     labels = saved.classifier["labels"] if saved.classifier else None
     base_draws = {name: (seed, init) for name, (seed, init) in saved.base_draws.items()}
     adjust = lambda plan: with_draws(plan, set(saved.frozen_sha256), base_draws)  # noqa: E731
-    model, hooks = _build(config, len(saved.vocab), frozen, head_outputs(config, labels), adjust)
+    model, hooks = _build(config, len(saved.vocab), frozen, head_outputs(config, labels), adjust,
+                          saved.vocab.specials.pad)  # fmt: skip
     fingerprint = hooks.fingerprint if hooks else frozen_fingerprint
     restore(path, model, saved.trainable | saved.frozen_stored, saved.frozen_sha256, fingerprint(model))
     for name, param in model.named_parameters():
@@ -161,13 +164,13 @@ def is_fine_tuned(config) -> bool:
     return StudyName(config.study) == StudyName.finetune and config.finetune.base_checkpoint != SCRATCH
 
 
-def _build(config, vocab_size: int, frozen: str, outputs: Optional[int],
-           adjust=None) -> tuple[Transformer, Optional[OnTheFly]]:  # fmt: skip
+def _build(config, vocab_size: int, frozen: str, outputs: Optional[int], adjust=None,
+           pad_id: int = PAD) -> tuple[Transformer, Optional[OnTheFly]]:  # fmt: skip
     """The model of `config`, drawn from its seed by its freeze pattern's plan or by `adjust(plan)` (a model file's:
     which parameters are drawn frozen, and which from another run's seed), to be loaded."""
     if frozen == "on-the-fly":
-        return build_model_on_the_fly(config, vocab_size, outputs, adjust)
-    model = build_model(config, vocab_size, outputs)
+        return build_model_on_the_fly(config, vocab_size, outputs, adjust, pad_id)
+    model = build_model(config, vocab_size, outputs, pad_id)
     if adjust is not None:
         params = dict(model.named_parameters())
         for name, how in adjust(draw_plan(model, config.freeze)).items():
@@ -177,7 +180,7 @@ def _build(config, vocab_size: int, frozen: str, outputs: Optional[int],
     return model, None
 
 
-def _prepared_vocab(run_dir: Path, record: dict) -> Vocab:
+def _prepared_vocab(run_dir: Path, record: dict):
     path = Path(record["data"]["vocab_path"])
     if not path.is_file():
         raise BaseRunError(
@@ -185,7 +188,7 @@ def _prepared_vocab(run_dir: Path, record: dict) -> Vocab:
             f"(python -m frozen_sweep.prepare with the run's task settings), or use a model file exported while it "
             f"was there"
         )
-    return Vocab.load(path)
+    return read_vocab(path)
 
 
 def fine_tuned_model(cfg, base: FinishedRun, outputs: int) -> Transformer:

@@ -21,7 +21,8 @@ from pathlib import Path
 import torch
 
 from frozen_sweep.config import FfnKind, NormPosition, Positions, ReservoirType, TaskKind, TieEmbeddings
-from frozen_sweep.data.vocab import BOS, EOS, PAD, UNK, Vocab
+from frozen_sweep.data.specials import BOS, EOS, PAD, UNK
+from frozen_sweep.data.vocab import Vocab
 from frozen_sweep.model import Transformer
 from frozen_sweep.weights.hf_tables import FAMILIES, inverse, rename
 

@@ -27,7 +27,7 @@ import safetensors.torch
 import torch
 from torch import nn
 
-from frozen_sweep.data.vocab import Vocab
+from frozen_sweep.data.vocab import vocab_from_bytes
 from frozen_sweep.system.files import write_atomic
 from frozen_sweep.weights.integrity import IntegrityError, check_digests, tensor_digest, text_digest
 
@@ -45,7 +45,7 @@ class ModelFileError(ValueError):
 class ModelFile:
     seed: int
     config_yaml: str  # the config the run trained with
-    vocab: Vocab
+    vocab: object  # data/vocab.py's Vocab, or a checkpoint's tokenizer (data/checkpoint_vocab.py)
     trainable: dict[str, torch.Tensor]
     frozen_stored: dict[str, torch.Tensor]  # frozen, but not drawn from the seed (a fine-tuned run's from its base)
     frozen_sha256: dict[str, str]  # the frozen tensors drawn from the seed
@@ -53,7 +53,7 @@ class ModelFile:
     base_draws: dict = field(default_factory=dict)  # frozen tensors another run's seed drew: name → [seed, init]
 
 
-def write_model_file(path: Path, model: nn.Module, seed: int, config_yaml: str, vocab: Vocab,
+def write_model_file(path: Path, model: nn.Module, seed: int, config_yaml: str, vocab,
                      frozen_sha256: dict[str, str], classifier: Optional[dict] = None,
                      base_draws: Optional[dict] = None) -> None:  # fmt: skip
     """Atomically write the model file of `model` and the rest of a run: every parameter but the frozen ones hashed in
@@ -102,7 +102,7 @@ def read_model_file(path: Path) -> ModelFile:
     )
     if missing:
         raise ModelFileError(f"{path}: its {', '.join(missing)} is missing")
-    vocab = Vocab(tensors.pop(VOCAB_TENSOR).numpy().tobytes())
+    vocab = vocab_from_bytes(tensors.pop(VOCAB_TENSOR).numpy().tobytes())
     frozen_names = json.loads(metadata["frozen_stored"])
     absent = [name for name in frozen_names if name not in tensors]
     if absent:
