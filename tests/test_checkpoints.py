@@ -76,7 +76,8 @@ def test_average_writes_the_mean_of_the_last_checkpoints_and_an_ensemble_means_p
     probs = [torch.softmax(m.model.decode(bos, *m.model.encode(src))[0, -1], -1) for m in (single, member)]
     assert torch.allclose(mixed, torch.log((probs[0] + probs[1]) / 2), atol=1e-5)
     assert len(ensemble.translate(lines)) == len(lines)
-    assert " + avg.safetensors" in ensemble.weights_summary()
+    assert ensemble.weights_summary().startswith(f"{run_dir}: checkpoint_best.pt, step ")  # each run named
+    assert ensemble.weights_summary().endswith(" + avg.safetensors; float32")
 
     other_vocab = tmp_path / "other_vocab.safetensors"
     lm_vocab = load_run(finished_runs["lm"]).vocab  # another corpus' vocabulary, as large
