@@ -30,7 +30,7 @@ def test_a_running_runs_last_checkpoint_or_any_checkpoint_file_translates_and_ex
     run_command(translate.main, [str(running), "--checkpoint", "last", "--input", str(source)])
     out, err = capsys.readouterr()
     last = f"weights: checkpoint_last.pt, step {record['steps']} (the run is running)"
-    assert out.splitlines() == expected and err.endswith(last + "\n")
+    assert out.splitlines() == expected and err.endswith(last + "; float32\n")  # the precision used
 
     run_command(export.main, [str(running), str(tmp_path / "m.safetensors"), "--checkpoint", "last"])
     assert last in capsys.readouterr().err

@@ -62,7 +62,7 @@ def open_run(args) -> Run:
         raise UsageError("--stream writes standard output as it goes; --output is for a file written whole")
     if args.stream_lines < 1 or args.stream_wait_ms < 0:
         raise UsageError("--stream-lines must be at least 1 and --stream-wait-ms at least 0")
-    if args.input and not Path(args.input).is_file():
+    if args.input and not Path(args.input).exists():
         raise UsageError(f"--input {args.input}: no such file; expected a text file, one sentence a line")
     if args.output and not Path(args.output).absolute().parent.is_dir():
         raise UsageError(f"--output {args.output}: its folder {Path(args.output).absolute().parent} does not exist; "
