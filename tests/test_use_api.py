@@ -61,14 +61,16 @@ def test_the_commands_take_threads_and_end_with_their_speed(finished_runs):
 def test_a_model_file_runs_at_its_jobs_threads_else_follows_the_free_cores(finished_runs, tmp_path, monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     run_command(export.main, [str(finished_runs["lm"]), str(tmp_path / "lm.safetensors")])
-    exported = load_run(tmp_path / "lm.safetensors")
-    assert exported.threads == result(finished_runs["lm"])["threads"] and not exported.follow_free_cores
-    saved = read_model_file(tmp_path / "lm.safetensors")
+    saved, job_threads = read_model_file(tmp_path / "lm.safetensors"), result(finished_runs["lm"])["threads"]
+    assert saved.threads == job_threads
     config = OmegaConf.create(saved.config_yaml)
-    config.trainer.threads = None  # a job that fixed no thread count, its file holding none (as older files)
-    write_model_file(tmp_path / "unfixed.safetensors", exported.model, saved.seed, OmegaConf.to_yaml(config),
-                     saved.vocab, saved.frozen_sha256)  # fmt: skip
-    unfixed = load_run(tmp_path / "unfixed.safetensors")
+    config.trainer.threads = None  # a job that fixed no thread count in its config (its record holds what it used)
+    model = load_run(tmp_path / "lm.safetensors").model
+    for name, threads in (("fixed", job_threads), ("unfixed", None)):  # unfixed: no count held, as older files
+        write_model_file(tmp_path / f"{name}.safetensors", model, saved.seed, OmegaConf.to_yaml(config), saved.vocab,
+                         saved.frozen_sha256, threads=threads)  # fmt: skip
+    fixed, unfixed = (load_run(tmp_path / f"{name}.safetensors") for name in ("fixed", "unfixed"))
+    assert fixed.threads == job_threads and not fixed.follow_free_cores
     assert unfixed.follow_free_cores and unfixed.threads == usable_cores()
     unfixed.score(["the dog eats"])
     assert re.search(rf"\(\d(–\d)? threads?, following the free cores, at most {usable_cores()}\)",
