@@ -180,6 +180,7 @@ class SweepLauncher(Launcher):
             cost = self.costed(todo) if todo else None
             if cost and cost.summary:
                 log.info(cost.summary)
+                progress.estimates = cost.seconds()
             if todo or adopted:
                 self.run(todo, adopted, progress)
         except KeyboardInterrupt as interrupt:

@@ -53,6 +53,10 @@ class SweepCost:
         """The jobs whose estimate exceeds `limit_s`."""
         return [(job, cost) for job, cost in self.of.items() if isinstance(cost, Estimate) and cost.total_s > limit_s]
 
+    def seconds(self) -> dict[int, float]:
+        """Job num → its estimated whole time, for the jobs that have one (the status's ETA for queued jobs)."""
+        return {job.num: cost.total_s for job, cost in self.of.items() if isinstance(cost, Estimate)}
+
     def longest_s(self) -> Optional[float]:
         totals = [cost.total_s for cost in self.of.values() if isinstance(cost, Estimate)]
         return max(totals) if totals else None

@@ -45,6 +45,7 @@ class Progress:
         self.sweep_dir = sweep_dir
         self.outcomes: dict[int, Outcome] = {}
         self.started = time.perf_counter()
+        self.estimates: dict[int, float] = {}  # job num → its estimated whole time (_cost.py), for the status's ETA
 
     def count(self, status: str) -> int:
         return sum(o.status == status for o in self.outcomes.values())
