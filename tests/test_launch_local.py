@@ -9,7 +9,7 @@ from itertools import combinations
 import pytest
 from hydra_plugins.frozen_sweep_launchers._batches import check_claims
 from hydra_plugins.frozen_sweep_launchers._plan import PlannedJob, SweepConfigError
-from hydra_plugins.frozen_sweep_launchers.local_gpus import visible_gpus
+from hydra_plugins.frozen_sweep_launchers._gpus import visible_gpus
 
 from frozen_sweep.run.lock import live_runner
 from tests.conftest import ROOT

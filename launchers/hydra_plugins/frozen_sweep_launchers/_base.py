@@ -167,4 +167,4 @@ class SweepLauncher(Launcher):
         """The callable a submitit job runs for `job` (imported here: Hydra's plugin scan stays free of submitit)."""
         from ._task import JobTask
 
-        return JobTask(self.task_function, self.hydra_context, job.config, self.singleton_state)
+        return JobTask(self.task_function, self.hydra_context, job.config, self.singleton_state, job.previous)
