@@ -20,3 +20,12 @@ def session_processes(session_id: int) -> list[str]:
         if session == session_id and state != "Z":
             found.append(f"{entry.name} {command}")
     return found
+
+
+def stopped(pid: int) -> bool:
+    """Whether the process `pid` is stopped (SIGSTOP: state T), or has ended."""
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("T", "Z")

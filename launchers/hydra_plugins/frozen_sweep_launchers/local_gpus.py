@@ -130,6 +130,7 @@ class LocalGpusLauncher(SweepLauncher):
                 job = queue.popleft()
                 if self._handed_over(job, free, progress):
                     continue
+                kill_point("before_submit")  # after the check: two launchers here at once both start the job
                 slot = free.pop(0)
                 executor.update_parameters(
                     timeout_min=NO_TIME_LIMIT_MIN,

@@ -1,0 +1,69 @@
+"""Two launchers on the same jobs: the same sweep started twice (at the same instant, or once the first runs), and on
+SLURM. Each job runs once, whoever runs it; the other launcher waits for it and reports "completed by another
+launcher"; both exit 0; a completed directory gets no second attempt."""
+
+import os
+import signal
+
+import pytest
+
+from tests.helpers.processes import stopped
+from tests.helpers.sweeps import LOCAL, attempts, job_dirs, read_json, start_sweep, wait_for
+
+pytestmark = pytest.mark.slow
+SEEDS = ("seed=1", "seed=2")
+
+
+def tiny(micro_overrides: list[str]) -> list[str]:
+    return [*micro_overrides, LOCAL, "trainer.threads=1", "trainer.max_steps=4", "eval.beam=1"]
+
+
+def assert_each_job_ran_once(sweep, seeds) -> None:
+    for seed in seeds:
+        assert [a.get("status") for a in attempts(sweep, seed)] == ["completed"], seed
+
+
+def test_the_same_sweep_started_twice_at_the_same_instant_runs_each_job_once(tmp_path, micro_overrides):
+    """Both launchers stop themselves just before they start a job (after checking it is free) and are let go
+    together: both start it, and one of the two job processes finds the other's in the directory."""
+    sweep = tmp_path / "sweep"
+    args = [*tiny(micro_overrides), "hydra.launcher.max_parallel=1", "seed=1,2"]
+    env = {"FROZEN_SWEEP_KILL_AT": "before_submit:SIGSTOP"}
+    launchers = [start_sweep(sweep, *args, output=tmp_path / f"out{i}.txt", env=env) for i in (0, 1)]
+    while any(proc.poll() is None for proc in launchers):  # in lockstep: each job started by both at once
+        wait_for(lambda: all(stopped(proc.pid) for proc in launchers), "both launchers to reach a job", timeout=300)
+        for proc in launchers:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)
+        wait_for(lambda: not all(stopped(p.pid) for p in launchers if p.poll() is None) or
+                 all(p.poll() is not None for p in launchers), "the launchers to go on")  # fmt: skip
+    outputs = [(tmp_path / f"out{i}.txt").read_text() for i in (0, 1)]
+    assert [proc.returncode for proc in launchers] == [0, 0], outputs
+    assert_each_job_ran_once(sweep, SEEDS)
+    both = "".join(outputs)
+    assert "FAILED" not in both and both.count("completed by another launcher: test bleu") == 2, both
+    assert all("2 jobs in" in out and "0 failed" in out for out in outputs)
+
+
+def test_a_sweep_started_again_while_it_runs_shares_the_jobs_and_runs_none_twice(tmp_path, micro_overrides):
+    """The second launcher adopts the running job (held still, by SIGSTOP, while the second plans) and starts the
+    next queued one in its free slot; each launcher then waits for the jobs the other took."""
+    sweep = tmp_path / "sweep"
+    args = [*tiny(micro_overrides), "seed=1,2,3"]
+    first = start_sweep(sweep, *args, "hydra.launcher.max_parallel=1", output=tmp_path / "first.txt")
+    started = wait_for(lambda: job_dirs(sweep, "seed=1") and (job_dirs(sweep, "seed=1")[0] / "attempts.json").exists()
+                       and job_dirs(sweep, "seed=1")[0], "the first job to start", timeout=300)  # fmt: skip
+    job_pid = read_json(started / "attempts.json")[0]["pid"]
+    os.kill(job_pid, signal.SIGSTOP)
+    second = start_sweep(sweep, *args, "hydra.launcher.max_parallel=2", output=tmp_path / "second.txt")
+    wait_for(lambda: "still running: seed=1" in (tmp_path / "second.txt").read_text(), "the plan", timeout=300)
+    os.kill(job_pid, signal.SIGCONT)
+    codes = [first.wait(timeout=600), second.wait(timeout=600)]
+    outputs = [(tmp_path / name).read_text() for name in ("first.txt", "second.txt")]
+    assert codes == [0, 0], outputs
+    assert_each_job_ran_once(sweep, ("seed=1", "seed=2", "seed=3"))
+    assert "FAILED" not in "".join(outputs)
+    assert "seed=1: completed by another launcher" in outputs[1], outputs[1]
+    for seed in ("seed=2", "seed=3"):
+        assert f"{seed}: completed by another launcher" in outputs[0], outputs[0]
+    assert "3 completed (2 by another launcher)" in outputs[0] and "3 completed (1 by another launcher)" in outputs[1]
