@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from tests.helpers.processes import stopped
+from tests.helpers.processes import in_lockstep
 from tests.helpers.sweeps import LOCAL, attempts, job_dirs, read_json, start_sweep, wait_for
 
 pytestmark = pytest.mark.slow
@@ -30,13 +30,7 @@ def test_the_same_sweep_started_twice_at_the_same_instant_runs_each_job_once(tmp
     args = [*tiny(micro_overrides), "hydra.launcher.max_parallel=1", "seed=1,2"]
     env = {"FROZEN_SWEEP_KILL_AT": "before_submit:SIGSTOP"}
     launchers = [start_sweep(sweep, *args, output=tmp_path / f"out{i}.txt", env=env) for i in (0, 1)]
-    while any(proc.poll() is None for proc in launchers):  # in lockstep: each job started by both at once
-        wait_for(lambda: all(stopped(proc.pid) for proc in launchers), "both launchers to reach a job", timeout=300)
-        for proc in launchers:
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGCONT)
-        wait_for(lambda: not all(stopped(p.pid) for p in launchers if p.poll() is None) or
-                 all(p.poll() is not None for p in launchers), "the launchers to go on")  # fmt: skip
+    in_lockstep(launchers)  # each job started by both at once
     outputs = [(tmp_path / f"out{i}.txt").read_text() for i in (0, 1)]
     assert [proc.returncode for proc in launchers] == [0, 0], outputs
     assert_each_job_ran_once(sweep, SEEDS)
@@ -67,3 +61,20 @@ def test_a_sweep_started_again_while_it_runs_shares_the_jobs_and_runs_none_twice
     for seed in ("seed=2", "seed=3"):
         assert f"{seed}: completed by another launcher" in outputs[0], outputs[0]
     assert "3 completed (2 by another launcher)" in outputs[0] and "3 completed (1 by another launcher)" in outputs[1]
+
+
+@pytest.mark.slurm
+def test_the_same_sweep_submitted_twice_at_once_to_slurm_runs_each_job_once(slurm_cluster, tmp_path, micro_overrides):
+    """Both launchers find nothing queued, then submit together (held in lockstep before their records): each job
+    is in two arrays, and the task that comes second hands the directory back to the first's run."""
+    sweep = tmp_path / "sweep"
+    args = [*micro_overrides, "hydra/launcher=slurm", "hydra.launcher.cpus_per_task=1", "hydra.launcher.poll_interval_s=1",
+            "trainer.threads=1", "trainer.max_steps=4", "eval.beam=1", "seed=1,2"]  # fmt: skip
+    env = {"FROZEN_SWEEP_KILL_AT": "before_records:SIGSTOP"}
+    launchers = [start_sweep(sweep, *args, output=tmp_path / f"out{i}.txt", env=env) for i in (0, 1)]
+    in_lockstep(launchers)
+    outputs = [(tmp_path / f"out{i}.txt").read_text() for i in (0, 1)]
+    assert [proc.returncode for proc in launchers] == [0, 0], outputs
+    assert all("slurm: submitted 2 jobs" in out for out in outputs)  # both submitted every job
+    assert_each_job_ran_once(sweep, SEEDS)
+    assert "".join(outputs).count("completed by another launcher: test bleu") == 2, outputs

@@ -40,7 +40,7 @@ NO_TIME_LIMIT_MIN = 60 * 24 * 365  # local jobs have none, but submitit's LocalE
 
 
 class LocalGpusLauncher(SweepLauncher):
-    def __init__(
+    def configure(
         self,
         *,
         submitit_folder: str,

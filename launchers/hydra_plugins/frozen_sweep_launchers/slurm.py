@@ -40,7 +40,7 @@ STATE_MEANINGS = {
 
 
 class SlurmLauncher(SweepLauncher):
-    def __init__(
+    def configure(
         self,
         *,
         submitit_folder: str,
