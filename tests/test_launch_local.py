@@ -207,7 +207,7 @@ def test_a_later_batch_may_not_take_a_directory_that_an_earlier_batch_took_with_
         ("freeze=glob(zzz*)", "freeze=glob(zzz*) matches no option of freeze, so the sweep has no job; allowed: a "
          "pattern matching one of att, "),
         ("seed=1,1", "seed=1,1 lists 1 more than once: the jobs would be one run in one directory; give each value"),
-        ("hydra.launcher.max_parallel=0", "\nhydra.launcher.max_parallel=0: must be >= 1. No job was started.\n"),
+        ("hydra.launcher.max_parallel=0", "hydra.launcher.max_parallel=0: must be >= 1. No job was started."),
     ],
 )
 def test_each_refused_trap_leaves_the_sweep_folder_as_it_was(tmp_path, micro_overrides, trap, message):

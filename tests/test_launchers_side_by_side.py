@@ -9,6 +9,7 @@ import pytest
 
 from tests.helpers.processes import in_lockstep
 from tests.helpers.sweeps import LOCAL, attempts, job_dirs, read_json, start_sweep, wait_for
+from tests.test_sweep_bases import tiny_base
 
 pytestmark = pytest.mark.slow
 SEEDS = ("seed=1", "seed=2")
@@ -78,3 +79,23 @@ def test_the_same_sweep_submitted_twice_at_once_to_slurm_runs_each_job_once(slur
     assert all("slurm: submitted 2 jobs" in out for out in outputs)  # both submitted every job
     assert_each_job_ran_once(sweep, SEEDS)
     assert "".join(outputs).count("completed by another launcher: test bleu") == 2, outputs
+
+
+def test_two_fine_tuning_sweeps_started_at_once_train_their_shared_base_once(tmp_path, cache_dir):
+    """Two sweeps (seed=1, seed=2) that name the same base: both plan it and start it in the same instant; one
+    trains it, the other waits for it, and each then fine-tunes from it."""
+    sweep = tmp_path / "sweep"
+    args = ["experiment=random_embeddings_first", tiny_base(), "finetune.base_checkpoint=bases.regular",
+            "freeze=none", "trainer=quick", "trainer.max_steps=30", "trainer.validate_every_steps=30",
+            f"task.cache_dir={cache_dir}", LOCAL]  # fmt: skip
+    env = {"FROZEN_SWEEP_KILL_AT": "before_submit:SIGSTOP"}
+    launchers = [start_sweep(sweep, *args, seed, output=tmp_path / f"out{i}.txt", env=env)
+                 for i, seed in enumerate(SEEDS)]  # fmt: skip
+    in_lockstep(launchers)
+    outputs = [(tmp_path / f"out{i}.txt").read_text() for i in (0, 1)]
+    assert [proc.returncode for proc in launchers] == [0, 0], outputs
+    assert all("1 bases to train first: bases.regular" in out for out in outputs)
+    assert "".join(outputs).count("bases.regular: completed by another launcher: test mlm_ppl") == 1, outputs
+    (base,) = [path.parent for path in sweep.glob("*/result.json") if read_json(path)["metric_name"] == "mlm_ppl"]
+    assert [a.get("status") for a in read_json(base / "attempts.json")] == ["completed"]
+    assert_each_job_ran_once(sweep, SEEDS)  # each sweep's fine-tuning job
