@@ -45,7 +45,8 @@ from omegaconf import OmegaConf
 from frozen_sweep.config import TaskConfig
 from frozen_sweep.data.preparation import encode_threads
 from frozen_sweep.data.sources import source_dir
-from frozen_sweep.data.prepared import MANIFEST, VOCAB_FILE
+from frozen_sweep.data.prepared import MANIFEST
+from frozen_sweep.data.vocab import Vocab
 
 BUILT = re.compile(r"prepared [0-9a-f]{32}: train/valid/test")  # data/preparation.py's line, once per build
 
@@ -265,7 +266,7 @@ def main() -> None:
         prepared = Path(next(line for line in out.splitlines() if line.startswith(str(cache))))
         manifest = json.loads((prepared / MANIFEST).read_text())
         lines = 2 * sum(c["examples"] for c in manifest["splits"].values())
-        limit = limit_lines_per_s(corpus, prepared / VOCAB_FILE)
+        limit = limit_lines_per_s(corpus, prepared / Vocab.FILE)
         run_dir = args.dir / f"run-{pairs}"
         job_rss, load_s = job_memory(overrides, run_dir, args.dir / "job.log")
         phases = manifest["seconds"]

@@ -4,7 +4,7 @@ import functools
 import logging
 from abc import abstractmethod
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn
@@ -21,6 +21,7 @@ from frozen_sweep.system.signals import answer_stops, signal_name
 
 from ._batches import check_claims, later_batch, whole_sweep
 from ._bases import Bases
+from ._cost import SweepCost
 from ._outcome import Outcome, skipped
 from ._plan import PlannedJob, SweepConfigError, dry_run, plan_jobs
 from ._progress import Progress
@@ -70,8 +71,28 @@ class SweepLauncher(Launcher):
         """Run the jobs to their end, and wait for the adopted ones (started by an earlier launcher, still live),
         reporting each outcome to `progress` as it comes."""
 
+    @abstractmethod
+    def jobs_at_a_time(self) -> int:
+        """How many of the sweep's jobs run at once: what its wall time is estimated at."""
+
     def check(self, jobs: list[PlannedJob]) -> None:
         """SweepConfigError for a job this launcher could not run as configured (before any job starts)."""
+
+    def costed(self, jobs: list[PlannedJob]) -> Optional[SweepCost]:
+        """The jobs' estimated cost (_cost.py), checked against the launcher's limits; None with estimate=false."""
+        if not OmegaConf.select(self.config, "estimate", default=True):
+            self.check_cost(None)
+            return None
+        cost = SweepCost(jobs, self.jobs_at_a_time(), self.sweep_dir, self.unprobed())
+        self.check_cost(cost)
+        return cost
+
+    def unprobed(self) -> Optional[str]:
+        """Why the jobs' steps cannot be probed where the launcher runs (None: they train on this machine's kind)."""
+        return None
+
+    def check_cost(self, cost: Optional[SweepCost]) -> None:
+        """What the launcher does with the jobs' estimates before any starts (SLURM: its time limit)."""
 
     def adopt(self, jobs: list[PlannedJob], dry_run: bool = False) -> None:
         """Set `job.runner` for each job that is not completed and that an earlier launcher started and still runs:
@@ -106,7 +127,7 @@ class SweepLauncher(Launcher):
                     shown = self.claimed or jobs
                     shown = bases.pending(shown) + shown
                     self.adopt(shown, dry_run=True)
-                    dry_run(shown)
+                    dry_run(shown, self.costed(shown))
                 return []
             if pending:
                 self.run_bases(pending)
@@ -173,6 +194,9 @@ class SweepLauncher(Launcher):
             )  # fmt: skip
             for job in adopted:
                 log.info(f"  still running: {job.label} ({describe_runner(job.runner)})")
+            cost = self.costed(todo) if todo else None
+            if cost and cost.summary:
+                log.info(cost.summary)
             if todo or adopted:
                 self.run(todo, adopted, progress)
         except KeyboardInterrupt as interrupt:

@@ -80,6 +80,9 @@ class LocalGpusLauncher(SweepLauncher):
         two cores on the demo's two jobs at a time); trainer.follow_free_cores=true lets it take the free cores."""
         return max(1, len(os.sched_getaffinity(0)) // len(self.slots))
 
+    def jobs_at_a_time(self) -> int:
+        return len(self.slots)
+
     def check(self, jobs: list[PlannedJob]) -> None:
         if self.gpus:  # on the CPU a job's ranks are processes, as many as it asks for
             check_devices(jobs, self.gpus_per_job, "hydra.launcher.gpus_per_job")
