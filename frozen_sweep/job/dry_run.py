@@ -67,7 +67,15 @@ def check_job(cfg, overrides: list[str], job_dir: Path, beside: bool = True) -> 
         return Decision(REFUSE, str(e))
     looks = beside and not checked.force and not is_completed(previous)
     same = same_run_beside(job_dir, job_fingerprint) if looks else None
-    return decide(job_dir, previous, checked.force, live_runner(job_dir), None, same)
+    decision = decide(job_dir, previous, checked.force, live_runner(job_dir), None, same)
+    if decision.action in (RUN, RESUME):  # its data is read as the sweep's plan reads it: bad data is a refusal
+        from frozen_sweep.job.job_data import prepare_checked  # numpy and SentencePiece: only for a job that runs
+
+        try:
+            prepare_checked(checked)
+        except ConfigError as e:
+            return Decision(REFUSE, str(e))
+    return decision
 
 
 def same_run_beside(job_dir: Path, job_fingerprint: dict) -> Optional[Path]:

@@ -25,6 +25,7 @@ from ._cost import SweepCost
 from ._outcome import Outcome, skipped
 from ._plan import PlannedJob, SweepConfigError, dry_run, plan_jobs
 from ._progress import Progress
+from ._sweep_values import check_sweep_values
 
 log = logging.getLogger(__name__)
 MULTIRUN_FILE = "multirun.yaml"  # what Hydra's sweeper writes into the sweep's folder before the launcher runs
@@ -37,7 +38,22 @@ class SweepInterrupted(CompactHydraException):
 class SweepLauncher(Launcher):
     """A Hydra launcher; subclasses say how many threads a job gets and how the jobs run."""
 
+    def __init__(self, **settings: Any) -> None:
+        """Built by Hydra from hydra.launcher.*: a setting out of range (ValueError) is kept, and refused in setup()
+        as one line (what a plugin's constructor raises, Hydra wraps in three lines of its own)."""
+        self.refused = None
+        try:
+            self.configure(**settings)
+        except ValueError as e:
+            self.refused = str(e)
+
+    @abstractmethod
+    def configure(self, **settings: Any) -> None:
+        """Check and keep the launcher's settings; ValueError, naming the key and what is allowed, for a bad one."""
+
     def setup(self, *, hydra_context: HydraContext, task_function: Callable, config: DictConfig) -> None:
+        if self.refused:
+            raise SweepConfigError(f"{self.refused}. No job was started.")
         self.hydra_context = hydra_context
         self.task_function = task_function
         self.config = config
@@ -97,6 +113,7 @@ class SweepLauncher(Launcher):
         plan = functools.partial(plan_jobs, self.hydra_context, self.config, refuse_each=dry, base_of=bases.resolve)
         try:
             if initial_job_idx == 0:  # a new sweep; the basic sweeper's batches are all planned now (_batches.py)
+                check_sweep_values(self.config.hydra.overrides.task, self.hydra_context.config_loader.get_group_options)
                 whole = whole_sweep(self.config, self.hydra_context)
                 self.claimed: list[PlannedJob] = []
                 if whole and len(whole) > len(job_overrides):
@@ -192,4 +209,4 @@ class SweepLauncher(Launcher):
         """The callable a submitit job runs for `job` (imported here: Hydra's plugin scan stays free of submitit)."""
         from ._task import JobTask
 
-        return JobTask(self.task_function, self.hydra_context, job.config, self.singleton_state)
+        return JobTask(self.task_function, self.hydra_context, job.config, self.singleton_state, job.previous)

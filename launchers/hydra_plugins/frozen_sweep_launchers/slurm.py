@@ -16,12 +16,12 @@ from omegaconf import OmegaConf
 
 from frozen_sweep.job.estimate import duration
 from frozen_sweep.run.directory import SUBMISSION_FILE
-from frozen_sweep.run.lock import describe_runner
 
 from ._base import SweepLauncher
 from ._cost import SweepCost
+from ._held import released
 from ._kill_point import kill_point
-from ._outcome import Outcome, settle
+from ._outcome import settle, settle_adopted
 from ._plan import PlannedJob, SweepConfigError, check_devices
 from ._progress import Progress
 from ._status import StatusBoard, check_status_every
@@ -44,7 +44,7 @@ STATE_MEANINGS = {
 
 
 class SlurmLauncher(SweepLauncher):
-    def __init__(
+    def configure(
         self,
         *,
         submitit_folder: str,
@@ -183,23 +183,23 @@ class SlurmLauncher(SweepLauncher):
             kill_point("after_records")
             options = ", ".join(f"{key}={value}" for key, value in self.sbatch.items() if value not in ([], {}))
             log.info(f"slurm: submitted {len(jobs)} jobs as job {submitted[0].job_id.split('_')[0]} ({options})")
-        for job in [job for job in adopted if not job.runner.get("slurm_job_id")]:  # no SLURM job to watch
-            adopted.remove(job)
-            reason = f"not run: the directory is being run outside SLURM by {describe_runner(job.runner)}"
-            progress.finished(Outcome(job, "failed", reason), running=0)
-        reattached = [submitit.SlurmJob(self.submitit_folder, job.runner["slurm_job_id"]) for job in adopted]
-        waiting = list(zip(jobs, submitted)) + list(zip(adopted, reattached))
-        if not waiting:
-            return
-        watcher = waiting[0][1].watcher  # shared by all jobs: one sacct call per poll
+        held = [job for job in adopted if not job.runner.get("slurm_job_id")]  # run outside SLURM: its lock tells
+        reattached = [submitit.SlurmJob(self.submitit_folder, job.runner["slurm_job_id"]) for job in adopted
+                      if job not in held]  # fmt: skip
+        waiting = list(zip(jobs, submitted)) + list(zip([job for job in adopted if job not in held], reattached))
         board = StatusBoard(progress, self.status_every_s, self.array_parallelism)
         try:
-            self._wait(waiting, watcher, progress, board)
+            if waiting:
+                self._wait(waiting, waiting[0][1].watcher, progress, board, held)
+            for job in released(held, self.poll_interval_s):  # another launcher's runs: their outcomes
+                progress.finished(settle_adopted(job, by_another=True), running=0)
         finally:
             board.close()
 
-    def _wait(self, waiting: list, watcher: Any, progress: Progress, board: StatusBoard) -> None:
-        """Settle each job as it ends (its result, or SLURM's word that it died); the status board shows the rest."""
+    def _wait(self, waiting: list, watcher: Any, progress: Progress, board: StatusBoard, held: list) -> None:
+        """Settle each job as it ends (its result, or SLURM's word that it died); the status board shows the rest.
+        `watcher`: shared by all jobs, one sacct call per poll. A job whose task found another launcher's run in
+        its directory goes to `held`, waited for after the others."""
         asked = float("-inf")
         gone_since: dict[str, float] = {}  # job id → when sacct and squeue first both said it had ended
         while waiting:
@@ -219,7 +219,11 @@ class SlurmLauncher(SweepLauncher):
                 waiting.remove((job, sjob))
                 running = sum(watcher.get_state(other.job_id, mode="cache") == "RUNNING" for _, other in waiting)
                 state = watcher.get_state(sjob.job_id, mode="cache")
-                progress.finished(settle(job, sjob, died=_died(state)), running=running)
+                outcome = settle(job, sjob, died=_died(state))
+                if outcome.status == "held":
+                    held.append(job)
+                else:
+                    progress.finished(outcome, running=running)
             live = [job for job, sjob in waiting if watcher.get_state(sjob.job_id, mode="cache") == "RUNNING"]
             board.show(live, len(waiting) - len(live))
 
