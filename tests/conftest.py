@@ -30,6 +30,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 if "HF_DATASETS_CACHE" not in os.environ:
     os.environ["HF_DATASETS_CACHE"] = tempfile.mkdtemp(prefix="frozen_sweep_tests_hf_")
     atexit.register(shutil.rmtree, os.environ["HF_DATASETS_CACHE"], ignore_errors=True)
+# torch.compile's generated kernels in a cache of this process's own (each xdist worker's, and the jobs it starts), not
+# /tmp/torchinductor_<user>, which every process of the machine shares: a kernel library rewritten there while another
+# process has it loaded kills that process with SIGBUS (seen: an xdist worker lost in a compiled-training test)
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="frozen_sweep_tests_inductor_")
+atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
 CONF = ROOT / "frozen_sweep" / "conf"
 
 register_configs()
