@@ -14,7 +14,7 @@ Also prints whether both give the same tokens. Target: cached ≥ 3× uncached t
 import common
 import torch
 
-from frozen_sweep.data.vocab import BOS
+from frozen_sweep.data.specials import BOS
 from frozen_sweep.evaluate.generation import continue_prompt
 
 

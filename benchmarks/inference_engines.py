@@ -36,7 +36,7 @@ from omegaconf import OmegaConf
 from frozen_sweep import load_run
 from frozen_sweep.data import load_task
 from frozen_sweep.data.prepared import text_file
-from frozen_sweep.data.vocab import EOS
+from frozen_sweep.data.specials import EOS
 from frozen_sweep.evaluate.decode import length_batches, translate
 from frozen_sweep.weights.build import build_model
 from frozen_sweep.weights.ctranslate2_model import write_ctranslate2

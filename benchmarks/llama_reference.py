@@ -6,7 +6,7 @@ the key/value cache our decoding holds, to measure what grouped-query attention 
 import torch
 from torch import nn
 
-from frozen_sweep.data.vocab import PAD
+from frozen_sweep.data.specials import PAD
 from frozen_sweep.model import Transformer
 
 

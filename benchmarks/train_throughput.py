@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from frozen_sweep.data.vocab import BOS, EOS, PAD
+from frozen_sweep.data.specials import BOS, EOS, PAD
 from frozen_sweep.model.layers import sinusoidal_positions
 from frozen_sweep.train.optim import inverse_sqrt_schedule
 

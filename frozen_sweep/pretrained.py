@@ -30,7 +30,7 @@ def main(argv=None) -> None:
     p.add_argument("--max-positions", type=int, help="the longest sequence the model will read (default: "
                    "config.json's max_position_embeddings)")  # fmt: skip
     args = p.parse_args(argv)
-    from frozen_sweep.weights.hf_tables import PretrainedError
+    from frozen_sweep.data.checkpoint_files import PretrainedError
     from frozen_sweep.weights.pretrained import load_pretrained
 
     try:

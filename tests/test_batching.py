@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from frozen_sweep.data import Split, batch_indices, pad_fraction
-from frozen_sweep.data.vocab import BOS, EOS, PAD
+from frozen_sweep.data.specials import BOS, EOS, PAD
 
 
 def lengths(n: int, seed: int) -> np.ndarray:

@@ -17,7 +17,7 @@ from frozen_sweep.data import load_task
 from frozen_sweep.data.bible import extract_bible
 from frozen_sweep.data.bible_labels import divisions, extract_labelled_bible
 from frozen_sweep.data.preparation import prepare
-from frozen_sweep.data.vocab import BOS, EOS, PAD
+from frozen_sweep.data.specials import BOS, EOS, PAD
 from frozen_sweep.evaluate.scores import macro_f1
 from frozen_sweep.tables.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_ENOUGH, finetune_checks
 from frozen_sweep.weights import freeze

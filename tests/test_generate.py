@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from frozen_sweep import export, generate
-from frozen_sweep.data.vocab import BOS, EOS
+from frozen_sweep.data.specials import BOS, EOS
 from frozen_sweep.evaluate.generation import Sampling, continue_prompt
 from frozen_sweep.use.command_line import run_command
 from frozen_sweep.use.run import load_run

@@ -13,7 +13,7 @@ from frozen_sweep.config import ConfigError
 from frozen_sweep.config.checks import validate
 from frozen_sweep.data import Split
 from frozen_sweep.data.masking import generator, mask_batch, mask_eval_batch, mask_tokens, mask_train_batch
-from frozen_sweep.data.vocab import BOS, EOS, FIRST_PIECE, MASK, PAD, UNK
+from frozen_sweep.data.specials import BOS, EOS, FIRST_PIECE, MASK, PAD, UNK
 from frozen_sweep.evaluate.scores import token_scores
 from frozen_sweep.tables.build import build_tables
 from frozen_sweep.tables.runs import load_runs

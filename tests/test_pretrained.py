@@ -14,16 +14,12 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from frozen_sweep import pretrained
-from frozen_sweep.data.shipped import read_shipped, shipped_path
-from frozen_sweep.weights.hf_tables import PretrainedError
+from frozen_sweep.data.checkpoint_files import PretrainedError
 from frozen_sweep.weights.pretrained import load_pretrained
+from tests.helpers.checkpoints import HEADS, VERSES, bpe_tokenizer, save_checkpoint
 
 transformers = pytest.importorskip("transformers")
 
-VERSES = [text for _, text in read_shipped(shipped_path("engKJV2006eb")) if text]
-TINY = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-        "max_position_embeddings": 256}  # fmt: skip
-LLAMA_SHAPED = {"num_key_value_heads": 2, "rms_norm_eps": 1e-6}
 FAMILIES = {  # a case → its transformers class, and its config beyond TINY (and LLAMA_SHAPED for LLaMA's family)
     "llama": ("Llama", {"rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}}),
     "llama-biases-tied": ("Llama", {"attention_bias": True, "mlp_bias": True, "tie_word_embeddings": True}),
@@ -36,34 +32,12 @@ FAMILIES = {  # a case → its transformers class, and its config beyond TINY (a
     "bert": ("Bert", {"layer_norm_eps": 1e-12}),
     "roberta": ("Roberta", {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}),  # the tokenizer's pad
 }  # fmt: skip
-HEADS = {"Bert": "MaskedLM", "Roberta": "MaskedLM"}  # the transformers class's suffix: ForCausalLM for the others
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
     """A byte-level BPE trained on 400 verses, as the checkpoint's own tokenizer."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
-    bpe.pre_tokenizer, bpe.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
-    bpe.train_from_iterator(VERSES[:400], trainers.BpeTrainer(vocab_size=300, special_tokens=["<pad>", "<s>", "</s>"]))
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", bos_token="<s>",
-                                                eos_token="</s>")  # fmt: skip
-
-
-def save_checkpoint(directory, tokenizer, family: str = "Llama", **config):
-    """A transformers model of `family` with every weight drawn at random, saved with its tokenizer beside it."""
-    llama_shaped = family in ("Llama", "Qwen2", "Mistral")
-    shape = TINY | (LLAMA_SHAPED if llama_shaped else {}) | {"vocab_size": len(tokenizer)}
-    hf_config = getattr(transformers, f"{family}Config")(**(shape | config))
-    torch.manual_seed(0)
-    hf = getattr(transformers, f"{family}For{HEADS.get(family, 'CausalLM')}")(hf_config).eval()
-    with torch.no_grad():
-        for p in hf.parameters():  # norms' gains and biases too: each tensor must land in its place
-            p.normal_(std=0.3)
-    hf.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return hf
+    return bpe_tokenizer()
 
 
 def hf_components(hf: nn.Module) -> dict[str, int]:

@@ -19,6 +19,7 @@ from frozen_sweep.job.job_config import base_reference, job_config
 from frozen_sweep.run.directory import dirname, write_result
 from frozen_sweep.run.record import RunResult
 from tests.conftest import CONF, ROOT, fake_run_dir
+from tests.helpers.checkpoints import bpe_tokenizer, in_hub_cache, save_checkpoint
 
 OmegaConf.register_new_resolver("job_dirname", dirname, replace=True)  # as python -m frozen_sweep: directory names
 ENTRY = re.compile(r"^(?:\.venv/bin/)?python -m frozen_sweep(?=\s|$)")
@@ -81,11 +82,29 @@ def test_the_readme_has_commands_to_check():
     assert len(COMMANDS) >= 12 and any("-m" in c for c in COMMANDS) and any("--cfg job" in c for c in COMMANDS)
 
 
+def pretrained_stand_ins(tmp_path, monkeypatch) -> Path:
+    """experiment=relearn_pretrained's checkpoints as a tiny GPT-NeoX: its hub names in an offline hub cache, and the
+    directory that stands for the documented local ones (DIR_SMALL, ...)."""
+    from huggingface_hub import constants
+
+    directory = tmp_path / "tiny"
+    save_checkpoint(directory, bpe_tokenizer("gpt_neox"), "GPTNeoX")
+    params = OmegaConf.load(CONF / "experiment" / "relearn_pretrained.yaml").hydra.sweeper.params
+    for name in params["relearn.base_checkpoint"].split(","):
+        in_hub_cache(tmp_path / "hub", name, directory)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return directory
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_readme_command_composes_and_passes_every_check(command, tmp_path, monkeypatch):
     if "--config-dir" in command:
         pytest.skip("a user's own config directory: tests/test_package.py runs this example for real")
     multirun, overrides = arguments(command)
+    if "relearn_pretrained" in command:
+        local = pretrained_stand_ins(tmp_path, monkeypatch)
+        overrides = [re.sub(r"DIR_\w+", str(local), o) for o in overrides]
     # a relearn job's base run must exist: the README's (a default run; a big-model run at /runs/tren_big) stand-ins
     monkeypatch.chdir(tmp_path)
     fake_run_dir(tmp_path / "outputs" / "runs" / "default")

@@ -16,7 +16,7 @@ from frozen_sweep import classify
 from frozen_sweep.config import ConfigError, CorpusKind, Pooling, TaskConfig, TaskKind
 from frozen_sweep.config.checks import validate
 from frozen_sweep.data.preparation import prepare
-from frozen_sweep.data.vocab import BOS, EOS, PAD
+from frozen_sweep.data.specials import BOS, EOS, PAD
 from frozen_sweep.model.head import pool
 from frozen_sweep.tables.build import build_tables
 from frozen_sweep.tables.runs import load_runs
@@ -176,7 +176,7 @@ def test_the_scalar_head_is_its_own_component_and_its_loss_the_summed_squared_er
     tokens, targets = torch.tensor([[BOS, 7, 8, EOS], [BOS, 9, EOS, PAD]]), torch.tensor([1.5, -2.0])
     predicted = model(None, tokens)  # (B,)
     assert predicted.shape == (2,)
-    loss = TrainingLoss(model, cfg.trainer, torch.device("cpu"), regression=True)(None, tokens, targets)
+    loss = TrainingLoss(model, cfg.trainer, torch.device("cpu"), model.pad_id, regression=True)(None, tokens, targets)
     assert loss.item() == pytest.approx(((predicted - targets) ** 2).sum().item(), rel=1e-5)  # no smoothing
 
 

@@ -54,6 +54,8 @@ def test_a_resumed_jobs_line_is_its_current_attempts_and_the_sweep_has_an_eta_be
     head, line = board.lines([job], 2)
     assert re.fullmatch(r"status: 0 done, 1 running, 2 queued, 0 failed of 3 \| sweep ETA \d+ (s|min|h)", head), head
     assert re.fullmatch(r"  freeze=none: step 61/300 .* \| ETA \d+ (s|min|h)", line), line
+    board.progress.estimates = {1: 3600.0, 2: 5400.0}  # the queued jobs' own estimates: one slot, one after the other
+    assert board.lines([job], 2)[0].endswith("| sweep ETA 2.5 h"), board.lines([job], 2)[0]
 
     testing = EvaluationReport(job_dir)
     testing.testing(412, 1086)

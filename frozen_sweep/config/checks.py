@@ -266,7 +266,8 @@ def validate_relearn(r) -> None:
         return
     if not r.base_checkpoint or r.reset_layer is None:
         raise ConfigError(
-            f"relearn={r.name} needs relearn.base_checkpoint=<a completed run's directory> and "
+            f"relearn={r.name} needs relearn.base_checkpoint=<a completed run's directory, or a pretrained checkpoint: "
+            "a save_pretrained directory or a hub name> and "
             "relearn.reset_layer=encoder.<i>|decoder.<i>"
         )
     parse_reset_layer(r.reset_layer)  # its syntax here; its layer against the base model in job_config

@@ -23,7 +23,8 @@ LAYER_ONLY = {"read_when": {"name": "layer"},
 @dataclass
 class RelearnConfig:
     name: str = "none"  # none: an ordinary job; layer: reset one layer of a finished run and train it alone
-    # the finished run's directory (result.json, config.yaml, checkpoint_best.pt)
+    # the finished run's directory (result.json, config.yaml, checkpoint_best.pt), or a pretrained decoder: a
+    # directory saved by save_pretrained or a hub name (frozen_sweep.job.pretrained_base)
     base_checkpoint: Optional[str] = field(default=None, metadata=LAYER_ONLY)
     # "encoder.<i>" or "decoder.<i>", 0-based; -1 the last
     reset_layer: Optional[str] = field(default=None, metadata=LAYER_ONLY)

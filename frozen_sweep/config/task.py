@@ -119,6 +119,8 @@ class TaskConfig:
     report: Optional[List[str]] = field(default=None, metadata=LABELLED_ONLY)
     # kind=classify on the embedded corpus: what is predicted
     bible_labels: BibleLabels = field(default=BibleLabels.division, metadata=CLASSIFY_BIBLE_ONLY)
-    # a SentencePiece model to encode with instead of training one (a fine-tuning job sets its base run's)
+    # a SentencePiece model to encode with instead of training one (a fine-tuning job sets its base run's), or a
+    # pretrained checkpoint (directory or hub name) whose tokenizer.json encodes and frames the texts (lm, classify,
+    # regression: frozen_sweep.data.checkpoint_vocab)
     vocab: Optional[str] = None
     cache_dir: str = "${oc.env:FROZEN_SWEEP_CACHE,'~/.cache/frozen_sweep'}"

@@ -74,7 +74,8 @@ def load_task(task_cfg) -> TaskData:
     """Prepare the task's data unless it is prepared, open it; drop over-long TRAIN examples only (task.max_len)."""
     from frozen_sweep.data.labelled import is_labelled, label_stats
     from frozen_sweep.data.preparation import prepare
-    from frozen_sweep.data.prepared import VOCAB_FILE, open_prepared
+    from frozen_sweep.data.prepared import open_prepared
+    from frozen_sweep.data.vocab import prepared_vocab_file
 
     start = time.perf_counter()
     prepared = open_prepared(prepare(task_cfg))
@@ -88,8 +89,9 @@ def load_task(task_cfg) -> TaskData:
         "data_dir": manifest["source_dir"],
         "prepared_dir": str(prepared.directory),
         "langs": manifest["langs"],
-        "vocab_path": str(prepared.directory / VOCAB_FILE),
+        "vocab_path": str(prepared_vocab_file(prepared.directory)),
         "vocab_size": len(vocab),
+        "pad_id": vocab.specials.pad,
         "vocab_size_asked": task_cfg.vocab_size,
         "vocab_sampled": manifest["vocab_sampled"],
         "train_skipped_empty": manifest["splits"]["train"]["skipped_empty"],
@@ -101,7 +103,7 @@ def load_task(task_cfg) -> TaskData:
         stats.update(label_stats(manifest), header=manifest.get("header"))
     if "corpus" in manifest:  # the Bible: what extraction read, dropped and split
         stats["corpus"] = manifest["corpus"]
-    if len(vocab) < task_cfg.vocab_size:
+    if len(vocab) < task_cfg.vocab_size and not task_cfg.vocab:
         log.warning("vocabulary of %d pieces, fewer than task.vocab_size=%d asked: the training text supports no more "
                     "(record: data.vocab_size, data.vocab_size_asked)", len(vocab), task_cfg.vocab_size)  # fmt: skip
     log.info(

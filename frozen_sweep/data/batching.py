@@ -21,7 +21,7 @@ import numpy as np
 if TYPE_CHECKING:
     import torch
 
-from frozen_sweep.data.vocab import PAD
+from frozen_sweep.data.specials import PAD
 
 
 @dataclass
@@ -114,11 +114,12 @@ def batch_indices(
     return groups
 
 
-def pad_sequences(rows: list[list[int]], length: int | None = None) -> torch.Tensor:
-    """(len(rows), length or the longest row) int64 tensor of the rows, right-padded with PAD (decoding's sources)."""
+def pad_sequences(rows: list[list[int]], pad: int, length: int | None = None) -> torch.Tensor:
+    """(len(rows), length or the longest row) int64 tensor of the rows, right-padded with `pad` (decoding's
+    sources)."""
     import torch  # torch: imported by the batches, not by a sweep's plan (which prepares data)
 
-    out = torch.full((len(rows), length or max(map(len, rows))), PAD, dtype=torch.long)
+    out = torch.full((len(rows), length or max(map(len, rows))), pad, dtype=torch.long)
     for r, row in enumerate(rows):
         out[r, : len(row)] = torch.tensor(row, dtype=torch.long)
     return out

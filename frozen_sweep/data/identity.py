@@ -65,8 +65,21 @@ def data_identity(task_cfg) -> dict[str, str]:
             from frozen_sweep.data.bible_labels import LABELS_VERSION
 
             identity["bible_labels_version"] = str(LABELS_VERSION)
-    if task_cfg.get("vocab"):  # a given vocabulary (a fine-tuning job's base's): its content
-        identity["vocab"] = file_sha256(Path(task_cfg.vocab).expanduser(), task_cfg.cache_dir)
+    if task_cfg.get("vocab"):  # a given vocabulary (a fine-tuning job's base's, a checkpoint's tokenizer): its content
+        from frozen_sweep.data.vocab import holds_tokenizer
+
+        given = Path(task_cfg.vocab).expanduser()
+        with_tokenizer = not given.is_file() or holds_tokenizer(given)
+        if with_tokenizer and TaskKind(task_cfg.kind) in (TaskKind.translation, TaskKind.mlm):
+            raise ConfigError(f"task.vocab={task_cfg.vocab}: a checkpoint's tokenizer is read for task.kind=lm, "
+                              f"classify or regression; task.kind={TaskKind(task_cfg.kind).value} reads a "
+                              "SentencePiece model of ours (a file)")  # fmt: skip
+        if given.is_file():
+            identity["vocab"] = file_sha256(given, task_cfg.cache_dir)
+        else:
+            from frozen_sweep.data.checkpoint_vocab import checkpoint_identity
+
+            identity |= checkpoint_identity(task_cfg.vocab, task_cfg.cache_dir)
     return identity
 
 

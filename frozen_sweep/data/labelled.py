@@ -9,8 +9,8 @@ import math
 import numpy as np
 
 from frozen_sweep.data.batching import Batch
+from frozen_sweep.data.specials import OURS, Specials
 from frozen_sweep.data.split import Side, Split
-from frozen_sweep.data.vocab import BOS, EOS, PAD
 
 NUMBER = "number"  # a prepared regression dataset's manifest: "label_kind": "number"
 MOST_NUMERIC_CLASSES = 20  # more distinct labels than this, all numbers: refused as classes (check_classes)
@@ -18,13 +18,15 @@ MOST_NUMERIC_CLASSES = 20  # more distinct labels than this, all numbers: refuse
 
 class LabelledSplit(Split):
     """`labels` (N,) over the side's rows: int32 label ids, or a regression's float32 numbers. An example is read as
-    `bos text eos` (fairseq's sentence_prediction with --init-token bos), so its length for batching counts both:
-    `tgt_lens` is the side's length + 1 (batching adds the other one)."""
+    prefix, text, suffix (ours: `bos text eos`, fairseq's sentence_prediction with --init-token bos; BERT's
+    `[CLS] text [SEP]`), so its length for batching counts them: `tgt_lens` is the side's length + both, less one
+    (batching adds one)."""
 
-    def __init__(self, side: Side, labels: np.ndarray, text: list[str] | None = None, rows: np.ndarray | None = None):
-        super().__init__(None, side, None, text, rows)
+    def __init__(self, side: Side, labels: np.ndarray, text: list[str] | None = None, rows: np.ndarray | None = None,
+                 specials: Specials = OURS):  # fmt: skip
+        super().__init__(None, side, None, text, rows, specials)
         self.labels = labels
-        self.tgt_lens = self.tgt_lens + 1
+        self.tgt_lens = self.tgt_lens + len(specials.prefix) + len(specials.suffix) - 1
 
     def at_most(self, max_len: int) -> tuple["LabelledSplit", int]:
         """The examples of at most max_len subwords (bos or eos counted once), and how many were dropped."""
@@ -35,20 +37,21 @@ class LabelledSplit(Split):
         kept = np.flatnonzero(~long)
         rows = kept if self.rows is None else self.rows[kept]
         text = None if self.tgt_text is None else [self.tgt_text[i] for i in kept]
-        return LabelledSplit(self.tgt, self.labels, text, rows), dropped
+        return LabelledSplit(self.tgt, self.labels, text, rows, self.specials), dropped
 
     def label_ids(self, indices) -> np.ndarray:
         return self.labels[self._row(indices)]
 
     def collate(self, indices, length: int | None = None) -> Batch:
-        """`tgt_in` (B, L): bos, the text, eos, padding; `tgt_out` (B,): the label ids (int64) or numbers (float32);
-        n_tokens: the examples."""
-        rows = self._row(indices)
-        width = length or int(self.tgt.lens[rows].max()) + 2
-        tokens, lens = self.tgt.padded(rows, width - 1)  # (B, L - 1)
-        inputs = np.full((len(rows), width), PAD, dtype=np.int64)  # (B, L)
-        inputs[:, 0], inputs[:, 1:] = BOS, tokens
-        inputs[np.arange(len(rows)), lens + 1] = EOS
+        """`tgt_in` (B, L): the prefix, the text, the suffix, padding; `tgt_out` (B,): the label ids (int64) or
+        numbers (float32); n_tokens: the examples."""
+        rows, specials = self._row(indices), self.specials
+        prefix, suffix = np.array(specials.prefix, np.int64), np.array(specials.suffix, np.int64)
+        width = max(length or 0, int(self.tgt.lens[rows].max()) + len(prefix) + len(suffix))
+        tokens, lens = self.tgt.padded(rows, width - len(prefix), specials.pad)  # (B, L - prefix)
+        inputs = np.concatenate([np.tile(prefix, (len(rows), 1)), tokens], 1)  # (B, L)
+        ends = (lens + len(prefix))[:, None] + np.arange(len(suffix))  # (B, suffix) where the suffix goes
+        inputs[np.arange(len(rows))[:, None], ends] = suffix
         labels = self.labels[rows]
         import torch  # torch: imported by the batches, not by a sweep's plan (which prepares data)
 

@@ -20,7 +20,7 @@ import torch
 from frozen_sweep.config import TaskKind
 from frozen_sweep.data.batching import Batch
 from frozen_sweep.data.split import make_batches
-from frozen_sweep.data.vocab import FIRST_PIECE, MASK, PAD
+from frozen_sweep.data.specials import FIRST_PIECE, MASK, PAD
 
 
 def generator(key: str) -> torch.Generator:

@@ -27,7 +27,6 @@ from frozen_sweep.data.identity import prepared_key
 from frozen_sweep.data.labelled import NUMBER, number_summary, parse_numbers, check_classes
 from frozen_sweep.data.prepared import (
     HELD_OUT,
-    VOCAB_FILE,
     SideWriter,
     labels_file,
     problem,
@@ -39,7 +38,7 @@ from frozen_sweep.data.progress import progress
 from frozen_sweep.data.sources import record_source, split_readers
 from frozen_sweep.data.text_files import langs_of
 from frozen_sweep.data.tsv import looks_like_header
-from frozen_sweep.data.vocab import EOS, UNK, Vocab, train_vocab
+from frozen_sweep.data.vocab import given_vocab, train_vocab
 from frozen_sweep.system.files import write_dir_atomic
 
 log = logging.getLogger(__name__)
@@ -133,14 +132,14 @@ def build(task_cfg, out: Path, manifest: dict) -> None:
     with progress("prepare: check") as bar:
         for split, reader in readers.items():  # every file read and checked before anything is encoded
             for columns in reader.chunks():
-                if split == "train":
+                if split == "train" and not task_cfg.vocab:  # a given vocabulary is not trained
                     sample.add(columns)
                 bar.update(len(columns[0]))
     checked = time.perf_counter()
-    vocab = train_vocab([text for column in sample.columns for text in column], task_cfg.vocab_size)
+    vocab = task_vocab(task_cfg, [text for column in sample.columns or [] for text in column])
     del sample
-    (out / VOCAB_FILE).write_bytes(vocab.model)
-    if len(vocab) < task_cfg.vocab_size:
+    (out / vocab.FILE).write_bytes(vocab.model)
+    if len(vocab) < task_cfg.vocab_size and not task_cfg.vocab:
         log.warning(
             "the vocabulary has %d pieces, fewer than task.vocab_size=%d: the training text supports no more",
             len(vocab), task_cfg.vocab_size,
@@ -173,7 +172,8 @@ def build(task_cfg, out: Path, manifest: dict) -> None:
         vocab_size=len(vocab),
         vocab_size_asked=task_cfg.vocab_size,
         vocab_sample_lines=task_cfg.vocab_sample_lines,
-        vocab_sampled=min(counts["train"]["examples"], task_cfg.vocab_sample_lines or counts["train"]["examples"]),
+        vocab_sampled=None if task_cfg.vocab else
+        min(counts["train"]["examples"], task_cfg.vocab_sample_lines or counts["train"]["examples"]),
         splits=counts,
         source_dir=directory,
         seconds={"check": round(checked - started, 2), "vocab": round(trained - checked, 2),
@@ -187,10 +187,11 @@ def build(task_cfg, out: Path, manifest: dict) -> None:
              encoded - started, manifest["seconds"])  # fmt: skip
 
 
-def task_vocab(task_cfg, texts: list[str]) -> Vocab:
-    """task.vocab when it is set (a fine-tuning job's base vocabulary), else one trained on `texts`."""
+def task_vocab(task_cfg, texts: list[str]):
+    """task.vocab when it is set (a fine-tuning job's base vocabulary, a checkpoint's tokenizer), else one trained on
+    `texts`."""
     if task_cfg.vocab:
-        return Vocab.load(Path(task_cfg.vocab).expanduser())
+        return given_vocab(task_cfg.vocab)
     return train_vocab(texts, task_cfg.vocab_size)
 
 
@@ -230,7 +231,7 @@ def build_labelled(task_cfg, out: Path, manifest: dict) -> None:
             check_classes(reader.path, labels)
     vocab = task_vocab(task_cfg, [text for column in sample.columns for text in column])
     del sample
-    (out / VOCAB_FILE).write_bytes(vocab.model)
+    (out / vocab.FILE).write_bytes(vocab.model)
     names = getattr(readers["train"], "names", None) or sorted(labels)  # a ClassLabel's, in its order
     label_id = {label: i for i, label in enumerate(names)}
     dtype, threads, counts = token_dtype(len(vocab)), encode_threads(), {}
@@ -240,8 +241,9 @@ def build_labelled(task_cfg, out: Path, manifest: dict) -> None:
         for text_a, text_b, chunk_labels in reader.chunks():
             encoded = vocab.encode_batch(text_a, threads)
             if text_b is not None:
-                encoded = [a + [EOS, EOS] + b for a, b in zip(encoded, vocab.encode_batch(text_b, threads))]
-            unk += sum(row.count(UNK) for row in encoded)
+                middle = list(vocab.specials.middle)
+                encoded = [a + middle + b for a, b in zip(encoded, vocab.encode_batch(text_b, threads))]
+            unk += sum(row.count(vocab.specials.unk) for row in encoded)
             writer.add(encoded)
             ids += [float(label) if numbers else label_id[label] for label in chunk_labels]  # checked above
             if split in HELD_OUT:

@@ -1,7 +1,8 @@
 """The on-disk format of a prepared dataset, and nothing else owns it: `<task.cache_dir>/prepared/<key>/` holds
 
     manifest.json            FORMAT_VERSION, key, settings, source hashes, counts, dropped lines, every file's size
-    spm.model                the SentencePiece vocabulary
+    spm.model                the SentencePiece vocabulary (trained here, or given by task.vocab), or
+    tokenizer_vocab.json     a checkpoint's tokenizer (task.vocab: data/checkpoint_vocab.py)
     {split}.{lang}.bin       token ids of every kept sentence, concatenated (uint16 if the vocabulary fits, else
                              uint32; no bos/eos), read by jobs a sentence at a time (DiskArray)
     {split}.{lang}.off.npy   (N + 1,) int64: sentence i is ids[off[i]:off[i + 1]]
@@ -29,10 +30,9 @@ import numpy as np
 from frozen_sweep.data.identity import FORMAT_VERSION
 from frozen_sweep.data.labelled import LabelledSplit, is_labelled
 from frozen_sweep.data.split import Side, Split
-from frozen_sweep.data.vocab import Vocab
+from frozen_sweep.data.vocab import prepared_vocab_file, read_vocab
 
 MANIFEST = "manifest.json"
-VOCAB_FILE = "spm.model"
 HELD_OUT = ("valid", "test")
 
 
@@ -135,7 +135,7 @@ def longest_held_out(directory: Path) -> tuple[int, str, int]:
 class Prepared:
     directory: Path
     manifest: dict
-    vocab: Vocab
+    vocab: object  # data/vocab.py's Vocab, or data/checkpoint_vocab.py's TokenizerVocab
     splits: dict[str, Split]
 
 
@@ -210,6 +210,7 @@ def open_prepared(directory: Path) -> Prepared:
     directory = Path(directory)
     manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
     dtype = np.dtype(manifest["dtype"])
+    vocab = read_vocab(prepared_vocab_file(directory))
     splits = {}
     for split, counts in manifest["splits"].items():
         sides, texts = [], []
@@ -225,7 +226,8 @@ def open_prepared(directory: Path) -> Prepared:
         src, tgt = sides if len(sides) == 2 else (None, sides[0])
         src_text, tgt_text = (texts if len(texts) == 2 else (None, texts[0])) if texts else (None, None)
         if is_labelled(manifest):  # task.kind=classify or regression
-            splits[split] = LabelledSplit(tgt, np.load(directory / labels_file(split), mmap_mode="r"), tgt_text)
+            labels = np.load(directory / labels_file(split), mmap_mode="r")
+            splits[split] = LabelledSplit(tgt, labels, tgt_text, specials=vocab.specials)
         else:
-            splits[split] = Split(src, tgt, src_text, tgt_text)
-    return Prepared(directory, manifest, Vocab.load(directory / VOCAB_FILE), splits)
+            splits[split] = Split(src, tgt, src_text, tgt_text, specials=vocab.specials)
+    return Prepared(directory, manifest, vocab, splits)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from frozen_sweep.data.batching import Batch, Group, batch_indices
-from frozen_sweep.data.vocab import BOS, EOS, PAD
+from frozen_sweep.data.specials import OURS, PAD, Specials
 
 
 @dataclass
@@ -26,35 +26,39 @@ class Side:
         np.cumsum(lens, out=offsets[1:])
         return cls(np.fromiter((t for r in rows for t in r), dtype=np.uint32, count=int(offsets[-1])), offsets, lens)
 
-    def padded(self, rows: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-        """(B, width) int64 tokens of `rows`, left-aligned and PAD-filled, and their (B,) lengths."""
+    def padded(self, rows: np.ndarray, width: int, pad: int = PAD) -> tuple[np.ndarray, np.ndarray]:
+        """(B, width) int64 tokens of `rows`, left-aligned and `pad`-filled, and their (B,) lengths."""
         lens = self.lens[rows].astype(np.int64)
         column = np.arange(width)
         inside = column < lens[:, None]  # (B, width)
         if not isinstance(self.ids, np.ndarray):  # on disk (DiskArray): one read per row, of its ids alone
-            tokens = np.full((len(rows), width), PAD, np.int64)
+            tokens = np.full((len(rows), width), pad, np.int64)
             tokens[inside] = self.ids.ranges(self.offsets[rows], np.minimum(lens, width))  # row by row, in order
             return tokens, lens
         where = np.minimum(self.offsets[rows][:, None] + column, max(len(self.ids) - 1, 0))  # (B, width)
-        tokens = np.where(inside, self.ids[where] if len(self.ids) else 0, PAD).astype(np.int64)
+        tokens = np.where(inside, self.ids[where] if len(self.ids) else 0, pad).astype(np.int64)
         return tokens, lens
 
 
 class Split:
     """`src` None for language modelling. `rows` (kept examples of the sides, e.g. after dropping over-long ones) is
-    None when every example is kept; example i of the split is row rows[i] of the sides."""
+    None when every example is kept; example i of the split is row rows[i] of the sides. `specials`: the
+    vocabulary's (data/specials.py), which the batches are framed and padded with."""
 
-    def __init__(self, src: Side | None, tgt: Side, src_text=None, tgt_text=None, rows: np.ndarray | None = None):
-        self.src, self.tgt, self.rows = src, tgt, rows
+    def __init__(self, src: Side | None, tgt: Side, src_text=None, tgt_text=None, rows: np.ndarray | None = None,
+                 specials: Specials = OURS):  # fmt: skip
+        self.src, self.tgt, self.rows, self.specials = src, tgt, rows, specials
         self.src_text: list[str] | None = src_text  # valid/test: the sentences; None for training data and LM
         self.tgt_text: list[str] | None = tgt_text  # valid/test: the references
         self.tgt_lens = tgt.lens if rows is None else tgt.lens[rows]  # (N,) subwords, no bos/eos
         self.src_lens = None if src is None else src.lens if rows is None else src.lens[rows]
 
     @classmethod
-    def from_ids(cls, src: list[list[int]] | None, tgt: list[list[int]], src_text=None, tgt_text=None) -> "Split":
-        """A split held in memory, from token-id lists (tests, benchmarks)."""
-        return cls(None if src is None else Side.from_lists(src), Side.from_lists(tgt), src_text, tgt_text)
+    def from_ids(cls, src: list[list[int]] | None, tgt: list[list[int]], src_text=None, tgt_text=None,
+                 specials: Specials = OURS) -> "Split":  # fmt: skip
+        """A split held in memory, from token-id lists (scoring, tests, benchmarks)."""
+        src_side = None if src is None else Side.from_lists(src)
+        return cls(src_side, Side.from_lists(tgt), src_text, tgt_text, specials=specials)
 
     def __len__(self) -> int:
         return len(self.tgt_lens)
@@ -83,7 +87,8 @@ class Split:
         if n is None or n >= len(self):
             return self
         kept = np.arange(n)
-        return Split(self.src, self.tgt, _pick(self.src_text, kept), _pick(self.tgt_text, kept), self._row(kept))
+        return Split(self.src, self.tgt, _pick(self.src_text, kept), _pick(self.tgt_text, kept), self._row(kept),
+                     self.specials)  # fmt: skip
 
     def at_most(self, max_len: int) -> tuple["Split", int]:
         """The examples with at most max_len subwords on each side, and how many were dropped."""
@@ -95,26 +100,30 @@ class Split:
             return self, 0
         kept = np.flatnonzero(~long)
         rows = kept if self.rows is None else self.rows[kept]
-        return Split(self.src, self.tgt, _pick(self.src_text, kept), _pick(self.tgt_text, kept), rows), dropped
+        texts = _pick(self.src_text, kept), _pick(self.tgt_text, kept)
+        return Split(self.src, self.tgt, *texts, rows, self.specials), dropped
 
     def collate(self, indices, length: int | None = None) -> Batch:
-        """The Batch of examples `indices`, both sides padded to `length` (a Group's), or each to its longest + 1."""
+        """The Batch of examples `indices`, both sides padded to `length` (a Group's), or each to its longest + 1.
+        A target row is prefix + target + eos (ours: bos target eos; GPT-NeoX's: target eos): `tgt_in` all of it but
+        the last, `tgt_out` all but the first."""
         import torch  # torch: imported by the batches, not by a sweep's plan (which prepares data)
 
-        rows = self._row(indices)
+        rows, specials = self._row(indices), self.specials
         src = None
         if self.src is not None:
             src_width = length or int(self.src.lens[rows].max()) + 1
-            tokens, lens = self.src.padded(rows, src_width)
-            tokens[np.arange(len(rows)), lens] = EOS  # (B, L) source + eos
+            tokens, lens = self.src.padded(rows, src_width, specials.pad)
+            tokens[np.arange(len(rows)), lens] = specials.eos  # (B, L) source + eos
             src = torch.from_numpy(tokens)
-        width = length or int(self.tgt.lens[rows].max()) + 1
-        tokens, lens = self.tgt.padded(rows, width)
-        tgt_in = np.full_like(tokens, PAD)  # (B, L) bos + target
-        tgt_in[:, 0], tgt_in[:, 1:] = BOS, tokens[:, :-1]
-        tokens[np.arange(len(rows)), lens] = EOS  # (B, L) target + eos
-        n_tokens = int(lens.sum() + len(rows))  # target tokens + one eos each
-        return Batch(src, torch.from_numpy(tgt_in), torch.from_numpy(tokens), n_tokens, np.asarray(indices))
+        prefix = len(specials.prefix)
+        width = max(length or 0, int(self.tgt.lens[rows].max()) + prefix)  # one more than the longest row's targets
+        tokens, lens = self.tgt.padded(rows, width + 1 - prefix, specials.pad)  # (B, L + 1 - prefix)
+        row = np.concatenate([np.tile(np.array(specials.prefix, np.int64), (len(rows), 1)), tokens], 1)  # (B, L + 1)
+        tgt_in = row[:, :-1].copy()  # the eos is never read: what follows it is padding
+        row[np.arange(len(rows)), lens + prefix] = specials.eos  # prefix + target + eos
+        n_tokens = int(lens.sum()) + len(rows) * prefix  # targets: the row but its first token
+        return Batch(src, torch.from_numpy(tgt_in), torch.from_numpy(row[:, 1:].copy()), n_tokens, np.asarray(indices))
 
 
 def _pick(texts: list[str] | None, kept: np.ndarray) -> list[str] | None:

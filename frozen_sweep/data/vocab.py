@@ -1,5 +1,6 @@
-"""SentencePiece subword vocabulary with fixed special ids, trained on a sample of the training text (data/prepared.py
-samples it and keeps the model in the prepared dataset).
+"""SentencePiece subword vocabulary with fixed special ids (data/specials.py's OURS), trained on a sample of the training
+text (data/prepared.py samples it and keeps the model in the prepared dataset); and the reading of any vocabulary a
+prepared dataset or a model file holds: ours, or a checkpoint's tokenizer (data/checkpoint_vocab.py).
 
 BPE rather than unigram: the paper's setup is a joint BPE vocabulary, and spm trains BPE on the Bible (~56k lines,
 8k pieces) in under a second against several for unigram, with the same number of pieces per sentence (±1%).
@@ -10,9 +11,11 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-PAD, UNK, BOS, EOS = 0, 1, 2, 3
-MASK = 4  # "<mask>" (masked language modelling): spm puts user-defined symbols right after the control ids
-FIRST_PIECE = 5  # the first ordinary subword id: masking never selects, and random replacement never draws, below it
+from frozen_sweep.data.specials import BOS, EOS, OURS, PAD, UNK
+
+# a checkpoint tokenizer's document is a JSON object; a SentencePiece model is a protobuf, whose first byte is a field
+# tag (0x0a)
+TOKENIZER_FIRST_BYTE = b"{"
 
 TRAINER_SETTINGS = {
     "model_type": "bpe",
@@ -33,6 +36,9 @@ TRAINER_SETTINGS = {
 
 class Vocab:
     """Token ids <-> text. Ids 0-4 are pad, unk, bos, eos, <mask>; encode adds none of them."""
+
+    FILE = "spm.model"  # its name in a prepared dataset
+    specials = OURS
 
     def __init__(self, model: bytes, path: Path | None = None):
         self.model = model
@@ -72,3 +78,42 @@ def train_vocab(texts: list[str], vocab_size: int) -> Vocab:
         sentence_iterator=iter(texts), model_writer=buffer, vocab_size=vocab_size, **TRAINER_SETTINGS
     )
     return Vocab(buffer.getvalue())
+
+
+def vocab_from_bytes(data: bytes, path: Path | None = None):
+    """The vocabulary `data` holds (a model file's, a prepared dataset's file): a checkpoint's tokenizer document
+    (JSON), or a SentencePiece model."""
+    from frozen_sweep.data.checkpoint_vocab import TokenizerVocab
+
+    return TokenizerVocab(data, path) if data[:1] == TOKENIZER_FIRST_BYTE else Vocab(data, path)
+
+
+def holds_tokenizer(path: Path) -> bool:
+    """Whether vocabulary file `path` holds a checkpoint's tokenizer rather than a SentencePiece model."""
+    with open(path, "rb") as f:
+        return f.read(1) == TOKENIZER_FIRST_BYTE
+
+
+def read_vocab(path: Path):
+    """The vocabulary in file `path`, of either kind."""
+    return vocab_from_bytes(Path(path).read_bytes(), Path(path))
+
+
+def given_vocab(source: str, cache_dir=None):
+    """task.vocab's vocabulary: a file (a SentencePiece model of ours, or a vocabulary file a prepared dataset keeps),
+    else a checkpoint's tokenizer (a directory saved by save_pretrained, or a hub name)."""
+    path = Path(source).expanduser()
+    if path.is_file():
+        return read_vocab(path)
+    from frozen_sweep.data.checkpoint_vocab import checkpoint_vocab
+
+    return checkpoint_vocab(source, cache_dir)
+
+
+def prepared_vocab_file(directory: Path) -> Path:
+    """The vocabulary file of a prepared dataset: ours, or a checkpoint's tokenizer."""
+    from frozen_sweep.data.checkpoint_vocab import TokenizerVocab
+
+    directory = Path(directory)
+    given = directory / TokenizerVocab.FILE
+    return given if given.is_file() else directory / Vocab.FILE

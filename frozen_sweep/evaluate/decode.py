@@ -8,7 +8,6 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from frozen_sweep.data.batching import pad_sequences
-from frozen_sweep.data.vocab import BOS, EOS
 from frozen_sweep.model import Transformer
 
 
@@ -173,13 +172,13 @@ def translate_nbest(
     max_src = model.src_embed.max_positions - 1
     out: list[list[tuple[float, str]]] = [[] for _ in sources]
     for idx in length_batches([len(s) + 1 for s in sources], eval_cfg.batch_sentences, max_tokens):
-        src = pad_sequences([sources[i][:max_src] + [EOS] for i in idx])
+        src = pad_sequences([sources[i][:max_src] + [vocab.specials.eos] for i in idx], model.pad_id)
         hyps = beam_search_nbest(
             model,
             src.to(device),
             beam=beam or eval_cfg.beam,
-            bos=BOS,
-            eos=EOS,
+            bos=vocab.specials.bos,
+            eos=vocab.specials.eos,
             max_len_a=eval_cfg.max_len_a,
             max_len_b=eval_cfg.max_len_b,
             len_penalty=eval_cfg.len_penalty,

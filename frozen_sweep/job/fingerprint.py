@@ -83,13 +83,17 @@ def fingerprint_recipe(cfg: DictConfig) -> tuple[dict, dict]:
     cap = quick_validation_cap(cfg)
     if cap is not None:  # a quick job validates on fewer examples; absent otherwise, as for the batches above
         config[QUICK_VALIDATION] = cap
+    from frozen_sweep.data.checkpoint_files import is_checkpoint_source
     from frozen_sweep.data.identity import prepared_key  # the data package: imported when a fingerprint is asked for
+    from frozen_sweep.job.pretrained_base import checkpoint_identity
 
     key, data, _ = prepared_key(cfg.task)  # the key also covers the code's tokenisation (format, SentencePiece)
     recipe = {"config": config, "data": data, "prepared": key, "recipe": FINGERPRINT_RECIPE}
     base = cfg.finetune.base_checkpoint
     if base is not None:  # what the job starts from: a changed base run is another job
         recipe["base"] = SCRATCH if base == SCRATCH else base_identity(base, cfg.task.cache_dir)
+    if cfg.relearn.name != "none" and is_checkpoint_source(cfg.relearn.base_checkpoint):  # a pretrained base: its
+        recipe["base"] = checkpoint_identity(cfg.relearn.base_checkpoint, cfg.task.cache_dir)  # commit and files
     tr = cfg.trainer
     return recipe, cpu_identity(job_threads(tr.threads, tr.follow_free_cores), tr.amp, tr.amp_cpu)
 

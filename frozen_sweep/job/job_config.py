@@ -57,6 +57,12 @@ def job_config(cfg: DictConfig, overrides: list[str], copied: bool = False,
         cfg = adopt_finetune_base(cfg, overrides)  # first: the model it checks against the task is the base's
     elif cfg.finetune.base_checkpoint == SCRATCH:  # nothing pre-trained: frozen and freeze_from change nothing, so a
         cfg.finetune.frozen, cfg.finetune.freeze_from = FrozenMode.keep, FreezeFrom.base  # sweep's copies are one job
+    from frozen_sweep.data.checkpoint_files import is_checkpoint_source  # the data package: not at a plugin scan
+    from frozen_sweep.job.pretrained_base import adopt_pretrained_base
+
+    pretrained = cfg.relearn.name != "none" and is_checkpoint_source(cfg.relearn.base_checkpoint)
+    if pretrained:  # first, as a fine-tuning base: the model checked against the task is the checkpoint's
+        cfg = adopt_pretrained_base(cfg, overrides)
     validate(cfg)
     from frozen_sweep.data.hub import check_hub_keys  # the data package: imported once the config is valid
     from frozen_sweep.data.tsv_columns import check_columns
@@ -64,7 +70,9 @@ def job_config(cfg: DictConfig, overrides: list[str], copied: bool = False,
     check_columns(cfg.task)  # column keys against each TSV file's header: two lines a file
     check_hub_keys(cfg.task)  # a hub dataset's source and split keys (no `datasets` import, no download)
     check_installed(cfg.trainer.loggers)
-    if cfg.relearn.name != "none":
+    if pretrained:
+        cfg.relearn.reset_layer = layer_of(cfg.relearn, cfg.model)
+    elif cfg.relearn.name != "none":
         cfg.relearn.reset_layer = check_reset_layer(cfg.relearn)
         cfg = adopt_base(cfg, overrides)
     return cfg
@@ -164,8 +172,13 @@ def check_reset_layer(r) -> str:
         base = load_base_run(r.base_checkpoint)
     except BaseRunError as e:
         raise ConfigError(f"relearn.base_checkpoint={r.base_checkpoint}: {e}") from e
+    return layer_of(r, base.config.model)
+
+
+def layer_of(r, model) -> str:
+    """relearn.reset_layer counted from 0, checked against the base's `model` config (ConfigError naming what it
+    allows)."""
     stack, index = parse_reset_layer(r.reset_layer)
-    model = base.config.model
     layers = {"encoder": model.encoder_layers, "decoder": model.decoder_layers}[stack]
     if not -layers <= index < layers:
         allowed = f"{stack}.0 … {stack}.{layers - 1} (or -1 … -{layers})" if layers else f"none: it has no {stack}"
@@ -185,9 +198,13 @@ def absolute_paths(cfg: DictConfig, base: Path) -> None:
     """Make the config's relative paths (PATH_KEYS) absolute against `base`, the directory the command ran in
     (Hydra's runtime.cwd): the sweep's check before any job starts and every job then read the same files, wherever
     the job runs (hydra.job.chdir=true runs it in its own directory)."""
+    from frozen_sweep.data.checkpoint_files import is_hub_name
+
     for key in PATH_KEYS:
         value = OmegaConf.select(cfg, key)
         if not isinstance(value, str) or not value or value in PATH_NAMES or value.startswith(BASE_PREFIX):
+            continue
+        if key == "relearn.base_checkpoint" and is_hub_name(value):  # a pretrained checkpoint's name, no path
             continue
         if not Path(value).expanduser().is_absolute():
             with read_write(cfg), open_dict(cfg):

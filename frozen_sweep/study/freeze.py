@@ -13,7 +13,7 @@ class FreezeStudy:
         self.cfg = cfg
 
     def make_model(self, data: TaskData) -> Transformer:
-        return build_model(self.cfg, len(data.vocab), data.head_outputs)
+        return build_model(self.cfg, len(data.vocab), data.head_outputs, data.vocab.specials.pad)
 
     def describe(self, model: Transformer, result: RunResult) -> None:
         pass

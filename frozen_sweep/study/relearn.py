@@ -2,7 +2,10 @@
 the trained weights, train on, and measure how many training examples the layer needs to recover.
 
 - The job adopts the base run's task, model and freeze pattern (from its config.yaml): the vocabulary and the
-  architecture must be the base's.
+  architecture must be the base's. A pretrained decoder as the base (a save_pretrained directory or a hub name,
+  frozen_sweep.job.pretrained_base) gives its model, and its tokenizer reads the job's own corpus; its validation
+  before the reset is the pretrained model's own on that corpus, and examples to recover are counted in training
+  sentences (its pretraining's are not known here).
 - The reset re-draws each parameter with the freeze patterns' inits (`relearn.reset_init`) from a generator seeded by
   (job seed, "relearn/" + name): reproducible, and never the base run's own initial values, even with the same seed.
 - Frozen here means the base run's trained weights, not a function of the seed: every model of the job (training,
@@ -27,10 +30,11 @@ from torch import nn
 from frozen_sweep.config import Init, ResetParts
 from frozen_sweep.config.stack_layout import parse_reset_layer
 from frozen_sweep.data import TaskData
+from frozen_sweep.data.checkpoint_files import is_checkpoint_source
 from frozen_sweep.model import Transformer
-from frozen_sweep.run.base_run import examples_to_best
 from frozen_sweep.run.record import RunResult
 from frozen_sweep.study.freeze import FreezeStudy
+from frozen_sweep.study.relearn_bases import PretrainedBase, base_summary
 from frozen_sweep.study.reservoir import describe_reservoirs
 from frozen_sweep.train.trainer import Trainer
 from frozen_sweep.weights.finished_run import FinishedRun, load_run
@@ -75,12 +79,16 @@ def reset(model: nn.Module, relearn_cfg, seed: int) -> list[str]:
 
 class RelearnStudy(FreezeStudy):
     @cached_property
-    def base(self) -> FinishedRun:
-        """The base run, loaded on first use and never trained: its model has the weights of its best validation."""
-        return load_run(self.cfg.relearn.base_checkpoint)
+    def base(self) -> FinishedRun | PretrainedBase:
+        """The base, loaded on first use and never trained: a run's model has the weights of its best validation, a
+        pretrained checkpoint's its own."""
+        source = self.cfg.relearn.base_checkpoint
+        if is_checkpoint_source(source):
+            return PretrainedBase.load(source, self.cfg.model.max_positions)
+        return load_run(source)
 
     def make_model(self, data: TaskData) -> Transformer:
-        """The base run's best weights with the layer reset, all else frozen (the job's vocabulary is the base's)."""
+        """The base's weights with the layer reset, all else frozen (the job's vocabulary is the base's)."""
         model = copy.deepcopy(self.base.model)
         reset(model, self.cfg.relearn, self.cfg.seed)
         return model
@@ -96,11 +104,7 @@ class RelearnStudy(FreezeStudy):
         pre = trainer.validation_scores(copy.deepcopy(base.model).to(trainer.device))
         post = {"train_sentences": 0, "train_tokens": 0, **trainer.validation_scores()}
         result.relearn = {
-            "base_run": str(base.path),
-            "base_seed": base.config.seed,
-            "base_best_metric": base.record["best_metric"],
-            "base_test_metric": base.record["test_metric"],
-            "base_examples_to_best": examples_to_best(base.record),
+            **base_summary(base),
             "stack": stack,
             "layer": index,
             "parts": ResetParts(r.reset_parts).value,
@@ -124,19 +128,20 @@ def finish(result: RunResult) -> None:
     """Add the final validation, examples to recover and `recovered` to `result.relearn`, from its history."""
     rl = result.relearn
     curve = [rl["post_reset"], *result.history]
-    base_sentences = rl["base_examples_to_best"]["sentences"]
+    base_sentences = (rl["base_examples_to_best"] or {}).get("sentences")  # None: a pretrained base's are unknown
     recovery = examples_to_recover(curve, rl["pre_reset"], rl["thresholds"], base_sentences)
     last = result.history[-1]
     rl["final"] = {k: last[k] for k in ("train_sentences", "train_tokens", "valid_loss", "valid_ppl", "valid_bleu")}
-    rl["budget_fraction"] = last["train_sentences"] / base_sentences
+    rl["budget_fraction"] = last["train_sentences"] / base_sentences if base_sentences else None
     rl["examples_to_recover"] = recovery
     rl["recovered"] = all(e["sentences"] is not None for e in recovery)
 
 
-def examples_to_recover(curve: list[dict], pre: dict, thresholds: list[float], base_sentences: int) -> list[dict]:
+def examples_to_recover(curve: list[dict], pre: dict, thresholds: list[float],
+                        base_sentences: Optional[int]) -> list[dict]:  # fmt: skip
     """For each metric that was measured before the reset (loss; BLEU for translation) and each threshold x: the
     first point of `curve` within x of the pre-reset value (module docstring); sentences, tokens and fraction are
-    None when no point gets there."""
+    None when no point gets there (fraction also without `base_sentences`: a pretrained base's)."""
     out = []
     for metric, key in METRICS:
         if pre.get(key) is None:
@@ -150,7 +155,7 @@ def examples_to_recover(curve: list[dict], pre: dict, thresholds: list[float], b
                 "target": target,
                 "sentences": hit and hit["train_sentences"],
                 "tokens": hit and hit.get("train_tokens"),
-                "fraction": hit and hit["train_sentences"] / base_sentences,
+                "fraction": hit and base_sentences and hit["train_sentences"] / base_sentences,
             })  # fmt: skip
     return out
 

@@ -7,7 +7,8 @@ at the end of re-training, and the training examples it took to recover, as % of
 - Valid loss and valid BLEU: pre (the base model), post (right after the reset), final (last validation).
 - To recover, % of base (frozen_sweep.study.relearn): training sentences seen at the first validation within x of the
   pre-reset value, as % of the sentences the base run had seen at its best validation; "✗ (>b)" when the budget, b%
-  of them, ran out first.
+  of them, ran out first. A pretrained base (a checkpoint, not a run of ours): the training sentences themselves,
+  against the checkpoint's own validation on the corpus before the reset.
 """
 
 import os
@@ -23,8 +24,8 @@ from frozen_sweep.tables.runs import completed, per_setting, setting_of
 DEFINITIONS = (
     "Pre: the base model; post: right after the reset; final: the last validation of re-training. To recover: "
     "training sentences seen at the first validation within x of the pre-reset value (loss ≤ (1+x)·pre, "
-    "BLEU ≥ (1−x)·pre), as % of the sentences the base run had seen at its best validation; ✗ (>b): not within the "
-    "budget of b%."
+    "BLEU ≥ (1−x)·pre), as % of the sentences the base run had seen at its best validation (a pretrained base: the "
+    "sentences themselves); ✗ (>b): not within the budget of b% (sentences)."
 )
 
 
@@ -39,10 +40,17 @@ def parts_label(rl: dict) -> str:
     return label + " + neighbours" if rl["train_neighbours"] else label
 
 
-def recovery_cell(entry: dict, budget_fraction: float) -> str:
-    if entry["fraction"] is None:
-        return f"✗ (>{100 * budget_fraction:.0f})"
-    return number(100 * entry["fraction"])
+def recovery_cell(entry: dict, rl: dict) -> str:
+    """% of the base's sentences, or a pretrained base's sentences; ✗ with the budget when not recovered."""
+    if entry["sentences"] is None:
+        budget = rl["budget_fraction"]
+        return f"✗ (>{100 * budget:.0f})" if budget is not None else f"✗ (>{rl['final']['train_sentences']:,})"
+    return f"{entry['sentences']:,}" if entry["fraction"] is None else number(100 * entry["fraction"])
+
+
+def recovery_group(rl: dict) -> str:
+    """The recovery columns' heading: a pretrained base's recovery is counted in sentences."""
+    return "To recover, % of base" if rl["base_examples_to_best"] else "To recover, training sentences"
 
 
 def recovery_heading(metric: str, threshold: float) -> str:
@@ -73,7 +81,7 @@ def rows(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
             row |= {("Valid BLEU", stage): number(v["valid_bleu"]) for stage, v in stages.items()}
         found = {(e["metric"], e["threshold"]): e for e in rl["examples_to_recover"]}
         for name, x in recovery_keys:
-            row[("To recover, % of base", recovery_heading(name, x))] = recovery_cell(found[name, x], rl["budget_fraction"])
+            row[(recovery_group(rl), recovery_heading(name, x))] = recovery_cell(found[name, x], rl)
         if runs.seed.nunique() > 1:
             row[("", "Seed")] = str(run.seed)
         sections.append(rl["stack"])
@@ -83,6 +91,12 @@ def rows(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def base_note(rl: dict) -> str:
     base = rl["base_examples_to_best"]
+    if base is None:
+        pretrained = rl["base_checkpoint"]
+        commit = f"commit {pretrained['commit'][:12]}" if pretrained["commit"] else "a local directory"
+        return (f"Base: the pretrained {pretrained['architecture']} {short_path(rl['base_run'])} ({commit}, "
+                f"{pretrained['params_total']:,} parameters); its validation loss on this corpus, read with its own "
+                f"tokenizer, before the reset: {number(rl['pre_reset']['valid_loss'], 3)}.")  # fmt: skip
     approx = "≈" if base["estimated"] else ""
     return (
         f"Base run {short_path(rl['base_run'])}: best validation after {approx}{base['sentences']:,} training "
@@ -114,9 +128,12 @@ def relearn_tables(runs: pd.DataFrame) -> list[Table]:
     return tables
 
 
-def base_size(base_run: str) -> tuple[int, int, int]:
-    """(encoder layers, decoder layers, d_model) of a base run, from its config.yaml."""
-    model = OmegaConf.load(Path(base_run) / "config.yaml").model
+def base_size(rl: dict) -> tuple[int, int, int]:
+    """(encoder layers, decoder layers, d_model) of a run's base: its record's, or the base run's config.yaml (records
+    from before the record held it)."""
+    if "base_size" in rl:
+        return tuple(rl["base_size"])
+    model = OmegaConf.load(Path(rl["base_run"]) / "config.yaml").model
     return model.encoder_layers, model.decoder_layers, model.d_model
 
 
@@ -124,7 +141,7 @@ def size_table(heading: str, metric_name: str, setting: str, runs: pd.DataFrame)
     """Bases of several sizes side by side: per base and stack, the examples each reset layer took to recover, as %
     of the base's, from the bottom layer to the top; "✗" where the budget ran out first."""
     table, sections, bases = [], [], []
-    sizes = {base_run: base_size(base_run) for base_run in runs.base_run.unique()}
+    sizes = {base_run: base_size(record["relearn"]) for base_run, record in zip(runs.base_run, runs.record)}
     for base_run, base_runs in sorted(runs.groupby("base_run"), key=lambda item: sizes[item[0]]):
         encoder_layers, decoder_layers, width = sizes[base_run]
         first = base_runs.record.iloc[0]["relearn"]
@@ -138,9 +155,9 @@ def size_table(heading: str, metric_name: str, setting: str, runs: pd.DataFrame)
                    ("Base", f"Test {METRIC_LABELS.get(metric_name, metric_name)}"): number(first["base_test_metric"]),
                    ("", "Layers reset"): ", ".join(str(rl["layer"]) for rl in layers)}  # fmt: skip
             for entry in first["examples_to_recover"]:
-                cells = [recovery_cell(recovery(rl, entry), rl["budget_fraction"]) for rl in layers]
+                cells = [recovery_cell(recovery(rl, entry), rl) for rl in layers]
                 heading = recovery_heading(entry["metric"], entry["threshold"])
-                row[("To recover, % of base, bottom → top layer", heading)] = " · ".join(cells)
+                row[(f"{recovery_group(first)}, bottom → top layer", heading)] = " · ".join(cells)
             table.append(row)
             sections.append(stack)
     title = " · ".join(filter(None, [heading, "relearn by base size (depth N, width D)", setting]))
@@ -164,13 +181,15 @@ def plot_recovery(table: Table, path) -> None:
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
     for ax, (key, label) in zip(axes[0], panels):
         for i, (record, rl) in enumerate(zip(table.runs.record, records)):
-            base = rl["base_examples_to_best"]["sentences"]
+            base = rl["base_examples_to_best"]
             curve = [rl["post_reset"], *record["history"]]
-            x = [100 * p["train_sentences"] / base for p in curve]
+            x = [100 * p["train_sentences"] / base["sentences"] if base else p["train_sentences"] for p in curve]
             name = f"{rl['stack']}.{rl['layer']} {parts_label(rl)}"
             ax.plot(x, [p[key] for p in curve], color=f"C{i % 10}", marker=".", linewidth=1.2, label=name)
         ax.axhline(records[0]["pre_reset"][key], color="black", linestyle="--", linewidth=1, label="before the reset")
-        ax.set(xlabel="training sentences seen, % of the base run's to its best", ylabel=label)
+        seen = "training sentences seen" + (", % of the base run's to its best" if records[0]["base_examples_to_best"]
+                                            else "")  # fmt: skip
+        ax.set(xlabel=seen, ylabel=label)
         ax.grid(alpha=0.3)
     axes[0][-1].legend(title="reset", fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
     fig.suptitle(table.title)

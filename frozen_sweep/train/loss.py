@@ -10,20 +10,21 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from frozen_sweep.data.vocab import PAD
 from frozen_sweep.config import ConfigError
 from frozen_sweep.system.kernels import BF16, FP32, KERNELS_VARIABLE, cpu_precision, kernel_level
 
 log = logging.getLogger(__name__)
+CUDA_GRAPHS = "reduce-overhead"  # torch.compile's mode that captures CUDA graphs
 
 
 class TrainingLoss:
     """`loss(src, tgt_in, tgt_out)`: the summed label-smoothed cross-entropy of a batch under `forward` (the model,
-    or its data-parallel wrapper); a regression's summed squared error (no smoothing). Summed either way: the
+    or its data-parallel wrapper), `pad_id` targets ignored; a regression's summed squared error (no smoothing). Summed either way: the
     trainer divides by the update's targets (tokens, or examples for a head)."""
 
-    def __init__(self, forward: nn.Module, trainer_cfg, device: torch.device, regression: bool = False):
+    def __init__(self, forward: nn.Module, trainer_cfg, device: torch.device, pad_id: int, regression: bool = False):
         tr = trainer_cfg
+        self.pad_id = pad_id  # the vocabulary's: targets holding it are no targets
         self.forward, self.device, self.label_smoothing = forward, device, tr.label_smoothing
         self.regression = regression
         on_cuda = device.type == "cuda"
@@ -38,6 +39,9 @@ class TrainingLoss:
         if device.type == "cuda":
             torch.backends.cuda.enable_cudnn_sdp(tr.cudnn_attention)
         self.compute = self._summed
+        if tr.compile and not on_cuda and tr.compile_mode == CUDA_GRAPHS:  # torch would compile without them, unsaid
+            raise ConfigError(f"trainer.compile_mode={CUDA_GRAPHS}: CUDA graphs replay GPU kernels, and this job trains "
+                              f"on the {device.type}; allowed here: default, max-autotune, max-autotune-no-cudagraphs")
         if tr.compile and not on_cuda and kernel_level() == "DEFAULT":  # the compiler's C++ fails to build there
             raise ConfigError(f"trainer.compile=true: torch {torch.__version__}'s compiler cannot build CPU code with "
                               f"{KERNELS_VARIABLE}=default ('at::vec' has not been declared); allowed here: "
@@ -57,7 +61,7 @@ class TrainingLoss:
         return F.cross_entropy(
             logits.float().reshape(-1, logits.shape[-1]),  # (B·T, V), or a classifier's (B, C)
             tgt_out.flatten(),
-            ignore_index=PAD if logits.dim() == 3 else -100,  # a class id is never padding
+            ignore_index=self.pad_id if logits.dim() == 3 else -100,  # a class id is never padding
             label_smoothing=self.label_smoothing,
             reduction="sum",
         )

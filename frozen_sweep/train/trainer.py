@@ -56,7 +56,7 @@ class Trainer:
         self.rank_rngs: Optional[list] = None  # every rank's RNG state at the last validation, for the checkpoint
         self.optimizer, self.scheduler = optimizer_and_schedule(model, self.tr)
         # the training forward: bf16 where it pays, compiled
-        self.loss = TrainingLoss(self.ddp, self.tr, device, cfg.task.kind == TaskKind.regression)
+        self.loss = TrainingLoss(self.ddp, self.tr, device, model.pad_id, cfg.task.kind == TaskKind.regression)
         self.autocast = self.loss.autocast
         self.state = TrainState()
         self.on_validation = on_validation  # called with the state after every validation (progress reporting)

@@ -20,7 +20,8 @@ from pathlib import Path
 import torch
 
 from frozen_sweep.config import Activation, FfnKind, NormPosition, Positions, ReservoirType, TaskKind
-from frozen_sweep.data.vocab import BOS, EOS, PAD, UNK, Vocab
+from frozen_sweep.data.specials import BOS, EOS, PAD, UNK
+from frozen_sweep.data.vocab import Vocab
 from frozen_sweep.model import Transformer
 from frozen_sweep.model.reservoir import Reservoir
 

@@ -16,7 +16,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import SCRATCH, Config, FreezeFrom, FrozenMode, Init, StudyName, TaskKind
-from frozen_sweep.data.vocab import Vocab
+from frozen_sweep.data.specials import PAD
+from frozen_sweep.data.vocab import read_vocab
 from frozen_sweep.model import Transformer, component_of_parameters
 from frozen_sweep.run.base_run import BaseRunError, load_base_run
 from frozen_sweep.run.directory import (BEST_CHECKPOINT, CONFIG_FILE, LAST_CHECKPOINT, RESULT_FILE, is_completed,
@@ -48,7 +49,7 @@ class FinishedRun:
     record: Optional[dict]  # its result.json; None for a model file, which holds no record
     model: Transformer  # on the CPU, with the checkpoint's weights (its frozen parameters regenerated and verified)
     checkpoint: dict  # the checkpoint's other entries (optimiser state etc., for checkpoint_last.pt)
-    load_vocab: Callable[[], Vocab] = field(repr=False)
+    load_vocab: Callable[[], object] = field(repr=False)
     on_the_fly: Optional[OnTheFly] = None  # with frozen="on-the-fly": the hooks that draw the frozen weights
     labels: Optional[list[str]] = None  # a classifier's label names, by class id
     pairs: bool = False  # a classifier's or a regression's: whether it was trained on pairs of texts
@@ -56,6 +57,7 @@ class FinishedRun:
     base_draws: dict[str, tuple[int, str]] = field(default_factory=dict)
     weights: Optional[Path] = None  # the checkpoint (or model file) its weights came from
     step: Optional[int] = None  # the training step of those weights, where known
+    threads: Optional[int] = None  # the CPU threads its job ran with (its record's, or its model file's), where known
 
     def weights_summary(self) -> str:
         """Which weights these are, e.g. "checkpoint_last.pt, step 336 (the run is running)"."""
@@ -64,7 +66,7 @@ class FinishedRun:
         return text + (f" (the run is {status})" if status != "completed" else "")
 
     @property
-    def vocab(self) -> Vocab:
+    def vocab(self):
         """The run's subword vocabulary (a run directory's from its prepared data, a model file's from itself)."""
         return self.load_vocab()
 
@@ -78,6 +80,9 @@ def load_run(path, checkpoint: str = "best", frozen: str = "resident") -> Finish
     if frozen not in FROZEN_MODES:
         raise ValueError(f"frozen={frozen!r}: allowed: {', '.join(FROZEN_MODES)}")
     path = Path(path).expanduser().absolute()
+    if not path.exists():
+        raise BaseRunError(f"{path}: no such file or directory; expected a finished run's directory or a model file "
+                           "(python -m frozen_sweep.export)")  # fmt: skip
     if path.is_file():
         if checkpoint != "best":
             raise BaseRunError(f"{path} is a model file: it holds one set of weights (checkpoint {checkpoint!r} is "
@@ -101,13 +106,15 @@ def load_run(path, checkpoint: str = "best", frozen: str = "resident") -> Finish
         model, hooks = fine_tuned_model(config, base, head_outputs(config, labels)), None
         base_draws = _base_draws(config, model, base)
     else:
-        model, hooks = _build(config, data["vocab_size"], frozen, head_outputs(config, labels))
+        model, hooks = _build(config, data["vocab_size"], frozen, head_outputs(config, labels),
+                              pad_id=data.get("pad_id", PAD))  # fmt: skip
         base_draws = {}
     fingerprint = hooks.fingerprint if hooks else frozen_fingerprint
     extra = load_checkpoint(weights, model, fingerprint=fingerprint)
     vocab = lambda: _prepared_vocab(run.path, run.record)  # noqa: E731
     return FinishedRun(run.path, config, run.record, model, extra, vocab, hooks, labels, data.get("pairs", False),
-                       base_draws, weights, checkpoint_step(extra, run.record, weights))  # fmt: skip
+                       base_draws, weights, checkpoint_step(extra, run.record, weights),
+                       run.record.get("threads"))  # fmt: skip
 
 
 def is_partial(path: Path) -> bool:
@@ -140,14 +147,16 @@ def _load_model_file(path: Path, frozen: str) -> FinishedRun:
     labels = saved.classifier["labels"] if saved.classifier else None
     base_draws = {name: (seed, init) for name, (seed, init) in saved.base_draws.items()}
     adjust = lambda plan: with_draws(plan, set(saved.frozen_sha256), base_draws)  # noqa: E731
-    model, hooks = _build(config, len(saved.vocab), frozen, head_outputs(config, labels), adjust)
+    model, hooks = _build(config, len(saved.vocab), frozen, head_outputs(config, labels), adjust,
+                          saved.vocab.specials.pad)  # fmt: skip
     fingerprint = hooks.fingerprint if hooks else frozen_fingerprint
     restore(path, model, saved.trainable | saved.frozen_stored, saved.frozen_sha256, fingerprint(model))
     for name, param in model.named_parameters():
         if name in saved.frozen_stored:
             param.requires_grad_(False)
     pairs = bool(saved.classifier and saved.classifier["pairs"])
-    return FinishedRun(path, config, None, model, {}, lambda: saved.vocab, hooks, labels, pairs, base_draws, path)
+    return FinishedRun(path, config, None, model, {}, lambda: saved.vocab, hooks, labels, pairs, base_draws, path,
+                       threads=saved.threads)  # fmt: skip
 
 
 def head_outputs(config, labels: Optional[list[str]]) -> Optional[int]:
@@ -161,13 +170,13 @@ def is_fine_tuned(config) -> bool:
     return StudyName(config.study) == StudyName.finetune and config.finetune.base_checkpoint != SCRATCH
 
 
-def _build(config, vocab_size: int, frozen: str, outputs: Optional[int],
-           adjust=None) -> tuple[Transformer, Optional[OnTheFly]]:  # fmt: skip
+def _build(config, vocab_size: int, frozen: str, outputs: Optional[int], adjust=None,
+           pad_id: int = PAD) -> tuple[Transformer, Optional[OnTheFly]]:  # fmt: skip
     """The model of `config`, drawn from its seed by its freeze pattern's plan or by `adjust(plan)` (a model file's:
     which parameters are drawn frozen, and which from another run's seed), to be loaded."""
     if frozen == "on-the-fly":
-        return build_model_on_the_fly(config, vocab_size, outputs, adjust)
-    model = build_model(config, vocab_size, outputs)
+        return build_model_on_the_fly(config, vocab_size, outputs, adjust, pad_id)
+    model = build_model(config, vocab_size, outputs, pad_id)
     if adjust is not None:
         params = dict(model.named_parameters())
         for name, how in adjust(draw_plan(model, config.freeze)).items():
@@ -177,7 +186,7 @@ def _build(config, vocab_size: int, frozen: str, outputs: Optional[int],
     return model, None
 
 
-def _prepared_vocab(run_dir: Path, record: dict) -> Vocab:
+def _prepared_vocab(run_dir: Path, record: dict):
     path = Path(record["data"]["vocab_path"])
     if not path.is_file():
         raise BaseRunError(
@@ -185,7 +194,7 @@ def _prepared_vocab(run_dir: Path, record: dict) -> Vocab:
             f"(python -m frozen_sweep.prepare with the run's task settings), or use a model file exported while it "
             f"was there"
         )
-    return Vocab.load(path)
+    return read_vocab(path)
 
 
 def fine_tuned_model(cfg, base: FinishedRun, outputs: int) -> Transformer:

@@ -18,10 +18,6 @@ LAYER = "{}"  # a layer's index in a table's names
 _INDEX = re.compile(r"\.(\d+)\.")
 
 
-class PretrainedError(ValueError):
-    """A checkpoint that cannot be found or that our model cannot hold: one line naming what it is and what is read."""
-
-
 @dataclass(frozen=True)
 class Family:
     architecture: str  # config.json's `architectures` entry, the transformers class

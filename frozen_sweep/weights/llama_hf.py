@@ -21,7 +21,8 @@ from pathlib import Path
 import torch
 
 from frozen_sweep.config import FfnKind, NormPosition, Positions, ReservoirType, TaskKind, TieEmbeddings
-from frozen_sweep.data.vocab import BOS, EOS, PAD, UNK, Vocab
+from frozen_sweep.data.specials import BOS, EOS, PAD, UNK
+from frozen_sweep.data.vocab import Vocab
 from frozen_sweep.model import Transformer
 from frozen_sweep.weights.hf_tables import FAMILIES, inverse, rename
 
@@ -104,8 +105,9 @@ def write_llama(directory: Path, cfg, model: Transformer, vocab: Vocab) -> None:
     missing, unexpected = llama.load_state_dict(llama_state_dict(model), strict=False)
     if missing or unexpected:
         raise RuntimeError(f"LLaMA weights not set: {missing[:3]}, not LLaMA's: {unexpected[:3]}")
+    # no max_length: generate(max_new_tokens=...) would warn that the two contradict (config.json holds the positions)
     llama.generation_config = GenerationConfig(bos_token_id=BOS, eos_token_id=EOS, pad_token_id=PAD, do_sample=False,
-                                               num_beams=1, max_length=cfg.model.max_positions)  # fmt: skip
+                                               num_beams=1)  # fmt: skip
     directory.mkdir(parents=True, exist_ok=True)
     llama.save_pretrained(directory)
     llama_tokenizer(vocab).save_pretrained(directory)

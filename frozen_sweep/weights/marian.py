@@ -20,7 +20,8 @@ from pathlib import Path
 import torch
 
 from frozen_sweep.config import FfnKind, NormPosition, Positions, ReservoirType, TaskKind, TieEmbeddings
-from frozen_sweep.data.vocab import BOS, EOS, PAD, Vocab
+from frozen_sweep.data.specials import BOS, EOS, PAD
+from frozen_sweep.data.vocab import Vocab
 from frozen_sweep.model import Transformer
 from frozen_sweep.model.reservoir import Reservoir
 

@@ -25,12 +25,12 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from frozen_sweep.config.model import ModelConfig, TieEmbeddings
+from frozen_sweep.data.checkpoint_files import PretrainedError, locate
 from frozen_sweep.model import Transformer
 from frozen_sweep.weights.freeze import parameter_counts
 from frozen_sweep.weights.hf_tables import (
     FAMILIES,
     Family,
-    PretrainedError,
     current_name,
     inverse,
     is_dropped,
@@ -57,21 +57,6 @@ def load_pretrained(source: str | Path, revision: str | None = None, cache_dir: 
     info = {"source": str(source), "revision": revision, "commit": commit, "directory": str(directory),
             "architecture": family.architecture, **parameter_counts(model)}  # fmt: skip
     return model, model_cfg, info
-
-
-def locate(source: str | Path, revision: str | None, cache_dir) -> tuple[Path, str | None]:
-    """A local directory (no commit), or a hub name's snapshot and its commit."""
-    path = Path(source).expanduser()
-    if path.is_dir():
-        if revision is not None:
-            raise PretrainedError(f"{source} is a directory; a revision is for a hub name")
-        return path, None
-    if path.exists() or str(source).startswith((".", "/", "~")) or str(source).count("/") > 1:
-        raise PretrainedError(f"{source}: no such directory (a checkpoint is a directory written by save_pretrained, "
-                             "or a hub name such as Qwen/Qwen2.5-0.5B)")  # fmt: skip
-    from frozen_sweep.weights.hub_snapshot import snapshot
-
-    return snapshot(str(source), revision, cache_dir)
 
 
 def read_config(directory: Path, source: str, max_positions: int | None):

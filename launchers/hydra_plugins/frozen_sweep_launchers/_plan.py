@@ -1,7 +1,7 @@
 """Every job of a sweep composed and validated before any starts, with its directory and what it already holds."""
 
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from hydra.types import HydraContext
 from omegaconf import DictConfig, OmegaConf
@@ -14,6 +14,9 @@ from frozen_sweep.system.gc_pause import no_cyclic_gc
 from ._compose import JobComposer
 from ._planned import PlannedJob, SameRuns, SweepConfigError, job_dir_of, plan_job, plan_uncomposed, plan_waiting
 from ._seeds import SeedShare
+
+if TYPE_CHECKING:
+    from ._cost import SweepCost
 
 NOT_A_FROZEN_SWEEP_APP = "frozen_sweep's launchers run frozen_sweep jobs only"
 
@@ -112,8 +115,9 @@ def check_distinct_dirs(jobs: list[PlannedJob], not_started: str = "No job was s
             )
 
 
-def dry_run(jobs: list[PlannedJob]) -> None:
-    """Print what each job would do (frozen_sweep.job.dry_run); SweepConfigError after it if any job would be refused."""
+def dry_run(jobs: list[PlannedJob], cost: Optional["SweepCost"] = None) -> None:
+    """Print what each job would do (frozen_sweep.job.dry_run), with its estimated `cost` (_cost.py; None: none);
+    SweepConfigError after it if any job would be refused."""
     rows = []
     for job in jobs:
         runner = None if job.refused or job.already_completed else job.runner
@@ -121,7 +125,8 @@ def dry_run(jobs: list[PlannedJob]) -> None:
         if job.waits_for is not None and job.refused is None:
             decision = Decision(RUN, f"once its base {job.waits_for.label} has completed (checked in full then)")
         rows.append((job.label, job.job_dir, decision))
-    print(report(rows), flush=True)
+    costs = [cost.line(job) for job in jobs] if cost else []
+    print(report(rows, costs, cost.summary if cost else ""), flush=True)
     refused = sum(job.refused is not None for job in jobs)
     if refused:
         raise SweepConfigError(f"{refused} of {len(jobs)} jobs would be refused (above). No job was started.")

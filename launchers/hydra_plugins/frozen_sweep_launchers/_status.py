@@ -78,7 +78,8 @@ class StatusBoard:
         eta = None
         if each is not None or not queued and None not in (e for e, _ in left):
             running_left = [e if e is not None else _rest(each, attempt) for e, attempt in left]
-            queued_each = [each for _ in self.queued(running, queued)]  # a job's own estimate, where one is, goes here
+            # a queued job's own estimate (_cost.py: the dry run's), else the finished or running jobs' mean
+            queued_each = [self.progress.estimates.get(job.num, each) for job in self.queued(running, queued)]
             eta = sweep_eta(running_left, queued_each, self.slots)
         head = (f"status: {done} done, {len(running)} running, {queued} queued, {failed} failed of {len(p.jobs)}"
                 f" | sweep ETA {_duration(eta)}")  # fmt: skip

@@ -1,4 +1,5 @@
-"""A model on the Hugging Face hub as a local directory at one commit, as the task data's hub names are
+"""Where a pretrained checkpoint's files are: a directory written by `save_pretrained`, or a model on the Hugging Face
+hub as a local directory at one commit, as the task data's hub names are
 (frozen_sweep.data.hub): a branch or tag is resolved to its commit once per process and that commit is read from then
 on; the answer is kept where `huggingface_hub` keeps it, its cache (HF_HOME: `refs/<branch>` → `snapshots/<commit>/`),
 so that offline (HF_HUB_OFFLINE=1, as the launchers run their jobs, or no network) the commit resolved last is read
@@ -9,7 +10,10 @@ weights and the tokenizer's files (never a pickle checkpoint, never code).
 from pathlib import Path
 
 from frozen_sweep.data.hub import offline_variable
-from frozen_sweep.weights.hf_tables import PretrainedError
+
+
+class PretrainedError(ValueError):
+    """A checkpoint that cannot be found or that our model cannot hold: one line naming what it is and what is read."""
 
 FILES = ["config.json", "generation_config.json", "*.safetensors", "model.safetensors.index.json", "tokenizer*",
          "special_tokens_map.json", "vocab.*", "merges.txt"]  # fmt: skip
@@ -38,3 +42,31 @@ def snapshot(name: str, revision: str | None = None, cache_dir: str | Path | Non
     commit = Path(path).name  # snapshots/<commit>
     _commits[key] = commit
     return Path(path), commit
+
+
+def is_hub_name(text: str) -> bool:
+    """owner/name that is no path here: a hub model's name."""
+    path = Path(text).expanduser()
+    return not path.exists() and text.count("/") == 1 and not text.startswith((".", "/", "~"))
+
+
+def is_checkpoint_source(source) -> bool:
+    """Whether a base key names a pretrained checkpoint: a directory with config.json that is not a run of ours (no
+    config.yaml), or a hub name."""
+    path = Path(str(source or "")).expanduser()
+    if path.is_dir():
+        return (path / "config.json").is_file() and not (path / "config.yaml").is_file()
+    return bool(source) and is_hub_name(str(source))
+
+
+def locate(source: str | Path, revision: str | None, cache_dir) -> tuple[Path, str | None]:
+    """A local directory (no commit), or a hub name's snapshot and its commit."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        if revision is not None:
+            raise PretrainedError(f"{source} is a directory; a revision is for a hub name")
+        return path, None
+    if path.exists() or str(source).startswith((".", "/", "~")) or str(source).count("/") > 1:
+        raise PretrainedError(f"{source}: no such directory (a checkpoint is a directory written by save_pretrained, "
+                             "or a hub name such as Qwen/Qwen2.5-0.5B)")  # fmt: skip
+    return snapshot(str(source), revision, cache_dir)
