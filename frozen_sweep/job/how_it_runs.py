@@ -39,6 +39,9 @@ def how_it_runs(cfg, result: RunResult) -> None:
     jobs = os.environ.get(JOBS_AT_A_TIME_VARIABLE, "")
     result.jobs_at_a_time = int(jobs) if jobs.isdigit() else None
     result.config_dir = command_line_config_dir()
+    result.deterministic = cfg.trainer.deterministic
+    if cfg.trainer.deterministic:
+        deterministic_algorithms()
 
 
 def command_line_config_dir() -> Optional[str]:
@@ -52,9 +55,6 @@ def command_line_config_dir() -> Optional[str]:
         if source.provider == "command-line" and source.schema == "file":
             return str(Path(source.path).absolute())
     return None
-    result.deterministic = cfg.trainer.deterministic
-    if cfg.trainer.deterministic:
-        deterministic_algorithms()
 
 
 def versions() -> dict:
