@@ -166,6 +166,8 @@ def test_a_hf_export_is_a_marian_model_whose_greedy_search_gives_the_runs(finish
     transformers = pytest.importorskip("transformers")
     run_command(export.main, [str(finished_runs["mt"]), str(tmp_path / "hf"), "--format", "hf"])
     check_checksums(tmp_path / "hf")  # every file as written
+    generation = json.loads((tmp_path / "hf" / "generation_config.json").read_text())
+    assert "max_length" not in generation and "max_new_tokens" in generation  # transformers' default 20 is not ours
     tokenizer = transformers.MarianTokenizer.from_pretrained(tmp_path / "hf")
     marian = transformers.MarianMTModel.from_pretrained(tmp_path / "hf").eval()
     run = load_run(finished_runs["mt"])

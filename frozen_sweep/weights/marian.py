@@ -11,7 +11,8 @@ Not expressible (refused, saying which): language models and masked LMs (not Mar
 (Marian has no final stack norm), the LLaMA-style options, reservoirs other than transformer layers (FFN-only, BiGRU,
 convolution). The search differs too: MarianMT's `generate` has one length limit per batch where ours has max_len_a × source + max_len_b
 per sentence, and its beam search ends differently; greedy search of one sentence at a time with
-max_new_tokens = our cap − 1 and pad and bos banned gives our greedy translations.
+max_new_tokens = our cap − 1 and pad and bos banned gives our greedy translations. Its generation_config holds no
+max_length (generate(max_new_tokens=...) would warn that they contradict) but max_new_tokens = the positions − 2.
 """
 
 import json
@@ -118,8 +119,9 @@ def write_marian(directory: Path, cfg, model: Transformer, vocab: Vocab) -> None
         raise RuntimeError(f"MarianMT weights not set: {left[:3]}, not MarianMT's: {unexpected[:3]}")
     marian.generation_config = GenerationConfig(
         decoder_start_token_id=BOS, eos_token_id=EOS, pad_token_id=PAD, bad_words_ids=[[PAD], [BOS]],
-        num_beams=1, do_sample=False, max_length=cfg.model.max_positions - 1,
-    )  # fmt: skip
+        num_beams=1, do_sample=False, max_new_tokens=cfg.model.max_positions - 2,
+    )  # fmt: skip: no max_length (generate(max_new_tokens=...) would say the two contradict); without a limit of its
+    # own, transformers' default max_length of 20 would cut translations short
     directory.mkdir(parents=True, exist_ok=True)
     marian.save_pretrained(directory)
     for name in ("source.spm", "target.spm"):
