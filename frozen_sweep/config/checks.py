@@ -236,6 +236,20 @@ def validate_finetune(cfg) -> None:
             f"study=finetune fine-tunes on a classification or regression task; task={cfg.task.name} is task.kind="
             f"{TaskKind(cfg.task.kind).value}: use e.g. task=cls_bible_en"
         )
+    validate_finetune_layers(f, cfg.model)
+
+
+def validate_finetune_layers(f, model) -> None:
+    """finetune.frozen_layers (a letter per layer of the base, F or T) and finetune.reinit_top against the base's
+    layers (the model, adopted from the base)."""
+    layers = model.encoder_layers or model.decoder_layers
+    pattern = f.frozen_layers
+    if pattern is not None and (len(pattern) != layers or set(pattern) - set("FT")):
+        example = "F" * (layers // 2) + "T" * (layers - layers // 2)
+        raise ConfigError(f"finetune.frozen_layers={pattern}: one letter per layer of the base's {layers} layers, "
+                          f"from the bottom, F frozen or T trained (e.g. {example})")
+    if not 0 <= f.reinit_top <= layers:
+        raise ConfigError(f"finetune.reinit_top={f.reinit_top}: the base has {layers} layers; allowed: 0 … {layers}")
 
 
 def validate_reservoir(cfg) -> None:

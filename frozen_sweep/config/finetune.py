@@ -1,5 +1,5 @@
-"""The finetune settings' schema: fine-tune a finished masked-LM run's encoder on a classification task
-(frozen_sweep/study/finetune.py)."""
+"""The finetune settings' schema: fine-tune a finished masked-LM run's encoder, or a pretrained checkpoint's, on a
+classification task (frozen_sweep/study/finetune.py)."""
 
 from dataclasses import dataclass
 from enum import Enum
@@ -20,9 +20,13 @@ class FrozenMode(Enum):
 
 @dataclass
 class FinetuneConfig:
-    # study=finetune: a completed masked-LM run's directory (result.json, config.yaml, checkpoint_best.pt), or scratch
+    # study=finetune: a completed masked-LM run's directory (result.json, config.yaml, checkpoint_best.pt), a pretrained
+    # checkpoint (a directory written by save_pretrained, or a hub name: BertForMaskedLM, RobertaForMaskedLM), or scratch
     base_checkpoint: Optional[str] = None
     frozen: FrozenMode = FrozenMode.keep
     # where the components the job's freeze pattern freezes take their values: the base's or a fresh random draw
     freeze_from: FreezeFrom = FreezeFrom.base
     max_unk_rate: float = 0.01  # the base's vocabulary must cover the task: at most this fraction of <unk> pieces
+    # the base's layers, one letter each from the bottom: F frozen at the base's values, T trained; null: none frozen
+    frozen_layers: Optional[str] = None
+    reinit_top: int = 0  # the top N layers re-drawn from the job's seed, as few-sample fine-tuning re-initialises them

@@ -6,10 +6,12 @@ mean predictor's), epochs, trainable/all and the wall-clock time to the best val
 
 - One table per task × data × setting (overrides other than finetune.*, freeze, seed and launch keys), titled by the
   task and the data it read (a hub dataset and config, a directory; nothing more for the embedded corpus).
-- Pre-training: "none" (finetune.base_checkpoint=scratch, or no study=finetune), else the base's encoder: regular, or
-  its reservoir type and pattern (LRLRL), with its own frozen components. Fine-tuned: what trains: "reservoirs
-  frozen" (finetune.frozen=keep, the base's reservoir and frozen layers kept frozen), "all trainable" (train), plus
-  the job's own freeze pattern ("emb frozen", "emb frozen (re-drawn)" with finetune.freeze_from=seed).
+- Pre-training: "none" (finetune.base_checkpoint=scratch, or no study=finetune), a pretrained checkpoint's name and
+  class, else the base's encoder: regular, or its reservoir type and pattern (LRLRL), with its own frozen components.
+  Fine-tuned: what trains: "reservoirs frozen" (finetune.frozen=keep, the base's reservoir and frozen layers kept
+  frozen), "all trainable" (train), plus the job's own freeze pattern ("emb frozen", "emb frozen (re-drawn)" with
+  finetune.freeze_from=seed, "emb frozen (pretrained)" from a checkpoint's values), its frozen layers ("layers FFTT
+  frozen") and re-initialised top layers ("top 1 re-initialised").
 - Accuracies and F1 in %, correlations ×100: the first reported metric as mean ± sample standard deviation over the
   n seeds, at the best validation (the weights tested) and on test; the others' test means; majority: the test
   accuracy of always answering train's most frequent label; the mean predictor: always answering train's mean number.
@@ -34,6 +36,9 @@ def pre_training(record: dict) -> str:
     ft = record.get("finetune") or {}
     if ft.get("base_run", SCRATCH) == SCRATCH:
         return "none"
+    checkpoint = ft.get("base_checkpoint")
+    if checkpoint:  # a pretrained checkpoint: its name (a directory's last part) and class
+        return f"{checkpoint['source'].rstrip('/').rsplit('/', 1)[-1]} ({checkpoint['architecture']})"
     reservoir = ft.get("base_reservoir") or {}
     label = f"{reservoir['type']} reservoirs {reservoir['pattern']}" if reservoir.get("reservoir_layers") else "regular"
     frozen = pattern_label({k: v for k, v in (ft.get("base_freeze") or {}).items() if v != "trainable"})
@@ -47,8 +52,11 @@ def fine_tuned(record: dict) -> str:
     arm = "base's frozen layers frozen" if kept else "all trainable"
     own = pattern_label(record.get("freeze") or {})
     if own != "all trainable":
-        arm = f"{own}" + (" (re-drawn)" if pretrained and ft.get("freeze_from") == "seed" else "")
-    return arm
+        from_seed = pretrained and ft.get("freeze_from") == "seed"
+        arm = f"{own}" + (" (re-drawn)" if from_seed else " (pretrained)" if ft.get("base_checkpoint") else "")
+    layers = [f"layers {ft['frozen_layers']} frozen"] * bool((ft.get("frozen_layers") or "").count("F"))
+    layers += [f"top {ft['reinit_top']} re-initialised"] * bool(ft.get("reinit_top"))
+    return ", ".join(layers) if layers and arm == "all trainable" else ", ".join([arm, *layers])
 
 
 def time_to_best_s(record: dict) -> float:

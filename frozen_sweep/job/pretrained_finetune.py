@@ -1,0 +1,38 @@
+"""A fine-tuning job whose base is a pretrained encoder (finetune.base_checkpoint= a directory saved by
+`save_pretrained`, or a hub name: BertForMaskedLM, RobertaForMaskedLM): its config adopts the checkpoint's model and
+reads its task with the checkpoint's own tokenizer (task.vocab); its identity holds the checkpoint's commit and files'
+hashes (frozen_sweep.job.pretrained_base.checkpoint_identity). The weights are read by the job
+(frozen_sweep.study.finetune).
+"""
+
+from omegaconf import DictConfig, OmegaConf
+
+from frozen_sweep.config import ConfigError, TaskKind
+from frozen_sweep.job.pretrained_base import checkpoint_model
+
+FINETUNE_ADOPTED = ("model", "reservoir")  # from the checkpoint: its model, no reservoir; the freeze pattern is the job's
+
+
+def adopt_pretrained_finetune_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+    """The fine-tuning job's config with the checkpoint's encoder as its model and task.vocab the checkpoint; its own
+    task is a classification or regression."""
+    from frozen_sweep.job.job_config import override_key  # job_config imports this module
+
+    source = cfg.finetune.base_checkpoint
+    own = [o for o in overrides if override_key(o).split(".")[0] in FINETUNE_ADOPTED]
+    if own:
+        raise ConfigError(f"{' '.join(own)}: a fine-tuning job from a pretrained checkpoint takes its model from it "
+                          f"(finetune.base_checkpoint={source}); drop these overrides")  # fmt: skip
+    if cfg.task.vocab not in (None, source):
+        raise ConfigError(f"task.vocab={cfg.task.vocab}: a fine-tuning job from a pretrained checkpoint reads its task "
+                          f"with the checkpoint's tokenizer (finetune.base_checkpoint={source}); drop task.vocab")
+    model, architecture = checkpoint_model(source, "finetune.base_checkpoint")
+    if model.decoder_layers:
+        raise ConfigError(f"finetune.base_checkpoint={source}: {architecture} is a decoder; a pretrained fine-tuning "
+                          "base is an encoder (BertForMaskedLM, RobertaForMaskedLM)")  # fmt: skip
+    if not TaskKind(cfg.task.kind).labelled:
+        raise ConfigError(f"task={cfg.task.name} is task.kind={TaskKind(cfg.task.kind).value}: a pretrained encoder "
+                          "is fine-tuned on a classification or regression task (e.g. task=glue_sst2)")  # fmt: skip
+    adopted = OmegaConf.merge(cfg, {"model": model})
+    adopted.task.vocab = source
+    return adopted
