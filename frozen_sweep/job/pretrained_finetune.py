@@ -1,6 +1,8 @@
-"""A fine-tuning job whose base is a pretrained encoder (finetune.base_checkpoint= a directory saved by
-`save_pretrained`, or a hub name: BertForMaskedLM, RobertaForMaskedLM): its config adopts the checkpoint's model and
-reads its task with the checkpoint's own tokenizer (task.vocab); its identity holds the checkpoint's commit and files'
+"""A fine-tuning job whose base is a pretrained checkpoint (finetune.base_checkpoint= a directory saved by
+`save_pretrained`, or a hub name): an encoder (BertForMaskedLM, RobertaForMaskedLM) fine-tuned on a classification or
+regression task, or any checkpoint trained on its own objective (a masked LM's or a language model's corpus: the
+freeze study from a pretrained start). Its config adopts the checkpoint's model and reads its task with the
+checkpoint's own tokenizer (task.vocab); its identity holds the checkpoint's commit and files'
 hashes (frozen_sweep.job.pretrained_base.checkpoint_identity). The weights are read by the job
 (frozen_sweep.study.finetune).
 """
@@ -14,8 +16,8 @@ FINETUNE_ADOPTED = ("model", "reservoir")  # from the checkpoint: its model, no 
 
 
 def adopt_pretrained_finetune_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:
-    """The fine-tuning job's config with the checkpoint's encoder as its model and task.vocab the checkpoint; its own
-    task is a classification or regression."""
+    """The fine-tuning job's config with the checkpoint's model and task.vocab the checkpoint; its own task is a
+    classification or regression (an encoder's), or the checkpoint's own objective."""
     from frozen_sweep.job.job_config import override_key  # job_config imports this module
 
     source = cfg.finetune.base_checkpoint
@@ -27,12 +29,15 @@ def adopt_pretrained_finetune_base(cfg: DictConfig, overrides: list[str]) -> Dic
         raise ConfigError(f"task.vocab={cfg.task.vocab}: a fine-tuning job from a pretrained checkpoint reads its task "
                           f"with the checkpoint's tokenizer (finetune.base_checkpoint={source}); drop task.vocab")
     model, architecture = checkpoint_model(source, "finetune.base_checkpoint")
-    if model.decoder_layers:
-        raise ConfigError(f"finetune.base_checkpoint={source}: {architecture} is a decoder; a pretrained fine-tuning "
-                          "base is an encoder (BertForMaskedLM, RobertaForMaskedLM)")  # fmt: skip
-    if not TaskKind(cfg.task.kind).labelled:
-        raise ConfigError(f"task={cfg.task.name} is task.kind={TaskKind(cfg.task.kind).value}: a pretrained encoder "
-                          "is fine-tuned on a classification or regression task (e.g. task=glue_sst2)")  # fmt: skip
+    kind, decoder = TaskKind(cfg.task.kind), bool(model.decoder_layers)
+    own_objective = TaskKind.lm if decoder else TaskKind.mlm
+    if decoder and kind.labelled:
+        raise ConfigError(f"finetune.base_checkpoint={source}: {architecture} is a decoder; a classification or "
+                          "regression task fine-tunes an encoder (BertForMaskedLM, RobertaForMaskedLM)")  # fmt: skip
+    if not kind.labelled and kind != own_objective:
+        raise ConfigError(f"task={cfg.task.name} is task.kind={kind.value}: {architecture} is fine-tuned on a "
+                          f"classification or regression task{'' if decoder else ' (e.g. task=glue_sst2)'}, or on "
+                          f"its own objective (task.kind={own_objective.value})")  # fmt: skip
     adopted = OmegaConf.merge(cfg, {"model": model})
     adopted.task.vocab = source
     return adopted

@@ -118,18 +118,23 @@ def _fine_tuned(config, outputs: int, pad_id: int) -> tuple[Transformer, dict[st
 
     source = config.finetune.base_checkpoint
     if is_checkpoint_source(source):
-        base_model = pretrained_encoder(source, config.model.max_positions)
-        return fine_tuned_model(config, base_model, base_model.src_embed.tokens.num_embeddings, outputs, pad_id), {}
+        base_model = pretrained_model(source, config.model.max_positions)
+        return fine_tuned_model(config, base_model, embedding_rows(base_model), outputs, pad_id), {}
     base = load_run(source)
     model = fine_tuned_model(config, base.model, base.record["data"]["vocab_size"], outputs)
     return model, _base_draws(config, model, base)
 
 
-def pretrained_encoder(source: str, max_positions: int) -> Transformer:
-    """A pretrained checkpoint's masked LM as imported, the base of a fine-tuning job."""
+def pretrained_model(source: str, max_positions: int) -> Transformer:
+    """A pretrained checkpoint's model as imported, the base of a fine-tuning job."""
     from frozen_sweep.weights.pretrained import load_pretrained
 
     return load_pretrained(source, max_positions=max_positions)[0]
+
+
+def embedding_rows(model: Transformer) -> int:
+    """The rows of a model's token embedding: its vocabulary's size (a checkpoint's may exceed its tokenizer's)."""
+    return (model.src_embed if model.is_encoder_only else model.tgt_embed).tokens.num_embeddings
 
 
 def is_partial(path: Path) -> bool:

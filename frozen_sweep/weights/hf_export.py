@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from frozen_sweep.config import TaskKind
 from frozen_sweep.model import Transformer
 from frozen_sweep.weights.hf_tables import FAMILIES, Family, inverse, rename
 
@@ -43,15 +44,34 @@ def fuse(parts: list[torch.Tensor], heads: int) -> torch.Tensor:
     return torch.stack(per_head, dim=1).reshape(-1, *parts[0].shape[1:]).contiguous()  # (H·parts·hd, ...)
 
 
-def not_expressible(model: Transformer, source: str) -> list[str]:
-    """Why the checkpoint's own class cannot hold `model` (empty when it can)."""
-    if model.is_classifier:
-        return [f"a classifier or regression built on {source}'s encoder: its head has no place in the checkpoint's "
-                "masked-LM class (only a language model or masked LM trained from a checkpoint goes back)"]
+def checkpoint_source(cfg) -> str | None:
+    """The pretrained checkpoint a run started from (its fine-tuning or relearn base), None for a run of ours."""
+    from frozen_sweep.data.checkpoint_files import is_checkpoint_source
+
+    bases = [cfg.finetune.base_checkpoint, cfg.relearn.base_checkpoint if cfg.relearn.name != "none" else None]
+    return next((str(base) for base in bases if base and is_checkpoint_source(base)), None)
+
+
+def architecture_of(source: str) -> str:
+    """The transformers class of checkpoint `source` (its config.json's)."""
+    import json
+
+    from frozen_sweep.data.checkpoint_files import locate
+
+    directory, _ = locate(source, None, None)
+    return json.loads((directory / "config.json").read_text(encoding="utf-8"))["architectures"][0]
+
+
+def not_expressible(cfg, source: str) -> list[str]:
+    """Why checkpoint `source`'s own class cannot hold the model of run config `cfg` (empty when it can)."""
+    if TaskKind(cfg.task.kind).labelled:
+        return [f"task.kind={TaskKind(cfg.task.kind).value}: a classifier or regression built on {source}'s encoder "
+                "has a head the checkpoint's masked-LM class has no place for (a language model or masked LM "
+                "trained from a checkpoint goes back)"]  # fmt: skip
     return []
 
 
-def write_pretrained_class(directory: Path, model: Transformer, source: str) -> str:
+def write_pretrained_class(directory: Path, cfg, model: Transformer, source: str) -> str:
     """Checkpoint `source`'s config.json (and generation settings), `model`'s weights under the checkpoint's names in
     model.safetensors (a tied output projection once, under the embedding's name, as transformers saves it) and the
     checkpoint's tokenizer, written by transformers; returns the class's name. ValueError when the class cannot hold
@@ -61,12 +81,12 @@ def write_pretrained_class(directory: Path, model: Transformer, source: str) -> 
 
     from frozen_sweep.data.checkpoint_files import locate
 
-    reasons = not_expressible(model, source)
+    reasons = not_expressible(cfg, source)
     if reasons:
         raise ValueError("; ".join(reasons))
     checkpoint, _ = locate(source, None, None)
     hf_config = transformers.AutoConfig.from_pretrained(checkpoint)
-    family = FAMILIES[hf_config.architectures[0]]
+    family = FAMILIES[architecture_of(source)]
     state = hf_state_dict(model, family, hf_config.num_attention_heads)
     if hf_config.tie_word_embeddings:
         del state[rename("output.weight", inverse(family.weights))]
