@@ -63,6 +63,8 @@ def job_config(cfg: DictConfig, overrides: list[str], copied: bool = False) -> D
     if pretrained:  # first, as a fine-tuning base: the model checked against the task is the checkpoint's
         cfg = adopt_pretrained_base(cfg, overrides)
     validate(cfg)
+    if cfg.finetune.frozen_layers is not None and "F" not in cfg.finetune.frozen_layers:  # all trained: one job with
+        cfg.finetune.frozen_layers = None  # none frozen
     from frozen_sweep.data.hub import check_hub_keys  # the data package: imported once the config is valid
     from frozen_sweep.data.tsv_columns import check_columns
 

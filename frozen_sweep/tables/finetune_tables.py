@@ -48,12 +48,13 @@ def pre_training(record: dict) -> str:
 def fine_tuned(record: dict) -> str:
     ft = record.get("finetune") or {}
     pretrained = ft.get("base_run", SCRATCH) != SCRATCH
-    kept = pretrained and ft.get("frozen") == "keep" and ft.get("frozen_params", 0) > 0
+    checkpoint = bool(ft.get("base_checkpoint"))  # a pretrained checkpoint froze nothing of its own
+    kept = pretrained and not checkpoint and ft.get("frozen") == "keep" and ft.get("frozen_params", 0) > 0
     arm = "base's frozen layers frozen" if kept else "all trainable"
     own = pattern_label(record.get("freeze") or {})
     if own != "all trainable":
         from_seed = pretrained and ft.get("freeze_from") == "seed"
-        arm = f"{own}" + (" (re-drawn)" if from_seed else " (pretrained)" if ft.get("base_checkpoint") else "")
+        arm = f"{own}" + (" (re-drawn)" if from_seed else " (pretrained)" if checkpoint else "")
     layers = [f"layers {ft['frozen_layers']} frozen"] * bool((ft.get("frozen_layers") or "").count("F"))
     layers += [f"top {ft['reinit_top']} re-initialised"] * bool(ft.get("reinit_top"))
     return ", ".join(layers) if layers and arm == "all trainable" else ", ".join([arm, *layers])
