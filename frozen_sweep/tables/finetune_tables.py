@@ -1,4 +1,4 @@
-"""The fine-tuning study's tables (study=finetune, and classification or regression runs of other studies): per
+"""The fine-tuning study's tables (classification and regression runs: study=finetune's and other studies'): per
 pre-training and fine-tuning arm, the base's masked-LM perplexity, the metrics the task reports (its records'
 `report`: GLUE's for a GLUE task, e.g. F1 and accuracy for MRPC; else the stop metric, then accuracy and macro-F1, or
 Pearson ×100 and Spearman ×100), the majority class's test accuracy beside them (a regression: the test MSE and the
@@ -141,7 +141,7 @@ def class_balance(record: dict) -> str:
 
 
 def finetune_tables(runs: pd.DataFrame) -> list[Table]:
-    done = runs[(runs.status == "completed") & ((runs.study == "finetune") | runs.metric_name.isin(LABELLED_METRICS))]
+    done = runs[(runs.status == "completed") & runs.metric_name.isin(LABELLED_METRICS)]  # a language model's: none
     if done.empty:
         return []
     done = done.assign(
