@@ -231,9 +231,8 @@ def _keep(record: Path, answer: dict) -> None:
 
 def load_split(task_cfg, split: str):
     """One split as an Arrow-backed `datasets.Dataset` (memory-mapped from the datasets cache; a GLUE folder's file: in
-    memory), or a ValueError that names what exists: configs, splits, or why the dataset cannot be read here."""
-    import pyarrow
-
+    memory), or a ValueError that names what exists: configs, splits, or why the dataset cannot be read here. Called
+    in the process of data/hub_convert.py, whose memory goes with it."""
     datasets = datasets_module()
     if task_cfg.path is not None:
         return glue_split(task_cfg, split, datasets)
@@ -247,11 +246,7 @@ def load_split(task_cfg, split: str):
         content = hashlib.sha256(json.dumps(identity(task_cfg), sort_keys=True).encode()).hexdigest()
         kwargs["cache_dir"] = str(Path(datasets.config.HF_DATASETS_CACHE) / "frozen_sweep" / content[:32])
     try:
-        dataset = datasets.load_dataset(**kwargs, split=split)
-        # the Arrow conversion's freed buffers, which pyarrow's pool would keep for the whole preparation (≈100 MB
-        # at 205k pairs), handed back before the vocabulary's sample and trainer need the memory
-        pyarrow.default_memory_pool().release_unused()
-        return dataset
+        return datasets.load_dataset(**kwargs, split=split)
     except ValueError as e:
         text = str(e)
         if text.startswith("Unknown split"):

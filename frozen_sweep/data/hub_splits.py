@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 from frozen_sweep.config import TaskKind
 from frozen_sweep.data.arrow_rows import Rows
 from frozen_sweep.data.held_out import held_out
-from frozen_sweep.data.hub import check_split_choice, describe, load_split
+from frozen_sweep.data.hub import check_split_choice, describe
+from frozen_sweep.data.hub_convert import converted_splits
 from frozen_sweep.data.text_files import CHUNK_LINES, langs_of
 
 ROLES = ("train", "valid", "test")
@@ -39,16 +40,18 @@ def split_names(task_cfg) -> dict[str, str]:
 def role_rows(task_cfg) -> dict[str, Rows]:
     """train, valid, test as rows of the dataset's splits, valid possibly held out of train by a seeded choice."""
     check_split_choice(task_cfg)
-    train = load_split(task_cfg, task_cfg.train_split)
+    valid = [task_cfg.valid_split] if task_cfg.valid_split is not None else []
+    splits = converted_splits(task_cfg, [task_cfg.train_split, *valid, task_cfg.test_split])
+    train = splits[task_cfg.train_split]
     if task_cfg.valid_split is not None:
-        rows = {"train": Rows(train), "valid": Rows(load_split(task_cfg, task_cfg.valid_split))}
+        rows = {"train": Rows(train), "valid": Rows(splits[task_cfg.valid_split])}
     else:
-        n, held = len(train), task_cfg.valid_from_train
+        n, held = train.rows, task_cfg.valid_from_train
         if held >= n:
             raise ValueError(f"task.valid_from_train={held}: {describe(task_cfg)} has {n} training examples")
         chosen = held_out(n, held)
         rows = {"train": Rows(train, np.flatnonzero(~chosen)), "valid": Rows(train, np.flatnonzero(chosen))}
-    return rows | {"test": Rows(load_split(task_cfg, task_cfg.test_split))}
+    return rows | {"test": Rows(splits[task_cfg.test_split])}
 
 
 def _column(columns: list[str], name: str | None, default: str, key: str, where: str) -> str:
@@ -67,7 +70,7 @@ def text_columns(task_cfg, rows: Rows, where: str) -> list[str]:
     if t.src_column or t.tgt_column or "translation" not in rows.column_names:
         return [_column(flat, t.src_column, t.src_lang, "src_column", where),
                 _column(flat, t.tgt_column, t.tgt_lang, "tgt_column", where)]  # fmt: skip
-    langs = translation_languages(rows.features["translation"])
+    langs = translation_languages(rows)
     missing = [lang for lang in langs_of(t) if lang not in langs]
     if missing:
         raise ValueError(f"{where}: its translation column has languages {', '.join(langs) or 'none'}, not "
@@ -75,12 +78,13 @@ def text_columns(task_cfg, rows: Rows, where: str) -> list[str]:
     return [f"translation.{lang}" for lang in langs_of(t)]
 
 
-def translation_languages(feature) -> list[str]:
+def translation_languages(rows: Rows) -> list[str]:
     """The languages of WMT's `translation` column: a `datasets.Translation`'s (as the hub types it), or a plain
     struct's fields."""
-    if hasattr(feature, "languages"):
-        return list(feature.languages)
-    return list(feature.keys()) if hasattr(feature, "keys") else []
+    feature = rows.features.get("translation", {})
+    if feature.get("_type") == "Translation":
+        return list(feature["languages"])
+    return [name.split(".", 1)[1] for name in rows.flat_names if name.startswith("translation.")]
 
 
 class HubTextReader:
@@ -129,8 +133,8 @@ class HubLabelledReader:
         if t.text_pair_column:
             self.texts.append(_column(rows.column_names, t.text_pair_column, "", "text_pair_column", self.where))
         self.label = _column(rows.column_names, t.label_column, "label", "label_column", self.where)
-        feature = rows.features[self.label]
-        self.names = list(feature.names) if hasattr(feature, "names") and not self.regression else None
+        feature = rows.features.get(self.label, {})
+        self.names = feature["names"] if feature.get("_type") == "ClassLabel" and not self.regression else None
         self.rows = rows
         self.pairs, self.path = len(self.texts) == 2, self.where  # a pair of texts; what errors name
         self.lines = 0

@@ -27,6 +27,9 @@ from ._submission import describe_tasks, new_comment, queued_tasks, read_submiss
 log = logging.getLogger(__name__)
 
 RESULT_CHECK_S = 0.5  # result files are cheap to look for; sacct is asked every poll_interval_s
+# how long a job without a result must stay ended (sacct) and unlisted (squeue) before it counts as dead: a preempted
+# job exits and is requeued, PENDING again, seconds later on a loaded controller (more than a second seen here)
+GONE_CONFIRM_S = 10.0
 STATE_MEANINGS = {
     "CANCELLED": "scancel, or preempted without requeue",
     "TIMEOUT": "time limit reached with no requeue left",
@@ -169,7 +172,7 @@ class SlurmLauncher(SweepLauncher):
             died = [
                 (job, sjob)
                 for job, sjob in waiting
-                if (job, sjob) not in returned and _gone(sjob, gone_since, self.poll_interval_s)
+                if (job, sjob) not in returned and _gone(sjob, gone_since, max(self.poll_interval_s, GONE_CONFIRM_S))
             ]
             if died:
                 watcher.update()  # the state SLURM gave the job once it ended, not one read while it still ran
@@ -214,8 +217,9 @@ def stop_command(ids: list[str]) -> str:
 
 def _gone(sjob: Any, gone_since: dict[str, float], confirm_after_s: float) -> bool:
     """Whether a job without a result has ended for good: sacct says it ended and squeue no longer lists it, and
-    both still say so `confirm_after_s` (the launcher's poll interval: a fresh sacct) later. A preempted job exits
-    and is requeued (PENDING again) within a second; one look in between, on a loaded machine, took it for dead."""
+    both still say so `confirm_after_s` (at least a poll interval: a fresh sacct) later. A preempted job exits and is
+    requeued (PENDING again) a moment later; one look in between, or two a second apart on a loaded machine, took it
+    for dead."""
     if not sjob.watcher.is_done(sjob.job_id, mode="cache") or _listed(sjob.job_id):
         gone_since.pop(sjob.job_id, None)
         return False
