@@ -5,9 +5,6 @@ re-draws the top finetune.reinit_top layers, keeps the freeze pattern's componen
 experiment=finetune_pretrained_glue_tiny sweeps layer patterns × GLUE tasks in one command into the fine-tuning
 tables."""
 
-import subprocess
-import sys
-
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
@@ -21,10 +18,11 @@ from frozen_sweep.tables.runs import load_runs
 from frozen_sweep.weights.build import build_model
 from frozen_sweep.weights.finished_run import embedding_rows, fine_tuned_model, load_run
 from frozen_sweep.weights.pretrained import load_pretrained
-from tests.conftest import ROOT, compose_config
+from tests.conftest import compose_config
 from tests.helpers.checkpoints import bpe_tokenizer, save_checkpoint
 from tests.helpers.hub_layout import cards, example_columns, write_hub_dataset
 from tests.helpers.jobs import result as read_result
+from tests.helpers.sweeps import run_sweep
 
 pytest.importorskip("transformers")
 
@@ -117,13 +115,9 @@ def test_what_cannot_be_a_pretrained_fine_tuning_base_is_refused_in_one_line(cas
 def test_finetune_pretrained_glue_tiny_sweeps_layer_patterns_and_tasks_in_one_command_into_tables(bases, cache_dir,
                                                                                                  tmp_path):  # fmt: skip
     sweep_dir = tmp_path / "sweep"
-    proc = subprocess.run(
-        [sys.executable, "-m", "frozen_sweep", "-m", "experiment=finetune_pretrained_glue_tiny",
-         f"finetune.base_checkpoint={bases['bert']}", f"task.dataset={bases['glue']}", f"task.cache_dir={cache_dir}",
-         "finetune.max_unk_rate=0.1", "trainer.max_steps=4", "trainer.validate_every_steps=2",
-         f"hydra.sweep.dir={sweep_dir}"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900,
-    )  # fmt: skip
+    proc = run_sweep(sweep_dir, "experiment=finetune_pretrained_glue_tiny", f"finetune.base_checkpoint={bases['bert']}",
+                     f"task.dataset={bases['glue']}", f"task.cache_dir={cache_dir}", "finetune.max_unk_rate=0.1",
+                     "trainer.max_steps=4", "trainer.validate_every_steps=2", timeout=900)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:]
     results = {d.parent.name: read_result(d.parent) for d in sweep_dir.glob("*/result.json")}
     assert len(results) == 8 and all(r["status"] == "completed" for r in results.values())  # 2 tasks × 2 × 2

@@ -10,7 +10,7 @@ hashes (frozen_sweep.job.pretrained_base.checkpoint_identity). The weights are r
 from omegaconf import DictConfig, OmegaConf
 
 from frozen_sweep.config import ConfigError, TaskKind
-from frozen_sweep.job.pretrained_base import checkpoint_model
+from frozen_sweep.job.pretrained_base import adopted_checkpoint_model
 
 FINETUNE_ADOPTED = ("model", "reservoir")  # from the checkpoint: its model, no reservoir; the freeze pattern is the job's
 
@@ -18,17 +18,9 @@ FINETUNE_ADOPTED = ("model", "reservoir")  # from the checkpoint: its model, no 
 def adopt_pretrained_finetune_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     """The fine-tuning job's config with the checkpoint's model and task.vocab the checkpoint; its own task is a
     classification or regression (an encoder's), or the checkpoint's own objective."""
-    from frozen_sweep.job.job_config import override_key  # job_config imports this module
-
     source = cfg.finetune.base_checkpoint
-    own = [o for o in overrides if override_key(o).split(".")[0] in FINETUNE_ADOPTED]
-    if own:
-        raise ConfigError(f"{' '.join(own)}: a fine-tuning job from a pretrained checkpoint takes its model from it "
-                          f"(finetune.base_checkpoint={source}); drop these overrides")  # fmt: skip
-    if cfg.task.vocab not in (None, source):
-        raise ConfigError(f"task.vocab={cfg.task.vocab}: a fine-tuning job from a pretrained checkpoint reads its task "
-                          f"with the checkpoint's tokenizer (finetune.base_checkpoint={source}); drop task.vocab")
-    model, architecture = checkpoint_model(source, "finetune.base_checkpoint")
+    model, architecture = adopted_checkpoint_model(cfg, overrides, "finetune.base_checkpoint", FINETUNE_ADOPTED,
+                                                   "a fine-tuning job")  # fmt: skip
     kind, decoder = TaskKind(cfg.task.kind), bool(model.decoder_layers)
     own_objective = TaskKind.lm if decoder else TaskKind.mlm
     if decoder and kind.labelled:
