@@ -77,7 +77,7 @@ RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("relearn.thresholds", lambda v: all(0 < x < 1 for x in v), "must be fractions in (0, 1), e.g. [0.01, 0.05]"),
     *((key, _at_least(0), "must be >= 0") for key in (
         "task.valid_from_train", "trainer.weight_decay", "trainer.warmup_steps", "trainer.warmup_init_lr",
-        "trainer.clip_norm", "reservoir.count", "eval.max_len_a", "eval.max_len_b", "seed",
+        "trainer.clip_norm", "reservoir.count", "eval.max_len_a", "eval.max_len_b", "seed", "finetune.reinit_top",
     )),
     *((key, _positive, "must be > 0") for key in ("task.max_length_ratio", "trainer.adam_eps")),
     ("trainer.validate_every_steps", _positive_or_null, "must be > 0 (or null: at the end of every epoch)"),
