@@ -117,11 +117,12 @@ def writers(fmt: str, quantization: str) -> dict:
 
 def pretrained_writer(source: str) -> tuple:
     """A run trained from checkpoint `source` as `writers` gives a format: the checkpoint's own class."""
+
     def write(directory: Path, cfg, model, vocab) -> None:  # the checkpoint's tokenizer, not the vocabulary read
         hf_export.write_pretrained_class(directory, cfg, model, source)
 
-    return (f"{hf_export.architecture_of(source)} (as {source})", functools.partial(hf_export.not_expressible, source=source), write,
-            "its logits are the run's")  # fmt: skip
+    not_expressible = functools.partial(hf_export.not_expressible, source=source)
+    return f"{hf_export.architecture_of(source)} (as {source})", not_expressible, write, "its logits are the run's"
 
 
 def export_directory(run_path: str, out: Path, fmt: str, quantization: str, checkpoint: str = "best") -> None:

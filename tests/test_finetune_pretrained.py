@@ -45,8 +45,8 @@ def bases(tmp_path_factory) -> dict:
 
 
 def finetune_config(base, bases, cache_dir, *extra: str):
-    overrides = ["study=finetune", f"finetune.base_checkpoint={base}", "task=glue_sst2", f"task.dataset={bases['glue']}",
-                 "task.valid_from_train=20", f"task.cache_dir={cache_dir}", *extra]  # fmt: skip
+    overrides = ["study=finetune", f"finetune.base_checkpoint={base}", "task=glue_sst2",
+                 f"task.dataset={bases['glue']}", "task.valid_from_train=20", f"task.cache_dir={cache_dir}", *extra]
     return job_config(compose_config(*overrides), overrides)
 
 
@@ -95,7 +95,8 @@ def test_the_job_adopts_the_checkpoints_model_and_tokenizer_and_its_files_are_it
     tensors["bert.embeddings.LayerNorm.bias"] += 1  # the same config and tokenizer, other weights: another job
     save_file(tensors, changed / "model.safetensors", metadata={"format": "pt"})
     after = fingerprint(finetune_config(changed, bases, cache_dir))
-    assert (after["config"], after["data"]) == (before["config"], before["data"]) and after["sha256"] != before["sha256"]
+    assert (after["config"], after["data"]) == (before["config"], before["data"])
+    assert after["sha256"] != before["sha256"]
 
 
 @pytest.mark.parametrize("case, extra, message", [

@@ -21,7 +21,8 @@ class FrozenMode(Enum):
 @dataclass
 class FinetuneConfig:
     # study=finetune: a completed masked-LM run's directory (result.json, config.yaml, checkpoint_best.pt), a pretrained
-    # checkpoint (a directory written by save_pretrained, or a hub name: BertForMaskedLM, RobertaForMaskedLM), or scratch
+    # checkpoint (a directory written by save_pretrained, or a hub name: BertForMaskedLM, RobertaForMaskedLM, or a
+    # decoder on its own objective), or scratch
     base_checkpoint: Optional[str] = None
     frozen: FrozenMode = FrozenMode.keep
     # where the components the job's freeze pattern freezes take their values: the base's or a fresh random draw

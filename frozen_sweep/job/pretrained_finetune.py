@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from frozen_sweep.config import ConfigError, TaskKind
 from frozen_sweep.job.pretrained_base import adopted_checkpoint_model
 
-FINETUNE_ADOPTED = ("model", "reservoir")  # from the checkpoint: its model, no reservoir; the freeze pattern is the job's
+FINETUNE_ADOPTED = ("model", "reservoir")  # from the checkpoint: its model, no reservoir (the freeze pattern: the job's)
 
 
 def adopt_pretrained_finetune_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:
