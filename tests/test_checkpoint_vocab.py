@@ -15,6 +15,7 @@ from frozen_sweep.config import ConfigError
 from frozen_sweep.data import LabelledSplit, Split, load_task
 from frozen_sweep.data.checkpoint_vocab import TokenizerVocab, checkpoint_vocab
 from frozen_sweep.data.identity import prepared_key
+from frozen_sweep.export import main as export
 from frozen_sweep.job.runner import run_job
 from tests.conftest import compose_config
 from tests.helpers.checkpoints import VERSES, bpe_tokenizer
@@ -125,7 +126,8 @@ def test_a_vocabulary_past_65535_ids_is_stored_whole(toy_corpus, cache_dir, tmp_
 def test_a_run_on_a_checkpoint_tokenizer_scores_a_line_as_the_model_reads_it(tokenizer_dirs, toy_corpus, cache_dir,
                                                                              tmp_path):  # fmt: skip
     """GPT-NeoX's framing (no bos): a line's scored tokens are the ids transformers gives it (the first predicted
-    from nothing is not scored), its eos the last; the log-probability is the model's on exactly those."""
+    from nothing is not scored), its eos the last; the log-probability is the model's on exactly those; the same from
+    the run's model file."""
     overrides = [*LM, f"task.path={toy_corpus}", f"task.cache_dir={cache_dir}",
                  f"task.vocab={tokenizer_dirs['gpt_neox']}", "model=lm_micro", "trainer=quick", "trainer.max_epochs=1"]
     run_job(compose_config(*overrides), tmp_path / "run", overrides)
@@ -140,3 +142,7 @@ def test_a_run_on_a_checkpoint_tokenizer_scores_a_line_as_the_model_reads_it(tok
         expected = logp.gather(1, torch.tensor(ids[1:])[:, None]).sum().item()
         assert score.tokens == len(theirs(line).input_ids)
         assert math.isclose(score.logprob, expected, rel_tol=1e-5)
+    export([str(tmp_path / "run"), str(tmp_path / "model.safetensors")])  # the model file holds the tokenizer too
+    from_file = load_run(tmp_path / "model.safetensors").score(lines)
+    assert [s.tokens for s in from_file.lines] == [s.tokens for s in scores.lines]
+    assert [s.logprob for s in from_file.lines] == pytest.approx([s.logprob for s in scores.lines], rel=1e-6)
