@@ -6,10 +6,11 @@ step would make.
 
     python benchmarks/pretrained_import.py [--threads 2] [--batch 4] [--length 256]
 
-Each import runs in a fresh process (its peak RSS is the process's, less what the imports alone hold), alternated
-over rounds; the steps are timed round-robin in one process (benchmarks/common.py). Time grows with the checkpoint's
-bytes (import) and with batch × length × parameters (steps); the frozen step's ideal is counted in matrix-product
-terms from parameter counts (module docstring of `ideal_frozen_ratio`).
+Each import runs in a fresh process, alternated over rounds: its seconds, its peak RSS and the RSS it still holds
+after, both above the RSS before the import (the peak restarted there: /proc/self/clear_refs); the steps are timed
+round-robin in one process (benchmarks/common.py). Time grows with the checkpoint's bytes (import) and with batch ×
+length × parameters (steps); the frozen step's ideal is counted in matrix-product terms from parameter counts
+(`ideal_frozen_ratio`).
 """
 
 import json
@@ -31,14 +32,17 @@ SMOLLM2_135M = {"hidden_size": 576, "intermediate_size": 1536, "num_hidden_layer
 TINY = SMOLLM2_135M | {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
                       "num_key_value_heads": 2, "vocab_size": 512}  # fmt: skip
 CHILD = """
-import json, resource, sys, time, torch, transformers
+import json, sys, time, torch, transformers
 from frozen_sweep.weights.pretrained import load_pretrained
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-start = time.perf_counter()
+def kib(key):  # this process's memory from /proc/self/status
+    return int(next(line.split()[1] for line in open("/proc/self/status") if line.startswith(key)))
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # the peak (VmHWM) restarts from the current RSS: the imports' own peak is not counted
+base, start = kib("VmRSS:"), time.perf_counter()
 model = load_pretrained(sys.argv[2])[0] if sys.argv[1] == "ours" else transformers.LlamaForCausalLM.from_pretrained(
     sys.argv[2], dtype=torch.float32)
 seconds = time.perf_counter() - start
-print(json.dumps({"s": seconds, "peak_mib": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024}))
+print(json.dumps({"s": seconds, "peak_mib": (kib("VmHWM:") - base) / 1024, "held_mib": (kib("VmRSS:") - base) / 1024}))
 """
 
 
@@ -50,7 +54,8 @@ def save_checkpoint(directory: Path, shape: dict) -> None:
 
 
 def imports(directory: Path, rounds: int, threads: int) -> dict[str, dict[str, float]]:
-    """Median import seconds and peak RSS (MiB above the imports') of each loader, alternated over fresh processes."""
+    """Median import seconds, peak and held RSS (MiB above the RSS before it) of each loader, alternated over fresh
+    processes."""
     runs = {"ours": [], "from_pretrained": []}
     env = {"OMP_NUM_THREADS": str(threads), "PATH": "/usr/bin:/bin"}
     for r in range(rounds):
@@ -58,7 +63,7 @@ def imports(directory: Path, rounds: int, threads: int) -> dict[str, dict[str, f
             out = subprocess.run([sys.executable, "-c", CHILD, name, str(directory)], capture_output=True, text=True,
                                  check=True, cwd=common.ROOT, env=env)  # fmt: skip
             runs[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    keys = ("s", "peak_mib")
+    keys = ("s", "peak_mib", "held_mib")
     return {name: {key: statistics.median(x[key] for x in xs) for key in keys} for name, xs in runs.items()}
 
 
@@ -122,8 +127,8 @@ def main() -> None:
         loaded = imports(Path(tmp), 2 if args.quick else 3, args.threads)
         print(f"checkpoint: SmolLM2-135M's shape{' (--quick: tiny)' if args.quick else ''}, {size / 2**20:.0f} MiB "
               f"of safetensors; import in a fresh process each, median of rounds")  # fmt: skip
-        common.table(["loader", "seconds", "peak MiB above imports"],
-                     [[name, x["s"], x["peak_mib"]] for name, x in loaded.items()])  # fmt: skip
+        common.table(["loader", "seconds", "peak MiB", "held MiB"],
+                     [[name, x["s"], x["peak_mib"], x["held_mib"]] for name, x in loaded.items()])  # fmt: skip
         common.verdict("import time from_pretrained / ours", loaded["from_pretrained"]["s"] / loaded["ours"]["s"], 1.0)
         ours = load_pretrained(tmp)[0].train()
         hf = transformers.LlamaForCausalLM.from_pretrained(tmp, dtype=torch.float32).train()
