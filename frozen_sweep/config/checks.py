@@ -231,9 +231,7 @@ def validate_finetune(cfg) -> None:
             f"study=finetune needs finetune.base_checkpoint=<a completed masked-LM run's directory>, or "
             f"finetune.base_checkpoint={SCRATCH} for the baseline without pre-training"
         )
-    from frozen_sweep.data.checkpoint_files import is_checkpoint_source  # the data package: when fine-tuning only
-
-    pretrained = is_checkpoint_source(f.base_checkpoint)  # its task was checked as it was adopted (job_config)
+    pretrained = cfg.task.vocab == f.base_checkpoint  # a checkpoint's, adopted: its task was checked then (job_config)
     if not TaskKind(cfg.task.kind).labelled and not pretrained:
         raise ConfigError(
             f"study=finetune fine-tunes on a classification or regression task; task={cfg.task.name} is task.kind="
