@@ -23,6 +23,7 @@ from frozen_sweep.config import NormPosition, ReservoirType, StackName, register
 from frozen_sweep.config.stack_layout import reservoir_pattern
 from frozen_sweep.data import Split, TaskData
 from frozen_sweep.data.batching import Batch
+from frozen_sweep.data.specials import OURS
 from frozen_sweep.job.runner import keep_freed_memory
 from frozen_sweep.system import cpu
 from frozen_sweep.train.trainer import Trainer
@@ -87,7 +88,9 @@ def compose_config(*overrides: str):
 
 
 class StubVocab:
-    """Stands in for a SentencePiece vocabulary: only its size and a decode are used."""
+    """Stands in for a SentencePiece vocabulary: only its size, its special ids and a decode are used."""
+
+    specials = OURS
 
     def __init__(self, size: int):
         self.size = size

@@ -31,15 +31,14 @@ import random
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
 import common
 import sentencepiece as spm
+from child_memory import Memory, run_child
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import TaskConfig
@@ -75,56 +74,7 @@ def write_corpus(root: Path, pairs: int, embedded: Path, held_out_lines: int) ->
     return out
 
 
-# A child's ru_maxrss counts the image it was forked from (Linux keeps the pre-exec high-water mark), so measured
-# children are started by this small interpreter (≈10 MB), not by the benchmark (torch and a million lines loaded).
-# It samples every 10 ms the RssAnon and RssFile of the child and of every process the child started (preparation
-# reads a hub dataset in a process of its own): the peaks of their sums, beside ru_maxrss (the largest single
-# process's exact peak); the peak reported is the larger of the sampled sum and ru_maxrss.
-SPAWNER = """import json, os, re, sys, time
-pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ)
-peak = {"RssAnon": 0, "RssFile": 0, "tree": 0}
-def tree(p):
-    try:
-        with open(f"/proc/{p}/task/{p}/children") as f:
-            children = [int(c) for c in f.read().split()]
-    except OSError:
-        children = []
-    return [p] + [q for c in children for q in tree(c)]
-while True:
-    done, status, usage = os.wait4(pid, os.WNOHANG)
-    if done:
-        break
-    now = {"RssAnon": 0, "RssFile": 0}
-    for p in tree(pid):
-        try:
-            with open(f"/proc/{p}/status") as f:
-                for key, kb in re.findall(r"^(RssAnon|RssFile):\\s+(\\d+)", f.read(), re.M):
-                    now[key] += int(kb)
-        except OSError:
-            pass
-    for key in now:
-        peak[key] = max(peak[key], now[key])
-    peak["tree"] = max(peak["tree"], now["RssAnon"] + now["RssFile"])
-    time.sleep(0.01)
-open(os.environ["RSS_FILE"], "w").write(json.dumps({"maxrss": max(usage.ru_maxrss, peak.pop("tree")), **peak,
-                                                   "cpu_s": usage.ru_utime + usage.ru_stime}))
-sys.exit(os.waitstatus_to_exitcode(status))"""
-
 JOB = ["model=micro", "trainer=quick", "trainer.max_steps=2", "trainer.valid_bleu_sentences=0", "eval.beam=1"]
-
-
-@dataclass
-class Memory:
-    """A child's peak RSS (the larger of ru_maxrss and its process tree's sampled peak) and the peaks of its tree's
-    sampled RssAnon and RssFile, in MB; its CPU seconds (and its waited-for children's)."""
-
-    peak: float
-    anon: float
-    file: float
-    cpu_s: float = 0.0
-
-    def __str__(self) -> str:
-        return f"{self.peak:.0f} MB ({self.anon:.0f} anon + {self.file:.0f} file)"
 
 
 SPLITS = {"train": "train", "valid": "validation", "test": "test"}  # text file name → hub split
@@ -160,21 +110,6 @@ def write_hub_layout(corpus: Path) -> Path:
     (out / "README.md").write_text(README)
     (out / "done-typed").touch()
     return out
-
-
-def run_child(command: list[str], log: Path) -> tuple[float, Memory, str]:
-    """(seconds, peak memory, output) of a child process."""
-    started = time.perf_counter()
-    rss_file = log.with_suffix(".rss")
-    with open(log, "w") as out:
-        done = subprocess.run([sys.executable, "-S", "-c", SPAWNER, *command], cwd=common.ROOT, stdout=out,
-                              stderr=subprocess.STDOUT, env={**os.environ, "RSS_FILE": str(rss_file)})  # fmt: skip
-    text = log.read_text()
-    if done.returncode:
-        sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{text[-3000:]}")
-    rss = json.loads(rss_file.read_text())
-    memory = Memory(rss["maxrss"] / 1024, rss["RssAnon"] / 1024, rss["RssFile"] / 1024, rss["cpu_s"])
-    return time.perf_counter() - started, memory, text
 
 
 def job_memory(task_overrides: list[str], run_dir: Path, log: Path) -> tuple[Memory, float]:

@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 import common
-from data_scale import run_child, write_corpus, write_hub_layout
+from child_memory import run_child
+from data_scale import write_corpus, write_hub_layout
 from omegaconf import OmegaConf
 
 from frozen_sweep.config import TaskConfig

@@ -8,7 +8,9 @@ validation BLEU), for `--epochs` epochs, then reports:
 - each epoch's training time (the loop: steps and batch preparation, validation excluded), target tokens/s and
   distinct (batch, length) shapes. Target: epoch 1 ≤ 1.2× the median later epoch (nothing planned per new shape);
 - the real loop's tokens/s against the isolated step's: the trainer's own step on the last epoch's batches, collated
-  and on the device beforehand, back to back. Target: ≥ 0.8.
+  and on the device beforehand, back to back. Target: ≥ 0.8;
+- the dry run's estimate of a later epoch's training time (frozen_sweep.job.probe, measured after the run on a fresh
+  model: the probe a dry run makes on this device) against the median later epoch's. Target: within 25%.
 Extra arguments are config overrides (trainer.length_multiple=1, trainer.cudnn_attention=true, ...): compare settings
 by running it once per setting.
 """
@@ -21,6 +23,7 @@ from pathlib import Path
 import common
 
 from frozen_sweep.data import load_task
+from frozen_sweep.job.probe import measure
 from frozen_sweep.train.trainer import Trainer
 from frozen_sweep.weights.build import build_model
 
@@ -69,12 +72,16 @@ def main() -> None:
             trainer._train_step(batch)
         common.synchronize(device)
         isolated = sum(b.n_tokens for b in batches) / (time.perf_counter() - started)
+        probe = measure(cfg, device, imports_s=0.0)  # the estimate's step, as a dry run probes it on this device
     real = state.train_tokens / state.step_time_s
     print(f"real loop: {real:,.0f} tokens/s; isolated step on the last epoch's batches: {isolated:,.0f} tokens/s")
     epoch_times = [float(r[1].split()[0]) for r in rows]
     later = statistics.median(epoch_times[1:]) if len(epoch_times) > 1 else epoch_times[0]
     common.verdict("first epoch / median later epoch", epoch_times[0] / later, 1.2, at_most=True)
     common.verdict("real loop / isolated step tokens/s", real / isolated, 0.8)
+    estimated = probe.batch_s * tr.update_freq * (probe.batches_per_epoch // (tr.devices * tr.update_freq))
+    print(f"estimated epoch: {estimated:.2f} s (probe: {probe.batch_s * 1000:.1f} ms a batch); measured: {later:.2f} s")
+    common.verdict("estimate's error on a later epoch", abs(estimated / later - 1), 0.25, unit="", at_most=True)
 
 
 if __name__ == "__main__":

@@ -1,20 +1,21 @@
 """Planning a sweep at scale: the time `python -m frozen_sweep -m … dry_run=true` takes for 9, 90 and 900 jobs, and
-a relaunch of the 900-job sweep once every job has a completed record (all skipped), with how the cost grows.
+a relaunch of the 900-job sweep once every job has a completed record (all skipped), with how the cost grows; then
+9,000 jobs over four axes that are not all seeds (the nine freeze rows × 10 learning rates × 10 warmups × 10 seeds).
 
-    python benchmarks/plan_scale.py [--quick] [--large: 9,000 jobs too]
+    python benchmarks/plan_scale.py [--quick] [--large: 9,000 seeded jobs too]
 
 The grid is the nine freeze rows × seeds (× two model sizes for 900) on the embedded corpus, so each job is planned
 as a real sweep's is (every check the plan does: keys, values, data files, its directory's record; a seed class's
 later jobs from its first two, their configs composed at launch). The relaunch's records are written here, one per
 job with the fingerprint of the job's own full check, as a finished sweep leaves them. Each size is run as a fresh command (interpreter start and imports included), its wall time printed
-with the CPU time the command used and the load average: on a busy machine the CPU time is the figure to compare.
-The per-job cost is the slope between the smallest and the largest grid, the fixed cost its intercept. Targets on a
-quiet machine: 900 jobs in ≤ 10 s, 9,000 in ≤ 60 s.
+with the CPU time the command used, its peak memory (resident) and the load average: on a busy machine the CPU time is
+the figure to compare. The per-job cost is the slope between the smallest and the largest grid, the fixed cost its
+intercept. Targets on a quiet machine: 900 jobs in ≤ 10 s, 9,000 in ≤ 60 s; the four-axis 9,000 in ≤ 15 s of CPU
+and ≤ 300 MB.
 """
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -35,20 +36,39 @@ GRIDS = {
     9000: ["freeze=glob(*)", "seed=range(1,501)", "model=demo,tiny"],
 }
 TARGETS_S = {900: 10.0, 9000: 60.0}
+LEARNING_RATES = ",".join(f"{lr / 10000:g}" for lr in range(10, 20))  # 0.001 … 0.0019
+AXES = ["freeze=glob(*)", f"trainer.lr={LEARNING_RATES}", "trainer.warmup_steps=range(100,200,10)", "seed=range(1,11)"]
+AXES_TARGETS = (15.0, 300)  # s of CPU, MB of peak memory
+
+
+# `python -m frozen_sweep ARGS`, printing its peak resident memory (VmHWM) last: its rusage's maxrss would count the
+# pages of this process it was forked from
+PEAK = "peak resident kB:"
+PEAK_REPORTING = (
+    "import atexit, runpy, sys\n"
+    "def peak():\n"
+    "    hwm = next(line for line in open('/proc/self/status') if line.startswith('VmHWM'))\n"
+    f"    print('{PEAK}', hwm.split()[1], file=sys.stderr, flush=True)\n"
+    "atexit.register(peak)\n"
+    "runpy.run_module('frozen_sweep', run_name='__main__', alter_sys=True)\n"
+)
 
 
 def timed_sweep(sweep_dir: Path, grid: list[str], *extra: str) -> tuple[float, float, str]:
-    """(wall s, CPU s of the command, its output)."""
-    command = [sys.executable, "-m", "frozen_sweep", "-m", *grid, f"hydra.sweep.dir={sweep_dir}", *extra]
-    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    elapsed = time.perf_counter() - started
-    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
-    return elapsed, cpu, done.stdout + done.stderr
+    """(wall s, CPU s of the command, its output); the command's peak memory in `timed_sweep.peak_mb`."""
+    command = [sys.executable, "-c", PEAK_REPORTING, "-m", *grid, f"hydra.sweep.dir={sweep_dir}", *extra]
+    with tempfile.TemporaryFile("w+") as output:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, text=True)
+        _, status, usage = os.wait4(process.pid, 0)  # this command's own CPU time, not all children's
+        elapsed = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        output.seek(0)
+        out = output.read()
+    if process.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{out[-4000:]}")
+    timed_sweep.peak_mb = int(out.rsplit(PEAK, 1)[1].split()[0]) / 1024
+    return elapsed, usage.ru_utime + usage.ru_stime, out
 
 
 def load() -> str:
@@ -95,7 +115,7 @@ def main() -> None:
             assert f"dry run: {n} jobs" in out, out[-2000:]
             times[n] = elapsed
             print(f"dry run, {n:>4} jobs: {elapsed:6.1f} s wall, {cpus[n]:6.1f} s CPU ({cpus[n] / n * 1000:.0f} ms CPU a "
-                  f"job, start-up included), load {at_start} at start")  # fmt: skip
+                  f"job, start-up included), peak {timed_sweep.peak_mb:.0f} MB, load {at_start} at start")  # fmt: skip
         small, large = sizes[0], sizes[-1]
         slope = (times[large] - times[small]) / (large - small)
         print(f"growth: linear, {slope * 1000:.1f} ms a job beyond a fixed {times[small] - slope * small:.1f} s")
@@ -109,11 +129,26 @@ def main() -> None:
         assert f"{written} jobs: 0 to run" in out, out[-2000:]
         print(f"relaunch of {written} completed jobs (all skipped): {elapsed:.1f} s wall, {cpu:.1f} s CPU, "
               f"load {at_start} at start")  # fmt: skip
+        if not args.quick:
+            four_axes(Path(tmp) / "axes")
         for n, target in TARGETS_S.items():
             if n in times:
                 verdict = "met" if times[n] <= target else "NOT met"
                 print(f"target: {n} jobs planned in <= {target:.0f} s: {verdict} ({times[n]:.1f} s wall, "
                       f"{cpus[n]:.1f} s CPU, load {load()} at the end)")  # fmt: skip
+
+
+
+def four_axes(sweep_dir: Path) -> None:
+    """The 9,000-job grid over freeze × lr × warmup × seed, against its CPU and memory targets."""
+    at_start = load()
+    elapsed, cpu, out = timed_sweep(sweep_dir, AXES, "dry_run=true")
+    assert "dry run: 9000 jobs" in out, out[-2000:]
+    cpu_target, mb_target = AXES_TARGETS
+    met = "met" if cpu <= cpu_target and timed_sweep.peak_mb <= mb_target else "NOT met"
+    print(f"dry run, 9000 jobs over freeze × lr × warmup × seed: {elapsed:.1f} s wall, {cpu:.1f} s CPU, peak "
+          f"{timed_sweep.peak_mb:.0f} MB, load {at_start} at start; target <= {cpu_target:.0f} s CPU and <= "
+          f"{mb_target} MB: {met}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from omegaconf.errors import OmegaConfBaseException
 from frozen_sweep.config import ConfigError, register_configs
 from frozen_sweep.config.help_text import config_groups
 from frozen_sweep.job import command
-from frozen_sweep.job.dry_run import REFUSE, check_job, report, same_run_message, single_job_same_run
+from frozen_sweep.job.dry_run import REFUSE, RESUME, RUN, check_job, report, same_run_message, single_job_same_run
 from frozen_sweep.job.job_config import absolute_paths
 from frozen_sweep.run.directory import LOCK_FILE, dirname, read_record
 from frozen_sweep.run.lock import JobAlreadyRunning, remove_if_unused
@@ -48,7 +48,13 @@ def main(cfg) -> Optional[float]:
         decision = check_job(cfg, hc.overrides.task, run_dir, beside=not own_dir)
         remove_if_unused(run_dir, {".hydra", f"{hc.job.name}.log"})
         label = " ".join(o for o in hc.overrides.task if not o.startswith("dry_run=")) or "the default job"
-        print(report([(label, run_dir, decision)]), flush=True)
+        cost = None
+        if cfg.estimate and decision.action in (RUN, RESUME):
+            from frozen_sweep.job.cost import single_job_cost  # torch: the probe of its step
+
+            resumed = read_record(run_dir) if decision.action == RESUME else None
+            cost = single_job_cost(cfg, hc.overrides.task, run_dir, resumed)
+        print(report([(label, run_dir, decision)], [cost]), flush=True)
         if decision.action == REFUSE:
             raise SystemExit(1)
         return None

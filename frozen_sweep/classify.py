@@ -23,11 +23,11 @@ def main(argv=None) -> None:
     run = command_line.open_run(args)
     run.require("classify", TaskKind.classify, TaskKind.regression)
 
-    def answer(lines: list[str], source: str, first_line: int) -> str:
+    def answer(lines: list[str], source: str, first_line: int) -> list[str]:
         answers = run.classify(lines, args.batch_size, source=source, first_line=first_line)
         if run.kind == TaskKind.regression:
-            return "".join("\n" if number is None else f"{number:.4f}\n" for number in answers)
-        return "".join("\n" if label is None else f"{label[0]}\t{label[1]:.4f}\n" for label in answers)
+            return ["\n" if number is None else f"{number:.4f}\n" for number in answers]
+        return ["\n" if label is None else f"{label[0]}\t{label[1]:.4f}\n" for label in answers]
 
     command_line.serve(args, run, answer)
 

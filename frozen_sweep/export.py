@@ -94,7 +94,7 @@ def write_run_file(run: FinishedRun, out: Path, weights: str) -> None:
     labelled = TaskKind(run.config.task.kind).labelled  # a regression's labels: None
     classifier = {"labels": run.labels, "pairs": run.pairs} if labelled else None
     write_model_file(out, model, run.config.seed, OmegaConf.to_yaml(run.config), run.vocab, hashes, classifier,
-                     run.base_draws)  # fmt: skip
+                     run.base_draws, run.threads)  # fmt: skip
     total = parameter_counts(model)["params_total"]
     stored = total - sum(p.numel() for name, p in model.named_parameters() if name in drawn)
     print(f"{out}: {out.stat().st_size:,} bytes; {stored:,} of {total:,} parameters stored ({stored / total:.1%}), "
@@ -108,7 +108,8 @@ def writers(fmt: str, quantization: str) -> dict:
     translations = "greedy search gives the run's greedy translations"
     if fmt == "ctranslate2":
         write = functools.partial(ctranslate2_model.write_ctranslate2, quantization=quantization)
-        promise = f"{quantization} weights; float32 {translations}"
+        promise = translations if quantization == "float32" else (f"{quantization} weights: greedy search gives "
+                                                                    "translations close to the run's, not its own")
         return {TaskKind.translation: ("CTranslate2 Translator", ctranslate2_model.not_expressible, write, promise)}
     return {TaskKind.translation: ("MarianMT", marian.not_expressible, marian.write_marian, translations),
             TaskKind.lm: ("LLaMA", llama_hf.not_expressible, llama_hf.write_llama,

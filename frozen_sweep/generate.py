@@ -47,15 +47,15 @@ def main(argv=None) -> None:
     settings = {key: getattr(args, key) for key in ("max_new_tokens", "beam", "sample", "temperature", "top_k",
                                                     "top_p", "seed")}  # fmt: skip
 
-    def answer(prompts: list[str], source: str, first_line: int) -> str:
+    def answer(prompts: list[str], source: str, first_line: int) -> list[str]:
         texts = run.generate(prompts, source=source, first_line=first_line, **settings)
-        return "".join(text + "\n" for text in texts)
+        return [text + "\n" for text in texts]
 
     if args.unconditional is None:
         command_line.serve(args, run, answer)
         return
-    command_line.write_output(args.output, answer([""] * args.unconditional, "--unconditional", 1))
-    print(run.speed.summary(run.threads, run.weights_summary()), file=sys.stderr)
+    command_line.write_output(args.output, "".join(answer([""] * args.unconditional, "--unconditional", 1)))
+    print(run.speed_summary(), file=sys.stderr)
 
 
 if __name__ == "__main__":

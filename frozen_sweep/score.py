@@ -16,7 +16,7 @@ it was scored on and exp(−LOGPROB / TOKENS).
   (test.src.txt and test.ref.txt in its directory) the mean log-prob per token is minus the record's test_loss.
 The summary is the perplexity over all scored tokens, batched as the job batched its test set (trainer.max_tokens),
 so on the run's test file it is exactly the record's test perplexity (with --stream, each line is scored as it
-comes and there is no summary). RUN is the run's directory or its model file. The Python API:
+comes and there is no summary). An empty line gives an empty line, not scored. RUN is the run's directory or its model file. The Python API:
 frozen_sweep.load_run(RUN).score.
 """
 
@@ -31,11 +31,12 @@ def main(argv=None) -> None:
     run = command_line.open_run(args)
     run.require("score", TaskKind.lm, TaskKind.mlm, TaskKind.translation)
 
-    def answer(lines: list[str], source: str, first_line: int) -> str:
+    def answer(lines: list[str], source: str, first_line: int) -> list[str]:
         scores = run.score(lines, source=source, first_line=first_line)
         if not args.stream:
             print(scores.summary(), file=sys.stderr)
-        return "".join(f"{line.logprob:.4f}\t{line.tokens}\t{line.perplexity:.4f}\n" for line in scores.lines)
+        return [f"{line.logprob:.4f}\t{line.tokens}\t{line.perplexity:.4f}\n" if line else "\n"
+                for line in scores.lines]  # fmt: skip
 
     command_line.serve(args, run, answer)
 

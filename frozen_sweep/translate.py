@@ -38,15 +38,15 @@ def main(argv=None) -> None:
     run.require("translate", TaskKind.translation)
     search = {key: getattr(args, key) for key in ("beam", "len_penalty", "max_len_a", "max_len_b", "batch_sentences")}
 
-    def answer(lines: list[str], source: str, first_line: int) -> str:
+    def answer(lines: list[str], source: str, first_line: int) -> list[str]:
         with tqdm(total=len(lines), unit="sentence", file=sys.stderr,
                   disable=args.stream or not sys.stderr.isatty()) as progress:  # fmt: skip
             ranked = run.translate(lines, nbest=args.nbest, max_tokens=args.max_tokens, source=source,
                                    first_line=first_line, on_batch=progress.update, **search)  # fmt: skip
         if args.nbest == 1:
-            return "".join(hyps[0][1] + "\n" for hyps in ranked)
-        return "".join(f"{line}\t{score:.4f}\t{hyp}\n" for line, hyps in enumerate(ranked, first_line)
-                       for score, hyp in hyps)  # fmt: skip
+            return [hyps[0][1] + "\n" for hyps in ranked]
+        return ["".join(f"{line}\t{score:.4f}\t{hyp}\n" for score, hyp in hyps)
+                for line, hyps in enumerate(ranked, first_line)]  # fmt: skip
 
     command_line.serve(args, run, answer)
 

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ["train_throughput", "freeze_speedup", "reservoir_step", "decode", "checkpoint_size", "batching",
            "sweep_overhead", "logging_overhead", "busy_cpu", "collect_records", "job_throughput", "packing", "cpu_bf16",
            "sweep_tail", "data_scale", "hub_prepare", "distributed", "on_the_fly", "inference_engines", "generate",
-           "pretrained_import"]
+           "estimate_accuracy", "pretrained_import"]
 
 
 def run(script: str, *args: str, timeout: int = 300) -> str:
@@ -28,7 +28,7 @@ def run(script: str, *args: str, timeout: int = 300) -> str:
 OWN_TESTS = ("train_throughput", "sweep_overhead", "busy_cpu", "cpu_bf16", "sweep_tail")  # with their own asserts
 # scripts whose --quick run launches real sweeps or rank processes: `make test-bench`, not `make test` (the features
 # they time have their own end-to-end tests; these check that the scripts still run)
-LAUNCHING = ("distributed", "on_the_fly", "packing", "data_scale", "hub_prepare")
+LAUNCHING = ("distributed", "on_the_fly", "packing", "data_scale", "hub_prepare", "estimate_accuracy")
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,7 @@ def test_a_running_runs_last_checkpoint_or_any_checkpoint_file_translates_and_ex
     run_command(translate.main, [str(running), "--checkpoint", "last", "--input", str(source)])
     out, err = capsys.readouterr()
     last = f"weights: checkpoint_last.pt, step {record['steps']} (the run is running)"
-    assert out.splitlines() == expected and err.endswith(last + "\n")
+    assert out.splitlines() == expected and err.endswith(last + "; float32\n")  # the precision used
 
     run_command(export.main, [str(running), str(tmp_path / "m.safetensors"), "--checkpoint", "last"])
     assert last in capsys.readouterr().err
@@ -76,7 +76,8 @@ def test_average_writes_the_mean_of_the_last_checkpoints_and_an_ensemble_means_p
     probs = [torch.softmax(m.model.decode(bos, *m.model.encode(src))[0, -1], -1) for m in (single, member)]
     assert torch.allclose(mixed, torch.log((probs[0] + probs[1]) / 2), atol=1e-5)
     assert len(ensemble.translate(lines)) == len(lines)
-    assert " + avg.safetensors" in ensemble.weights_summary()
+    assert ensemble.weights_summary().startswith(f"{run_dir}: checkpoint_best.pt, step ")  # each run named
+    assert ensemble.weights_summary().endswith(" + avg.safetensors; float32")
 
     other_vocab = tmp_path / "other_vocab.safetensors"
     lm_vocab = load_run(finished_runs["lm"]).vocab  # another corpus' vocabulary, as large

@@ -16,7 +16,7 @@ from frozen_sweep.tables import paper
 from frozen_sweep.tables.build import build_tables
 from frozen_sweep.tables.paper import REFERENCES
 from frozen_sweep.tables import plots
-from frozen_sweep.tables.plots import plot_tables
+from frozen_sweep.tables.plots import SLUG_CHARS, plot_tables
 from frozen_sweep.tables.provenance import sweep_commands
 from frozen_sweep.tables.render import csv, latex, markdown
 from frozen_sweep.tables.runs import load_runs
@@ -185,6 +185,9 @@ def test_plots_one_file_per_table(sweep, tmp_path):
     assert all(p.stat().st_size > 10_000 for p in written)
     single = plot_tables(tables[:1], tmp_path / "one.png")
     assert single == [tmp_path / "one.png"] and single[0].stat().st_size > 10_000
+    tables[0].title += " · " + " ".join(f"+bases.b{i}=[experiment=finetune_bases,model=mlm_micro]" for i in range(9))
+    long = plot_tables(tables, tmp_path / "long.png")  # a title of a base's override list: a bounded file name
+    assert len(long[0].name) <= len("long-1-") + SLUG_CHARS + len(".png") and long[0].stat().st_size > 10_000
 
 
 def test_curves_are_means_over_seeds_with_a_band_and_say_how_the_machine_was_shared(tmp_path, monkeypatch):
@@ -294,3 +297,4 @@ def test_gpu_tables_sweep_three_seeds_with_the_settings_measured_on_the_h100():
         assert experiment_sweep(experiment)["seed"] == ["1", "2", "3"]
         assert (cfg.trainer.lr, cfg.trainer.warmup_steps, cfg.trainer.max_tokens) == (7e-4, 1000, 8192)
         assert cfg.task.name == ("bible_es_en" if experiment == "paper_base_bible" else "lm_bible_en")
+

@@ -63,13 +63,16 @@ def test_a_ctranslate2_export_loads_and_its_float32_greedy_search_gives_the_runs
     assert translate_ct2(tmp_path / "ct2", run, lines, greedy) == expected
 
 
-def test_quantised_exports_load_and_are_smaller(runs, tmp_path):
+def test_quantised_exports_load_and_are_smaller(runs, tmp_path, capsys):
     sizes = {}
     for quantization in ("float32", "int8", "int16", "float16"):
         directory = tmp_path / quantization
         run_command(export.main, [str(runs["post"]), str(directory), "--format", "ctranslate2",
                                   "--quantization", quantization])  # fmt: skip
         sizes[quantization] = (directory / "model.bin").stat().st_size
+        said = capsys.readouterr().err  # only float32 promises the run's translations
+        assert ("; greedy search gives the run's greedy translations;" in said) == (quantization == "float32"), said
+        assert quantization == "float32" or f"{quantization} weights: greedy search gives translations close" in said
         translator = ctranslate2.Translator(str(directory), device="cpu")
         assert translator.translate_batch([["▁a"]], max_decoding_length=5)[0].hypotheses  # loads and translates
     assert sizes["int8"] < sizes["int16"] < sizes["float32"]

@@ -2,6 +2,8 @@
 exported with `export --format hf` and loaded by transformers as a user would: the same tokens, the same logits, the
 same greedy continuations, and its frozen parts still the seed's draws."""
 
+import json
+
 import pytest
 import torch
 
@@ -40,6 +42,8 @@ def test_frozen_attention_and_gates_are_the_seeds_draws_after_training(llama_run
 def test_a_hf_export_is_llama_with_our_tokens_logits_and_greedy_continuations(llama_run, toy_corpus, tmp_path):
     run_command(export.main, [str(llama_run.path), str(tmp_path / "hf"), "--format", "hf"])
     tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")
+    generation = json.loads((tmp_path / "hf" / "generation_config.json").read_text())
+    assert "max_length" not in generation and generation["eos_token_id"] == EOS  # max_new_tokens says how long
     llama = transformers.LlamaForCausalLM.from_pretrained(tmp_path / "hf").eval()
     model, vocab = llama_run.model.eval(), llama_run.vocab
     lines = (toy_corpus / "test.en").read_text().splitlines()[:20]

@@ -230,3 +230,8 @@ def test_an_unlabelled_test_file_with_a_header_is_refused_as_one(tmp_path, cache
                                          r"has: a file without labels \(GLUE's test files withhold theirs\) is never "
                                          r"scored"):  # fmt: skip
         prepare(classify_config(corpus, cache_dir, "task.header=true").task)
+    run = tmp_path / "run"  # a single job's dry run reads the data as the sweep's plan does: refused, not "run"
+    dry = run_cli("task=text_files", "task.kind=classify", f"task.path={corpus}", f"task.cache_dir={cache_dir}",
+                  "task.vocab_size=60", "model=mlm_micro", "task.header=true", "dry_run=true", f"hydra.run.dir={run}")
+    assert dry.returncode == 1 and "refuse" in dry.stdout and "has no 'label' column" in dry.stdout, dry.stdout
+    assert "Traceback" not in dry.stdout and not run.exists()

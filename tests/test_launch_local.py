@@ -9,7 +9,7 @@ from itertools import combinations
 import pytest
 from hydra_plugins.frozen_sweep_launchers._batches import check_claims
 from hydra_plugins.frozen_sweep_launchers._plan import PlannedJob, SweepConfigError
-from hydra_plugins.frozen_sweep_launchers.local_gpus import visible_gpus
+from hydra_plugins.frozen_sweep_launchers._gpus import visible_gpus
 
 from frozen_sweep.run.lock import live_runner
 from tests.conftest import ROOT
@@ -204,6 +204,10 @@ def test_a_later_batch_may_not_take_a_directory_that_an_earlier_batch_took_with_
         ("+freez=emb", "freez: no such key in the config; did you mean freeze"),
         ("trainer.warmup_steps=-10", "trainer.warmup_steps=-10): trainer.warmup_steps=-10: must be >= 0."),
         ("freeze=none,emb_emb", "emb_emb"),  # Hydra's own error: a config group option that does not exist
+        ("freeze=glob(zzz*)", "freeze=glob(zzz*) matches no option of freeze, so the sweep has no job; allowed: a "
+         "pattern matching one of att, "),
+        ("seed=1,1", "seed=1,1 lists 1 more than once: the jobs would be one run in one directory; give each value"),
+        ("hydra.launcher.max_parallel=0", "hydra.launcher.max_parallel=0: must be >= 1. No job was started."),
     ],
 )
 def test_each_refused_trap_leaves_the_sweep_folder_as_it_was(tmp_path, micro_overrides, trap, message):
@@ -213,5 +217,6 @@ def test_each_refused_trap_leaves_the_sweep_folder_as_it_was(tmp_path, micro_ove
     before = sorted(p.relative_to(sweep) for p in sweep.rglob("*"))
     proc = run_sweep(sweep, *micro_overrides, LOCAL, trap)
     assert proc.returncode != 0 and message in proc.stdout, proc.stdout
+    assert "Traceback" not in proc.stdout and "Error in call to target" not in proc.stdout  # one line, no wrapper
     assert "trainer.threads=" not in proc.stdout  # the launcher's own override is not the user's
     assert sorted(p.relative_to(sweep) for p in sweep.rglob("*")) == before

@@ -91,15 +91,18 @@ def test_a_slurm_sweep_survives_scancel_resumes_requeued_jobs_and_skips_complete
 
 
 def test_hydras_job_settings_hold_for_frozen_sweep_jobs_on_slurm(slurm_cluster, tmp_path, micro_overrides, toy_corpus):
-    """In a SLURM job of a user's own script (tests/helpers/sweeps.py): get_original_cwd and to_absolute_path give the
-    directory the command ran in, hydra.job.chdir=true runs the job in its own directory, hydra.job.name names its log,
+    """In a SLURM job of a user's own script (tests/helpers/sweeps.py), its time limit set from the jobs' estimates
+    (timeout_min=null): get_original_cwd and to_absolute_path give the directory the command ran in, hydra.job.chdir=true runs the job in its own directory, hydra.job.name names its log,
     hydra.sweep.subdir names its directory, and a resolver registered by the launching script resolves in the job."""
     (tmp_path / "corpus").symlink_to(toy_corpus)
     overrides = [o for o in micro_overrides if not o.startswith("task.path=")] + ["task.path=corpus"]
     proc = run_own_script(tmp_path, tmp_path / "sweep", *overrides, *SLURM, "trainer.max_steps=2", "eval.beam=1",
                           "hydra.job.name=myjob", "hydra.job.chdir=true", "hydra.sweep.subdir=${freeze.name}_s${seed}",
-                          "seed=${twice:3}", "freeze=none,emb")  # fmt: skip
+                          "seed=${twice:3}", "freeze=none,emb", "hydra.launcher.timeout_min=null", "estimate=true")  # fmt: skip
     assert proc.returncode == 0, proc.stdout
+    limit = re.search(r"slurm: time limit (\d+) min per job \(1.5 × the longest estimate", proc.stdout)
+    scripts = [p.read_text() for p in (tmp_path / "sweep" / ".submitit").rglob("*submission.sh")]
+    assert limit and scripts and all(f"#SBATCH --time={limit[1]}\n" in s for s in scripts), proc.stdout  # from the estimate
     for freeze in ("none", "emb"):
         run = tmp_path / "sweep" / f"{freeze}_s6"
         assert (run / "myjob.log").exists() and read_json(run / "result.json")["status"] == "completed"

@@ -5,15 +5,19 @@ import re
 
 import pytest
 
+from tests.conftest import compose_config
 from tests.helpers.jobs import result, run_cli
+from tests.helpers.plans import plan
 from tests.helpers.sweeps import LOCAL, job_dir, run_sweep
+
+
+TINY_BASE = ["experiment=finetune_bases", "reservoir=none", "model=mlm_micro", "trainer=quick", "trainer.max_steps=30",
+             "trainer.validate_every_steps=30"]  # fmt: skip
 
 
 def tiny_base() -> str:
     """bases.regular of the fine-tuning experiments, shrunk to a micro encoder and 30 updates."""
-    overrides = ["experiment=finetune_bases", "reservoir=none", "model=mlm_micro", "trainer=quick",
-                 "trainer.max_steps=30", "trainer.validate_every_steps=30"]  # fmt: skip
-    return "bases.regular=[" + ",".join(f'"{o}"' for o in overrides) + "]"
+    return "bases.regular=[" + ",".join(f'"{o}"' for o in TINY_BASE) + "]"
 
 
 def test_a_dry_run_lists_the_bases_before_the_jobs_that_wait_for_them(tmp_path):
@@ -23,9 +27,53 @@ def test_a_dry_run_lists_the_bases_before_the_jobs_that_wait_for_them(tmp_path):
     bases = [line.split()[1] for line in lines if line.startswith("run     bases.")]
     assert bases == ["bases.regular", "bases.transformer_reservoirs", "bases.ffn_reservoirs"]
     assert "sweep/reservoir=transformer: no run there yet" in done.stdout  # where experiment=finetune_bases puts it
-    waiting = [line for line in lines if "once its base bases.ffn_reservoirs has completed (checked then)" in line]
+    waits = "once its base bases.ffn_reservoirs has completed (checked in full then)"
+    waiting = [line for line in lines if waits in line]
     assert len(waiting) == 2  # finetune.frozen=keep and train
     assert not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.parametrize("extra, refusal", [
+    (["model=mlm_micro"], "model=mlm_micro: a fine-tuning job takes model and reservoir from its base run "
+                          "(finetune.base_checkpoint=bases.regular); drop these overrides"),
+    (['bases.regular=["task=lm_bible_en","model=lm_demo"]'],
+     "finetune.base_checkpoint=bases.regular: a task.kind=lm run (task=lm_bible_en); fine-tuning starts from a "
+     "masked LM's encoder"),
+])  # fmt: skip
+def test_what_would_refuse_a_fine_tuning_job_once_its_base_ran_stops_the_sweep_before_the_base_trains(
+    tmp_path, extra, refusal
+):
+    args = ["experiment=random_embeddings_first", "finetune.base_checkpoint=bases.regular", "freeze=none",
+            "seed=1", *extra, LOCAL]  # fmt: skip
+    dry = run_sweep(tmp_path / "sweep", *args, "dry_run=true")
+    assert dry.returncode != 0 and "Traceback" not in dry.stdout, dry.stdout[-3000:]
+    refused = [line.strip() for line in dry.stdout.splitlines() if line.strip().startswith("refuse")]
+    assert len(refused) == 1 and "finetune.base_checkpoint=bases.regular" in refused[0], refused
+    assert refusal in dry.stdout
+    real = run_sweep(tmp_path / "sweep", *args)
+    assert real.returncode != 0 and "Traceback" not in real.stdout and refusal in real.stdout, real.stdout[-3000:]
+    assert "No job was started." in real.stdout and not (tmp_path / "sweep").exists()
+
+
+def test_the_scratch_row_has_the_bases_model_unless_its_config_sizes_it(tmp_path):
+    """finetune.scratch_model=bases (the default): every seed of the scratch row gets the bases' model, own: its
+    own; a model override of a row sized by the bases, bases of two models, and a single job are refused."""
+    fixed = ["experiment=random_embeddings_first", tiny_base(), "finetune.base_checkpoint=scratch", "freeze=none"]
+    _, jobs, _, _ = plan(str(tmp_path / "bases"), fixed, ["seed=1,2,3"], with_bases=True)
+    base = compose_config(*TINY_BASE).model  # mlm_micro, with the bases' experiment's 5 layers
+    assert [job.refused for job in jobs] == [None] * 3 and base.encoder_layers == 5
+    assert all(job.config.model == base and job.config.finetune.scratch_model.value == "own" for job in jobs)
+    _, own, _, _ = plan(str(tmp_path / "own"), [*fixed, "finetune.scratch_model=own"], ["seed=1"], with_bases=True)
+    assert own[0].config.model.name == "mlm_demo" and own[0].config.model.encoder_layers == 5  # the experiment's
+    _, refused, _, _ = plan(str(tmp_path / "o"), [*fixed, "model.d_model=64"], ["seed=1"], with_bases=True)
+    assert refused[0].refused.startswith("model.d_model=64: finetune.base_checkpoint=scratch takes the model of the "
+                                         "config's bases (finetune.scratch_model=bases)")  # fmt: skip
+    two = ['+bases.b=["experiment=finetune_bases","reservoir=none"]']
+    _, refused, _, _ = plan(str(tmp_path / "two"), [*fixed, *two], ["seed=1"], with_bases=True)
+    assert "the bases' models differ (bases.regular: model=mlm_micro, bases.b: model=mlm_demo)" in refused[0].refused
+    single = run_cli(*fixed, f"hydra.run.dir={tmp_path / 'job'}")
+    assert single.returncode != 0 and "finetune.scratch_model=own for the job's own model" in single.stdout
+    assert "Traceback" not in single.stdout and not (tmp_path / "job").exists()
 
 
 def test_an_unknown_base_or_a_single_job_naming_one_is_refused(tmp_path):

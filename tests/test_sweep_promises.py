@@ -90,9 +90,10 @@ def test_a_finished_job_is_not_run_again_under_another_directory_name(tmp_path, 
     assert f"python -m frozen_sweep.collect {sweep}" in first.stdout  # the sweep's end says how to collect it
     finished = job_dir(sweep, "freeze=none")
     # seed=1 is the default: the same run, in a directory named differently; seed=2 is a new one
-    again = run_sweep(sweep, *micro_overrides, LOCAL, "freeze=none", "seed=1,2")
+    again = run_sweep(sweep, *micro_overrides, LOCAL, "freeze=none", "seed=1,2", "estimate=true")
     assert again.returncode == 0, again.stdout
     assert "2 jobs: 1 to run (0 resuming from a checkpoint), 1 already completed" in again.stdout, again.stdout
+    assert "estimated cost: 1 job to run, " in again.stdout, again.stdout  # the launch's plan line: what it costs
     assert f"skipped seed=1: the same run (config, data and seed) as {finished}" in again.stdout, again.stdout
     assert not job_dirs(sweep, "seed=1")  # no directory made for it
     assert len(read_json(finished / "attempts.json")) == 1

@@ -90,21 +90,26 @@ def test_bf16_autocast_on_the_cpu_learns_like_fp32_with_attention_on_the_math_ba
 
 
 @pytest.mark.slow
-def test_compiled_training_matches_eager(tmp_path, micro_overrides):
-    """trainer.compile=true (torch.compile, dynamic shapes; meant for CUDA) trains the same model as eager mode; with
-    torch's scalar CPU kernels forced, whose C++ its compiler cannot build, it stops with an error that says so."""
+def test_a_compiled_jobs_curve_matches_eagers(tmp_path, micro_overrides):
+    """trainer.compile=true (torch.compile, dynamic shapes; meant for CUDA): a real job's validation curve and test
+    score are eager's, within float reassociation (no dropout: the same computation). CUDA graphs
+    (compile_mode=reduce-overhead) are refused on the CPU; with torch's scalar CPU kernels forced, whose C++ its
+    compiler cannot build, compiling is refused with an error that says so."""
+    with pytest.raises(ConfigError, match="trainer.compile_mode=reduce-overhead: CUDA graphs replay GPU kernels"):
+        make_trainer(tmp_path, micro_overrides, "trainer.compile=true", "trainer.compile_mode=reduce-overhead")
     if torch.backends.cpu.get_cpu_capability() == "DEFAULT":
         with pytest.raises(ConfigError, match="trainer.compile=true: .* ATEN_CPU_CAPABILITY=default .* allowed here"):
             make_trainer(tmp_path, micro_overrides, "trainer.compile=true")
         return
-    valid_loss = {}
+    curves, tests = {}, {}
     for compiled in (False, True):
-        (tmp_path / str(compiled)).mkdir()
-        trainer = make_trainer(tmp_path / str(compiled), micro_overrides, f"trainer.compile={compiled}",
-                               "model.dropout=0", "trainer.max_steps=3", "trainer.validate_every_steps=3",
-                               "trainer.valid_bleu_sentences=0")  # fmt: skip
-        valid_loss[compiled] = trainer.fit().history[-1]["valid_loss"]
-    assert valid_loss[True] == pytest.approx(valid_loss[False], rel=1e-4)
+        overrides = [f"trainer.compile={compiled}", "model.dropout=0", "trainer.max_steps=12",
+                     "trainer.validate_every_steps=4", "trainer.valid_bleu_sentences=0", "eval.beam=1"]  # fmt: skip
+        result = run_job(compose_config(*micro_overrides, *overrides), tmp_path / str(compiled), overrides)
+        curves[compiled] = [entry["valid_loss"] for entry in result.history]
+        tests[compiled] = result.test_loss
+    assert len(curves[True]) == 3 and curves[True][-1] < curves[True][0]  # it learnt
+    assert curves[True] == pytest.approx(curves[False], rel=1e-4) and tests[True] == pytest.approx(tests[False], rel=1e-4)
 
 
 def test_a_nan_loss_fails_the_job_as_diverged_naming_lr_and_warmup(tmp_path, micro_overrides):

@@ -1,6 +1,7 @@
 """The Python API (frozen_sweep.load_run) gives the commands' outputs; the commands take --threads and end with their
-speed; --stream answers each line before the next is written; an empty line gives an empty line. Real micro runs
-(conftest's finished_runs)."""
+speed, a model file at its job's threads; --stream answers each line before the next is written and a bad line with
+an empty line; --too-long skips or cuts a long line; an empty line gives an empty line. Real micro runs (conftest's
+finished_runs)."""
 
 import math
 import queue
@@ -10,11 +11,15 @@ import sys
 import threading
 
 import pytest
+from omegaconf import OmegaConf
 
-from frozen_sweep import load_run
+from frozen_sweep import export, load_run, score
 from frozen_sweep.run.directory import TEST_SOURCES
 from frozen_sweep.run.record import best_entry
+from frozen_sweep.system.cpu import usable_cores
+from frozen_sweep.use.command_line import run_command
 from frozen_sweep.use.errors import UsageError
+from frozen_sweep.weights.model_file import read_model_file, write_model_file
 from tests.conftest import ROOT
 from tests.helpers.jobs import result
 
@@ -49,38 +54,85 @@ def test_the_commands_take_threads_and_end_with_their_speed(finished_runs):
                          cwd=ROOT, timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout == (finished_runs["mt"] / "test.hyp.txt").read_text()
-    best = f"checkpoint_best.pt, step {best_entry(result(finished_runs['mt']))['step']}"
+    best = f"checkpoint_best.pt, step {best_entry(result(finished_runs['mt']))['step']}; float32"
     assert out.stderr.startswith("60 sentences, ") and re.search(SPEED.format(2, best), out.stderr), out.stderr
 
 
+def test_a_model_file_runs_at_its_jobs_threads_else_follows_the_free_cores(finished_runs, tmp_path, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    run_command(export.main, [str(finished_runs["lm"]), str(tmp_path / "lm.safetensors")])
+    saved, job_threads = read_model_file(tmp_path / "lm.safetensors"), result(finished_runs["lm"])["threads"]
+    assert saved.threads == job_threads
+    config = OmegaConf.create(saved.config_yaml)
+    config.trainer.threads = None  # a job that fixed no thread count in its config (its record holds what it used)
+    model = load_run(tmp_path / "lm.safetensors").model
+    for name, threads in (("fixed", job_threads), ("unfixed", None)):  # unfixed: no count held, as older files
+        write_model_file(tmp_path / f"{name}.safetensors", model, saved.seed, OmegaConf.to_yaml(config), saved.vocab,
+                         saved.frozen_sha256, threads=threads)  # fmt: skip
+    fixed, unfixed = (load_run(tmp_path / f"{name}.safetensors") for name in ("fixed", "unfixed"))
+    assert fixed.threads == job_threads and not fixed.follow_free_cores
+    assert unfixed.follow_free_cores and unfixed.threads == usable_cores()
+    unfixed.score(["the dog eats"])
+    assert re.search(rf"\(\d(–\d)? threads?, following the free cores, at most {usable_cores()}\)",
+                     unfixed.speed_summary())  # fmt: skip
+
+
 @pytest.mark.parametrize("command", ["translate", "score", "generate"])
-def test_stream_answers_each_line_before_the_next_is_written(command, finished_runs):
+def test_stream_answers_each_line_before_the_next_is_written_and_survives_bad_ones(command, finished_runs):
     """The writer sends a line only once the answer to the one before has come: a command that read to the end of
-    its input first would never answer (the test's timeout)."""
+    its input first would never answer (the test's timeout). A line that is not UTF-8 and one too long for the model
+    get an empty answer and an error naming them, and the lines after them are answered."""
     kind = "mt" if command == "translate" else "lm"
-    lines = ["el perro come pan", "", "el gato ve agua"] if kind == "mt" else ["the dog eats", "the cat"]
+    good = ["el perro come pan", "", "el gato ve agua"] if kind == "mt" else ["the dog eats", "", "the cat"]
+    sent = [good[0], b"\xff" + good[0].encode(), good[1], " ".join([good[2]] * 300), good[2]]
+    sent = [line if isinstance(line, bytes) else line.encode() for line in sent]
     proc = subprocess.Popen([sys.executable, "-m", f"frozen_sweep.{command}", str(finished_runs[kind]), "--stream"],
-                            cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)  # fmt: skip
     answers: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [answers.put(line) for line in proc.stdout], daemon=True).start()
     got = []
     try:
-        for line in lines:
-            proc.stdin.write(line + "\n")
+        for line in sent:
+            proc.stdin.write(line + b"\n")
             proc.stdin.flush()
-            got.append(answers.get(timeout=60).rstrip("\n"))
+            got.append(answers.get(timeout=60).decode().rstrip("\n"))
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)
-    assert proc.returncode == 0, proc.stderr.read()
+    stderr = proc.stderr.read().decode()
+    assert proc.returncode == 0, stderr
+    assert re.search(r"^error: standard input line 2 is not valid UTF-8 \(byte 0xff at column 1\)$", stderr, re.M)
+    assert re.search(r"^error: standard input line 4 has \d+ subwords, more than \d+ \(model.max_positions", stderr,
+                     re.M), stderr  # fmt: skip
     run = load_run(finished_runs[kind])
+    assert got[1] == got[3] == "" and (got[2] == "" or command == "generate")  # generate: an empty prompt, bos
+    answered = [got[0], got[4]]
     if command == "translate":
-        assert got == run.translate(lines) and got[1] == ""
+        assert answered == run.translate([good[0], good[2]])
     elif command == "score":
-        assert got == [f"{s.logprob:.4f}\t{s.tokens}\t{s.perplexity:.4f}" for s in run.score(lines).lines]
+        assert answered == [f"{s.logprob:.4f}\t{s.tokens}\t{s.perplexity:.4f}" for s in run.score([good[0], good[2]]).lines]
     else:
-        assert got == run.generate(lines) and all(text.startswith(line) for text, line in zip(got, lines))
+        assert answered == run.generate([good[0], good[2]]) and answered[1].startswith(good[2])
+
+
+@pytest.mark.parametrize("too_long", ["skip", "truncate"])
+def test_too_long_skips_or_truncates_a_files_long_line_and_answers_the_others(too_long, finished_runs, tmp_path,
+                                                                              capsys):  # fmt: skip
+    source, output = tmp_path / "in.txt", tmp_path / "out.txt"
+    lines = ["the dog eats", " ".join(["dog"] * 300), "the cat"]
+    source.write_text("\n".join(lines) + "\n")
+    run_command(score.main, [str(finished_runs["lm"]), "--input", str(source), "--output", str(output),
+                             "--too-long", too_long])  # fmt: skip
+    stderr, got = capsys.readouterr().err, output.read_text().splitlines()
+    run = load_run(finished_runs["lm"], too_long="truncate" if too_long == "truncate" else "error")
+    scores = run.score(lines if too_long == "truncate" else [lines[0], "", lines[2]]).lines
+    assert got == [f"{s.logprob:.4f}\t{s.tokens}\t{s.perplexity:.4f}" if s else "" for s in scores]
+    if too_long == "skip":
+        assert got[1] == "" and re.search(rf"^skipped: {source} line 2 has \d+ subwords, more than 255", stderr, re.M)
+    else:
+        assert scores[1].tokens == 256 and run.truncated == [2]  # cut to 255 subwords, and its end-of-sentence
+        assert f"truncated: {source} line 2, cut to the model's positions" in stderr
 
 
 def test_score_force_decodes_a_translation_runs_test_set_to_its_records_test_loss(finished_runs, tmp_path):

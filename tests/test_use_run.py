@@ -1,6 +1,7 @@
 """Using a finished run: translate and score from the command line, the seed-only model file, frozen weights drawn
 on the fly. Real micro runs trained on the toy corpus (conftest's finished_runs); the commands run as a user runs them."""
 
+import json
 import math
 import os
 import subprocess
@@ -117,18 +118,36 @@ def test_score_summarises_to_the_records_test_perplexity_resident_or_on_the_fly(
     assert float(ppl) == pytest.approx(math.exp(-float(logprob) / int(tokens)), rel=1e-3)
 
 
-@pytest.mark.parametrize("case", ["not_utf8", "too_long", "empty_run", "wrong_kind"])
+CASES = ["not_utf8", "too_long", "empty_run", "wrong_kind", "diverged_run", "no_run", "no_input", "no_output_folder"]
+
+
+@pytest.mark.parametrize("case", CASES)
 def test_bad_input_stops_the_command_with_one_message_and_writes_nothing(case, finished_runs, tmp_path, capsys):
     source, output = tmp_path / "in.txt", tmp_path / "out.txt"
     second_line = {"not_utf8": b"el \xff gato\n", "too_long": b"perro " * 300 + b"\n"}.get(case, b"")
     source.write_bytes(b"el perro\n" + second_line)
-    run = {"empty_run": tmp_path / "empty", "wrong_kind": finished_runs["lm"]}.get(case, finished_runs["mt"])
-    run.mkdir(exist_ok=True)
+    run = {"empty_run": tmp_path / "empty", "wrong_kind": finished_runs["lm"], "diverged_run": tmp_path / "diverged",
+           "no_run": tmp_path / "model.safetensors"}.get(case, finished_runs["mt"])  # fmt: skip
+    if case == "diverged_run":  # a run that failed before its first validation: a record, no checkpoint
+        run.mkdir()
+        for name in ("config.yaml", "result.json"):
+            (run / name).write_bytes((finished_runs["mt"] / name).read_bytes())
+        (run / "result.json").write_text(json.dumps(result(run) | {"status": "failed", "stopped_reason": "diverged",
+                                                                   "steps": 20}))  # fmt: skip
+    elif case == "empty_run":
+        run.mkdir()
+    source = tmp_path / "missing.txt" if case == "no_input" else source
+    output = tmp_path / "no" / "out.txt" if case == "no_output_folder" else output
     with pytest.raises(SystemExit) as stop:
         run_command(translate.main, [str(run), "--input", str(source), "--output", str(output)])
     message = capsys.readouterr().err
-    assert stop.value.code == 2 and not output.exists()
+    assert stop.value.code == 2 and not output.exists() and message.count("\n") == 1
     expected = {
+        "diverged_run": "holds no checkpoint_best.pt: not a finished run's directory (the run is failed: diverged at "
+                        "step 20)",
+        "no_run": f"{run}: no such file or directory; expected a finished run's directory or a model file",
+        "no_input": f"--input {source}: no such file; expected a text file, one sentence a line",
+        "no_output_folder": f"--output {output}: its folder {output.parent} does not exist; create it first",
         "not_utf8": f"{source} line 2 is not valid UTF-8",
         "too_long": f"{source} line 2 has {3 * 300} subwords, more than 255 (model.max_positions=256",  # per-ro
         "empty_run": "holds no result.json, config.yaml, checkpoint_best.pt: not a finished run's directory",

@@ -2,7 +2,7 @@
 the root (schema.py), gathered here so that every stage imports its names from `frozen_sweep.config`. The checks
 (checks.py), the reservoir layout (stack_layout.py) and --help's group list (help_text.py) are imported by name."""
 
-from frozen_sweep.config.finetune import SCRATCH, FinetuneConfig, FreezeFrom, FrozenMode
+from frozen_sweep.config.finetune import SCRATCH, FinetuneConfig, FreezeFrom, FrozenMode, ScratchModel
 from frozen_sweep.config.freeze import COMPONENTS, ComponentSpec, FreezeConfig, Init
 from frozen_sweep.config.loggers import LoggerName, MlflowConfig, WandbConfig
 from frozen_sweep.config.model import (
@@ -31,6 +31,6 @@ from frozen_sweep.config.trainer import Device, EvalConfig, StopMetric, TrainerC
 __all__ = [
     "BASE_KEYS", "BASE_PREFIX", "COMPONENTS", "GLUE_DATASET", "NEUTRAL_KEYS", "SCRATCH", "Activation", "BibleLabels", "ComponentSpec", "Config", "ConfigError", "CorpusKind", "Device",
     "EvalConfig", "FfnKind", "FinetuneConfig", "FreezeConfig", "FreezeFrom", "FrozenMode", "Init", "LoggerName", "MlflowConfig", "ModelConfig", "NormPosition", "Placement", "Pooling", "Positions",
-    "RelearnConfig", "ReservoirConfig", "ReservoirType", "ResetParts", "StackName", "StopMetric", "StudyName",
-    "TaskConfig", "TaskKind", "TieEmbeddings", "TrainerConfig", "WandbConfig", "register_configs",
+    "RelearnConfig", "ReservoirConfig", "ReservoirType", "ResetParts", "ScratchModel", "StackName", "StopMetric",
+    "StudyName", "TaskConfig", "TaskKind", "TieEmbeddings", "TrainerConfig", "WandbConfig", "register_configs",
 ]  # fmt: skip

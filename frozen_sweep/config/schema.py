@@ -50,6 +50,8 @@ class Config:
     seed: int = 1
     force: bool = False  # rerun a job even if its directory holds a completed result
     dry_run: bool = False  # print what each job of the command would do (run, resume, skip, adopt, refuse); run none
+    # a dry run and a launch say what each job to run costs, from a short probe of its step (frozen_sweep.job.probe)
+    estimate: bool = True
     # runs a sweep trains before the jobs that start from them: finetune.base_checkpoint=bases.NAME (or
     # relearn.base_checkpoint) names the job that `python -m frozen_sweep -m <bases.NAME>` runs, in its directory
     bases: Dict[str, List[str]] = field(default_factory=dict)
@@ -64,7 +66,7 @@ BASE_KEYS = ("finetune.base_checkpoint", "relearn.base_checkpoint")
 # collector's settings (frozen_sweep.tables.runs). The thread keys change a result's last bits, not what it measures:
 # the record says how it ran (`threads`, `follow_free_cores`); task.report, only what its table shows.
 NEUTRAL_KEYS = frozenset(
-    {"name", "force", "dry_run", "task.cache_dir", "task.report", "trainer.progress", "trainer.threads",
+    {"name", "force", "dry_run", "estimate", "task.cache_dir", "task.report", "trainer.progress", "trainer.threads",
      "trainer.follow_free_cores", "trainer.device", "trainer.keep_checkpoints", "trainer.loggers",
      "trainer.log_every_steps", "trainer.dist_timeout_s", "trainer.step_times"}
     | {f"trainer.wandb.{f.name}" for f in fields(WandbConfig)}

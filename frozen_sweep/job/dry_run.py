@@ -6,9 +6,10 @@ its last checkpoint) or run. The launchers' plan (hydra_plugins.frozen_sweep_lau
 frozen_sweep.__main__ gives a single job. No torch here.
 """
 
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from frozen_sweep.config import ConfigError
 from frozen_sweep.job.fingerprint import fingerprint
@@ -66,7 +67,15 @@ def check_job(cfg, overrides: list[str], job_dir: Path, beside: bool = True) -> 
         return Decision(REFUSE, str(e))
     looks = beside and not checked.force and not is_completed(previous)
     same = same_run_beside(job_dir, job_fingerprint) if looks else None
-    return decide(job_dir, previous, checked.force, live_runner(job_dir), None, same)
+    decision = decide(job_dir, previous, checked.force, live_runner(job_dir), None, same)
+    if decision.action in (RUN, RESUME):  # its data is read as the sweep's plan reads it: bad data is a refusal
+        from frozen_sweep.job.job_data import prepare_checked  # numpy and SentencePiece: only for a job that runs
+
+        try:
+            prepare_checked(checked)
+        except ConfigError as e:
+            return Decision(REFUSE, str(e))
+    return decision
 
 
 def same_run_beside(job_dir: Path, job_fingerprint: dict) -> Optional[Path]:
@@ -86,12 +95,16 @@ def single_job_same_run(cfg, overrides: list[str], job_dir: Path) -> Optional[Pa
     return None if (Path(job_dir) / LAST_CHECKPOINT).exists() else same_run_beside(job_dir, job_fingerprint)
 
 
-def report(rows: list[tuple[str, Path, Decision]]) -> str:
-    """One line per job (label, then directory relative to the working directory where it can be), and a count."""
+def report(rows: list[tuple[str, Path, Decision]], costs: Sequence[Optional[str]] = (), total: str = "") -> str:
+    """One line per job (label, then directory relative to the working directory where it can be), with its
+    estimated cost where `costs` gives one (frozen_sweep.job.cost), a count, and the sweep's `total` cost."""
     lines = []
-    for label, job_dir, decision in rows:
+    for (label, job_dir, decision), cost in itertools.zip_longest(rows, costs[: len(rows)]):
         where = job_dir.relative_to(Path.cwd()) if job_dir.is_relative_to(Path.cwd()) else job_dir
         lines.append(f"  {decision.action:<7} {label}\n          {where}: {decision.why}")
+        if cost:
+            lines.append(f"          estimate: {cost}")
     counts = {action: sum(d.action == action for _, _, d in rows) for action in (RUN, RESUME, SKIP, ADOPT, REFUSE)}
     summary = ", ".join(f"{n} {action}" for action, n in counts.items() if n)
-    return f"dry run: {len(rows)} job{'s' * (len(rows) != 1)} ({summary}); nothing was started\n" + "\n".join(lines)
+    head = f"dry run: {len(rows)} job{'s' * (len(rows) != 1)} ({summary}); nothing was started\n"
+    return head + "\n".join(lines) + (f"\n{total}" if total else "")

@@ -33,6 +33,7 @@ LATER_DEFAULTS = {"freeze.head.frozen": (False,), "freeze.head.init": ("random",
                   "task.bible_labels": ("division",), "finetune.frozen": ("keep",), "finetune.freeze_from": ("base",),
                   "finetune.max_unk_rate": (0.01,), "finetune.frozen_layers": (None,), "finetune.reinit_top": (0,),
                   "model.pooling": ("first",),
+                  "finetune.scratch_model": ("bases", "own"),  # never: the model it picks enters as itself
                   **{f"task.{key}": (None,) for key in ("dataset", "dataset_config", "revision", "data_files",
                                                         "text_column", "text_pair_column", "label_column",
                                                         "src_column", "tgt_column", "builder_kwargs")},

@@ -38,6 +38,20 @@ def how_it_runs(cfg, result: RunResult) -> None:
     result.threads, result.follow_free_cores = torch.get_num_threads(), cfg.trainer.follow_free_cores
     jobs = os.environ.get(JOBS_AT_A_TIME_VARIABLE, "")
     result.jobs_at_a_time = int(jobs) if jobs.isdigit() else None
+    result.config_dir = command_line_config_dir()
+
+
+def command_line_config_dir() -> Optional[str]:
+    """The directory the command's --config-dir added to Hydra's config sources (None without one, or outside
+    Hydra's run of a job)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    for source in HydraConfig.get().runtime.config_sources:
+        if source.provider == "command-line" and source.schema == "file":
+            return str(Path(source.path).absolute())
+    return None
     result.deterministic = cfg.trainer.deterministic
     if cfg.trainer.deterministic:
         deterministic_algorithms()

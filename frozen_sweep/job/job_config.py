@@ -24,6 +24,7 @@ from frozen_sweep.config import (
     FreezeFrom,
     FrozenMode,
     ResetParts,
+    ScratchModel,
     StudyName,
     TaskKind,
 )  # fmt: skip
@@ -39,19 +40,25 @@ PATH_KEYS = ("task.path", "task.sword_dir", "task.cache_dir", "relearn.base_chec
 PATH_NAMES = frozenset({SCRATCH})  # values of PATH_KEYS that are no paths
 
 
-def job_config(cfg: DictConfig, overrides: list[str], copied: bool = False) -> DictConfig:
+def job_config(cfg: DictConfig, overrides: list[str], copied: bool = False,
+               planned_base: Optional[DictConfig] = None) -> DictConfig:  # fmt: skip
     """The config the job runs: a copy of `cfg` with budgets resolved and a relearn or fine-tuning base adopted;
     ConfigError (naming the key, or the file) for an unknown key, a bad value or missing data. `copied`: `cfg` is
-    the caller's own copy, changed in place (a sweep's plan, which copies each job's config once)."""
+    the caller's own copy, changed in place (a sweep's plan, which copies each job's config once). `planned_base`:
+    a fine-tuning job's base as a sweep plans it before it has run (its checked config): the job is checked against
+    it as it will be against the base run, but for what only the run has (its vocabulary's coverage)."""
     check_known_keys(cfg)
-    check_no_base_reference(cfg)
+    if planned_base is None:
+        check_no_base_reference(cfg)
     cfg = resolve_budgets(cfg if copied else copy.deepcopy(cfg), overrides)
     from frozen_sweep.data.checkpoint_files import is_checkpoint_source  # the data package: not at a plugin scan
     from frozen_sweep.job.pretrained_base import adopt_pretrained_base
     from frozen_sweep.job.pretrained_finetune import adopt_pretrained_finetune_base
 
     finetune_base = cfg.finetune.base_checkpoint
-    if StudyName(cfg.study) == StudyName.finetune and is_checkpoint_source(finetune_base):
+    if planned_base is not None:
+        cfg = adopt_planned_base(cfg, overrides, planned_base)
+    elif StudyName(cfg.study) == StudyName.finetune and is_checkpoint_source(finetune_base):
         cfg = adopt_pretrained_finetune_base(cfg, overrides)  # first, as from a run: the model checked is the base's
     elif StudyName(cfg.study) == StudyName.finetune and finetune_base not in (None, SCRATCH):
         cfg = adopt_finetune_base(cfg, overrides)  # first: the model it checks against the task is the base's
@@ -90,35 +97,40 @@ def base_reference(cfg: DictConfig) -> tuple[Optional[str], Optional[str]]:
 
 
 def check_no_base_reference(cfg: DictConfig) -> None:
-    """`bases.NAME` is resolved by a sweep's launcher, which trains the base first; a single job cannot."""
+    """`bases.NAME` is resolved by a sweep's launcher, which trains the base first; a single job cannot. Nor can it
+    size a scratch job by the bases (sized_by_bases)."""
     key, name = base_reference(cfg)
     if key is not None:
         raise ConfigError(
             f"{key}={BASE_PREFIX}{name}: a base that a sweep trains first (its overrides in the config's "
             f"{BASE_PREFIX}{name}); run the command with -m, or give the base run's directory"
         )
+    if sized_by_bases(cfg):
+        raise ConfigError(
+            f"finetune.base_checkpoint={SCRATCH} with finetune.scratch_model=bases: the baseline takes the model of "
+            "the config's bases, which a sweep reads from their configs; run the command with -m, or set "
+            "finetune.scratch_model=own for the job's own model"
+        )
+
+
+def sized_by_bases(cfg: DictConfig) -> bool:
+    """A scratch fine-tuning job of a config with `bases` whose model is theirs (finetune.scratch_model=bases): a
+    sweep's launcher gives it the bases' model before any job starts, so that the baseline is sized like them."""
+    f = cfg.finetune
+    return (StudyName(cfg.study) == StudyName.finetune and f.base_checkpoint == SCRATCH
+            and ScratchModel(f.scratch_model) == ScratchModel.bases and bool(cfg.get("bases")))  # fmt: skip
 
 
 def adopt_finetune_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     """The fine-tuning job's config with its base run's model and reservoirs, and task.vocab its base's vocabulary;
     ConfigError unless the base is a completed masked-LM run whose vocabulary file is still there."""
     f = cfg.finetune
-    own = [o for o in overrides if override_key(o).split(".")[0] in FINETUNE_ADOPTED]
-    if own:
-        raise ConfigError(
-            f"{' '.join(own)}: a fine-tuning job takes model and reservoir from its base run "
-            f"(finetune.base_checkpoint={f.base_checkpoint}); drop these overrides"
-        )
+    refuse_adopted_overrides(overrides, f.base_checkpoint)
     try:
         base = load_base_run(f.base_checkpoint)
     except BaseRunError as e:
         raise ConfigError(f"finetune.base_checkpoint={f.base_checkpoint}: {e}") from e
-    kind = base.config.task.kind
-    if kind != TaskKind.mlm.value:
-        raise ConfigError(
-            f"finetune.base_checkpoint={f.base_checkpoint}: a task.kind={kind} run (task={base.config.task.name}); "
-            "fine-tuning starts from a masked LM's encoder (task.kind=mlm, e.g. task=mlm_bible_en)"
-        )
+    check_base_kind(base.config, f.base_checkpoint)
     vocab = (base.record.get("data") or {}).get("vocab_path")
     if not vocab or not Path(vocab).is_file():
         raise ConfigError(
@@ -130,6 +142,34 @@ def adopt_finetune_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     if base.record.get("params_trainable") == base.record.get("params_total"):  # nothing frozen to keep or train: a
         adopted.finetune.frozen = FrozenMode.keep  # sweep's keep and train copies are one job (counted once)
     return adopted
+
+
+def adopt_planned_base(cfg: DictConfig, overrides: list[str], base: DictConfig) -> DictConfig:
+    """The fine-tuning job's config with its planned base's model and reservoirs: what adopt_finetune_base will give
+    it once the base has run, checked before (the vocabulary stays the job's own until then)."""
+    reference = cfg.finetune.base_checkpoint
+    refuse_adopted_overrides(overrides, reference)
+    check_base_kind(base, reference)
+    return OmegaConf.merge(cfg, {key: base[key] for key in FINETUNE_ADOPTED if key in base})
+
+
+def refuse_adopted_overrides(overrides: list[str], base_checkpoint: str) -> None:
+    own = [o for o in overrides if override_key(o).split(".")[0] in FINETUNE_ADOPTED]
+    if own:
+        raise ConfigError(
+            f"{' '.join(own)}: a fine-tuning job takes model and reservoir from its base run "
+            f"(finetune.base_checkpoint={base_checkpoint}); drop these overrides"
+        )
+
+
+def check_base_kind(base: DictConfig, base_checkpoint: str) -> None:
+    kind = base.task.kind
+    kind = kind.value if isinstance(kind, TaskKind) else kind
+    if kind != TaskKind.mlm.value:
+        raise ConfigError(
+            f"finetune.base_checkpoint={base_checkpoint}: a task.kind={kind} run (task={base.task.name}); "
+            "fine-tuning starts from a masked LM's encoder (task.kind=mlm, e.g. task=mlm_bible_en)"
+        )
 
 
 def check_reset_layer(r) -> str:

@@ -43,6 +43,7 @@ from frozen_sweep.system import cpu
 from frozen_sweep.system.signals import ignore_stops
 from frozen_sweep.system.files import write_text_atomic  # fmt: skip
 from frozen_sweep.metrics import clock
+from frozen_sweep.train.progress_report import EvaluationReport
 from frozen_sweep.train.stopping import Diverged
 from frozen_sweep.train.trainer import Trainer
 from frozen_sweep.weights import freeze
@@ -268,7 +269,7 @@ def _train(cfg, run_dir: Path, result: RunResult, world: World, device: torch.de
 def _test(cfg, run_dir: Path, result: RunResult, data: TaskData, study, device: torch.device) -> None:
     model = study.make_model(data)
     load_checkpoint(run_dir / BEST_CHECKPOINT, model)  # a fresh model: its frozen parameters are in place, and verified
-    test = evaluate_test(cfg, data, model.to(device), device, run_dir)
+    test = evaluate_test(cfg, data, model.to(device), device, run_dir, EvaluationReport(run_dir))
     result.test_metric = test["metric"]
     result.test_chrf = test.get("chrf")
     result.test_loss = test.get("loss")

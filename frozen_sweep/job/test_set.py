@@ -5,6 +5,7 @@ are saved beside the result for significance tests and to use the run on its tes
 
 import logging
 from pathlib import Path
+from typing import Optional
 
 from frozen_sweep.config import TaskKind
 from frozen_sweep.config.report import LABEL_METRICS, NUMBER_METRICS
@@ -21,12 +22,17 @@ from frozen_sweep.evaluate.scores import (
 from frozen_sweep.model import Transformer
 from frozen_sweep.run.directory import TEST_HYPOTHESES, TEST_REFERENCES, TEST_SOURCES
 from frozen_sweep.system.files import write_text_atomic
+from frozen_sweep.train.progress_report import EvaluationReport
 
 log = logging.getLogger(__name__)
 
 
-def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path) -> dict:
-    """Test metrics with the weights of the best validation; hypotheses and references are saved beside the result."""
+def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path,
+                  progress: Optional[EvaluationReport] = None) -> dict:  # fmt: skip
+    """Test metrics with the weights of the best validation; hypotheses and references are saved beside the result.
+    `progress` (the job's progress.json) shows the test phase: decoding's sentences, then scoring."""
+    if progress is not None:
+        progress.testing()
     if data.num_classes:  # a classifier: accuracy (a fraction, its metric), f1, macro_f1, mcc
         scores = label_scores(model, make_batches(data.test, cfg.trainer.max_tokens, False), device, data.num_classes)
         return {"metric": scores["accuracy"], **{name: scores[name] for name in LABEL_METRICS}}
@@ -38,7 +44,11 @@ def evaluate_test(cfg, data: TaskData, model: Transformer, device, run_dir: Path
         nll, accuracy = token_scores(model, batches, device)
         return {"metric": perplexity(nll), "accuracy": accuracy if cfg.task.kind == TaskKind.mlm else None}
     capped: list[int] = []
-    hyps = translate(model, data.test.sources(), data.vocab, device, cfg.eval, capped=capped)
+    sources = data.test.sources()
+    on_batch = progress.counter(len(sources)) if progress is not None else None
+    hyps = translate(model, sources, data.vocab, device, cfg.eval, capped=capped, on_batch=on_batch)
+    if progress is not None:
+        progress.scoring()
     saved = ((TEST_HYPOTHESES, hyps), (TEST_REFERENCES, data.test.tgt_text), (TEST_SOURCES, data.test.src_text))
     for name, lines in saved:  # for significance tests, and to translate or score the test set again
         write_text_atomic(run_dir / name, "".join(line + "\n" for line in lines))

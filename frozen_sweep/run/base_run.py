@@ -31,14 +31,29 @@ def load_base_run(path, checkpoint: Optional[str] = BEST_CHECKPOINT, completed: 
     needed = (RESULT_FILE, CONFIG_FILE) + ((checkpoint,) if checkpoint else ())
     missing = [name for name in needed if not (path / name).is_file()]
     if missing:
-        raise BaseRunError(f"{path} holds no {', '.join(missing)}: not a finished run's directory")
+        raise BaseRunError(f"{path} holds no {', '.join(missing)}: not a finished run's directory{_state(path)}")
     try:
         record = load_result(path / RESULT_FILE)
     except ValueError as e:
         raise BaseRunError(str(e)) from e
     if completed and not is_completed(record):
-        raise BaseRunError(f"the run in {path} is {record['status']}, not completed")
+        raise BaseRunError(f"the run in {path} is {recorded_state(record)}, not completed")
     return BaseRun(path, OmegaConf.load(path / CONFIG_FILE), record)
+
+
+def recorded_state(record: dict) -> str:
+    """A record's status and why, as a user reads it: "failed: diverged at step 20", "running at step 300"."""
+    reason = record.get("stopped_reason") if record["status"] != "completed" else None
+    steps = record.get("steps")
+    return record["status"] + (f": {reason}" if reason else "") + (f" at step {steps}" if steps is not None else "")
+
+
+def _state(path: Path) -> str:
+    """ " (the run is failed: diverged at step 20)" from the record in run directory `path`, or "" without one."""
+    try:
+        return f" (the run is {recorded_state(load_result(path / RESULT_FILE))})"
+    except (OSError, ValueError):
+        return ""
 
 
 def examples_to_best(record: dict) -> dict:

@@ -16,7 +16,11 @@ from frozen_sweep.run.directory import LOCK_FILE
 
 
 class JobAlreadyRunning(RuntimeError):
-    """Another process runs this job directory now."""
+    """Another process runs this job directory now: `runner` says who (its lock record)."""
+
+    def __init__(self, message: str, runner: dict):
+        super().__init__(message)
+        self.runner = runner
 
 
 def describe_runner(runner: dict) -> str:
@@ -65,7 +69,8 @@ def exclusive_run(run_dir: Path) -> Iterator[None]:
             runner = _read_runner(Path(path))
             raise JobAlreadyRunning(
                 f"{run_dir} is already being run by {describe_runner(runner)}: one runner per job directory. "
-                f"Wait for it, or stop it ({_how_to_stop(runner)}) and run again to resume from its checkpoint"
+                f"Wait for it, or stop it ({_how_to_stop(runner)}) and run again to resume from its checkpoint",
+                runner,
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(this_runner()).encode(), 0)

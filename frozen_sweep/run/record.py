@@ -101,6 +101,7 @@ class RunResult:
     threads: Optional[int] = None  # CPU threads, fixed for the job's life (per rank); the most, when following
     follow_free_cores: bool = False  # threads followed the free cores: the numbers depend on the load (not reproducible)
     jobs_at_a_time: Optional[int] = None  # the jobs its launcher ran at a time on this machine (null: not launched)
+    config_dir: Optional[str] = None  # the command's --config-dir (its own presets), which a rerun needs too
     deterministic: bool = False  # trainer.deterministic: CUDA's deterministic algorithms
     overrides: list = field(default_factory=list)
     fingerprint: dict = field(default_factory=dict)  # sha256, config and data that determine the result (job/fingerprint.py)

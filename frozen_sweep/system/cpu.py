@@ -83,8 +83,9 @@ class FreeCoreThreads:
     `most`. Other work counts whether or not it would yield: a batch job that fills the core a job leaves idle
     keeps the job at fewer threads."""
 
-    def __init__(self, most: int):
+    def __init__(self, most: int, used: Optional[set[int]] = None):
         self.most = most
+        self.used = set() if used is None else used  # every count it set
         self.cpus = os.sched_getaffinity(0)
         self.last = self.sample()
 
@@ -103,21 +104,24 @@ class FreeCoreThreads:
         now = self.sample()
         free = self.free_cores(now)
         self.last = now
-        set_threads(max(1, min(self.most, round(free))))
+        threads = max(1, min(self.most, round(free)))
+        self.used.add(threads)
+        set_threads(threads)
 
 
 @contextlib.contextmanager
-def threads_for_job(threads: int, follow_free_cores: bool = False) -> Iterator[None]:
+def threads_for_job(threads: int, follow_free_cores: bool = False) -> Iterator[set[int]]:
     """Inside the block torch uses `threads` threads, fixed. With follow_free_cores, at most `threads`, fewer while
     other processes keep cores busy (re-measured at most every CHECK_EVERY_S, before a module's forward): faster
-    beside other work, not reproducible."""
+    beside other work, not reproducible. Yields the thread counts used, filled in as the block runs."""
     set_threads(threads)
+    used = {threads}
     if not follow_free_cores or threads == 1 or not os.path.exists("/proc/stat") or not hasattr(os, "sched_getaffinity"):
-        yield
+        yield used
         return
-    hook = torch.nn.modules.module.register_module_forward_pre_hook(FreeCoreThreads(threads))
+    hook = torch.nn.modules.module.register_module_forward_pre_hook(FreeCoreThreads(threads, used))
     try:
-        yield
+        yield used
     finally:
         hook.remove()
         set_threads(threads)

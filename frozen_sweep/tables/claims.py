@@ -23,7 +23,7 @@ from frozen_sweep.tables import finetune_tables, freeze_tables, reservoir_tables
 from frozen_sweep.tables.claim_noise import SeedChecks, seed_checks
 from frozen_sweep.tables.paper import CLAIMS, RESERVOIR_CLAIMS, Claim, Reference, ReservoirClaim, shown
 from frozen_sweep.tables.plots import LABELLED_METRICS, higher_is_better
-from frozen_sweep.tables.render import Table
+from frozen_sweep.tables.render import Table, parameters
 from frozen_sweep.tables.untrained import row_reasons
 
 HOLDS, FAILS, INCONCLUSIVE, NOT_ENOUGH = "✓", "✗", "inconclusive", "not enough runs"
@@ -80,11 +80,9 @@ def model_text(runs: pd.DataFrame) -> str:
 
 def describe_model(model: str, shape: str, params: list[int]) -> str:
     """"demo (d=128, 4+1 layers, 1.27–1.57M parameters)"."""
-    def count(n: int) -> str:
-        return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n:,}"
-
     low, high = (min(params), max(params)) if params else (None, None)
-    size = [] if low is None else [f"{count(low)} parameters" if low == high else f"{count(low)}–{count(high)} parameters"]
+    size = [] if low is None else [f"{parameters(low)} parameters" if low == high else
+                                   f"{parameters(low)}–{parameters(high)} parameters"]  # fmt: skip
     parts = [part for part in [shape, *size] if part]
     return f"{model} ({', '.join(parts)})" if parts else model
 

@@ -4,14 +4,16 @@ pre-training and fine-tuning arm, the base's masked-LM perplexity, the metrics t
 Pearson ×100 and Spearman ×100), the majority class's test accuracy beside them (a regression: the test MSE and the
 mean predictor's), epochs, trainable/all and the wall-clock time to the best validation.
 
-- One table per task × data × setting (overrides other than finetune.*, freeze, seed and launch keys), titled by the
-  task and the data it read (a hub dataset and config, a directory; nothing more for the embedded corpus).
+- One table per task × data × setting (overrides other than finetune.*, bases.*, model, freeze, seed and launch
+  keys), titled by the task and the data it read (a hub dataset and config, a directory; nothing more for the
+  embedded corpus).
 - Pre-training: "none" (finetune.base_checkpoint=scratch, or no study=finetune), a pretrained checkpoint's name and
   class, else the base's encoder: regular, or its reservoir type and pattern (LRLRL), with its own frozen components.
   Fine-tuned: what trains: "reservoirs frozen" (finetune.frozen=keep, the base's reservoir and frozen layers kept
   frozen), "all trainable" (train), plus the job's own freeze pattern ("emb frozen", "emb frozen (re-drawn)" with
   finetune.freeze_from=seed, "emb frozen (pretrained)" from a checkpoint's values), its frozen layers ("layers FFTT
-  frozen") and re-initialised top layers ("top 1 re-initialised").
+  frozen") and re-initialised top layers ("top 1 re-initialised"). Each row shows its parameter count (runs of
+  another size are another row: e.g. a scratch row of its own model).
 - Accuracies and F1 in %, correlations ×100: the first reported metric as mean ± sample standard deviation over the
   n seeds, at the best validation (the weights tested) and on test; the others' test means; majority: the test
   accuracy of always answering train's most frequent label; the mean predictor: always answering train's mean number.
@@ -22,13 +24,15 @@ import pandas as pd
 from frozen_sweep.tables import untrained
 from frozen_sweep.run.record import best_entry
 from frozen_sweep.tables.plots import LABELLED_METRICS, curves, pyplot
-from frozen_sweep.tables.render import Table, fraction, number
+from frozen_sweep.tables.render import Table, fraction, number, parameters
 from frozen_sweep.tables.reported import column, table_report, value
 from frozen_sweep.tables.runs import DATA_KEYS, pattern_label, setting_of
 
 SCRATCH = "scratch"  # finetune.base_checkpoint's value for no pre-training (frozen_sweep.config.finetune)
 # keys a fine-tuning table's rows differ in, not its setting, and the data's, which its title names (runs.data_read)
-IGNORED = frozenset({"finetune", "study"}) | DATA_KEYS
+# (a base's overrides, `bases.NAME=[…]`: the pre-training column names the base; the model's keys: a row's parameter
+# count tells the sizes of a table's rows apart, a scratch row sized otherwise stays beside the others)
+IGNORED = frozenset({"finetune", "study", "bases", "model"}) | DATA_KEYS
 TIME_NOTE = "Time to best: training wall-clock to the best validation (the load of the machine counts)."
 
 
@@ -88,7 +92,7 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
         to_best=runs.record.map(time_to_best_s), epochs=runs.best_epoch,
     )  # fmt: skip
     spreads = {f"{name}_std": (name, "std") for name in ("test", *scores)}
-    return runs.groupby(["pre_training", "fine_tuned"], sort=False).agg(
+    return runs.groupby(["pre_training", "fine_tuned", "params_total"], sort=False, dropna=False).agg(
         base_ppl=("base_ppl", "mean"), test=("test", "mean"), **spreads,
         **{name: (name, "mean") for name in (*scores, *extra)}, epochs=("epochs", "mean"),
         ratio=("trainable_ratio", "mean"), to_best=("to_best", "mean"), n=("test", "count"),
@@ -117,6 +121,7 @@ def display(summary: pd.DataFrame, report: list[str], record: dict) -> pd.DataFr
     columns = {
         ("", "Pre-training"): summary.pre_training,
         ("", "Fine-tuned"): summary.fine_tuned,
+        ("", "Parameters"): summary.params_total.map(parameters),
         ("", "Base MLM PPL"): summary.base_ppl.map(number),
         **scores,
         **extra,

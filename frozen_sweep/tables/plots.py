@@ -2,6 +2,7 @@
 else the wall clock), and the training loss every N steps from the runs' metrics.jsonl where they have one; one file
 per table."""
 
+import hashlib
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -15,6 +16,7 @@ from frozen_sweep.run.directory import METRICS_FILE
 
 METRIC_LABELS = {"bleu": "BLEU", "ppl": "PPL", "mlm_ppl": "MLM PPL", "accuracy": "Accuracy", "pearson": "Pearson"}
 PERPLEXITIES = frozenset({"ppl", "mlm_ppl"})  # metrics where lower is better
+SLUG_CHARS = 80  # of a table's title in its plot's file name: far below a file system's 255 bytes
 LABELLED_METRICS = ("accuracy", "pearson")  # classifiers' and regressions' metric_name: the fine-tuning tables'
 
 
@@ -132,10 +134,12 @@ def plot_convergence(table, path: Path) -> None:
 
 def plot_tables(tables: list, path: Path) -> list[Path]:
     """One figure per table, drawn by the table's study; with several tables, FILE.png becomes
-    FILE-<i>-<title>.png."""
+    FILE-<i>-<title>.png, the title cut to SLUG_CHARS and a hash of the whole (a title holds a table's overrides)."""
     written = []
     for i, table in enumerate(tables, 1):
         slug = re.sub(r"[^\w.=-]+", "_", table.title.replace(" · ", "-"))
+        if len(slug) > SLUG_CHARS:
+            slug = f"{slug[:SLUG_CHARS - 13]}-{hashlib.sha256(slug.encode()).hexdigest()[:12]}"
         out = path if len(tables) == 1 else path.with_name(f"{path.stem}-{i}-{slug}{path.suffix}")
         (table.plot or plot_convergence)(table, out)
         written.append(out)

@@ -4,6 +4,7 @@ a warning where its runs differ in kernels, precision or code, which change the 
 more than their seeds). The docs' tables carry this line, and a test fails when the code's FINGERPRINT_RECIPE has
 moved past a documented table's (tests/test_docs_tables.py)."""
 
+import shlex
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -19,7 +20,8 @@ LAUNCHER_KEYS = ("trainer.threads",)  # the launchers add it (their share of the
 
 
 def sweep_commands(
-    overrides: list[list[str]], config_of: Callable[[int], Optional[DictConfig]] = lambda run: None
+    overrides: list[list[str]], config_of: Callable[[int], Optional[DictConfig]] = lambda run: None,
+    config_dir: Optional[str] = None,
 ) -> list[str]:
     """The `python -m frozen_sweep` commands that give exactly these runs: `experiment=` first, each key with its
     values comma-separated (a -m sweep), in first-seen order; one command where the runs are one sweep's cross
@@ -27,7 +29,7 @@ def sweep_commands(
     2-layer control: three commands, not one that would sweep backskip over every type). A key typed for some runs
     only takes, for the others, the value their config (`config_of(i)`: run i's) holds: seed 1 by default beside a
     `seed=2` sweep reads `seed=1,2`; a config group's choice is not a value there. A config is read only for a run
-    that lacks a key (≈10 ms each: the runs of one sweep read none)."""
+    that lacks a key (≈10 ms each: the runs of one sweep read none). `config_dir`: the --config-dir they ran with."""
     parsed = [dict(o.split("=", 1) if "=" in o else (o, "") for o in run) for run in overrides]
     keys = sorted(dict.fromkeys(k for run in parsed for k in run if k not in LAUNCHER_KEYS), key=lambda k: k != "experiment")
     for i, run in enumerate(parsed):
@@ -51,14 +53,26 @@ def sweep_commands(
             sweeps = [tuple(sweep) for sweep in merged.values()]
         if len(sweeps) == count:
             break
-    multirun = "-m " if len(parsed) > 1 else ""
-    return [command(multirun, keys, sweep) for sweep in sweeps]
+    options = f"--config-dir {shlex.quote(config_dir)} " * bool(config_dir) + "-m " * (len(parsed) > 1)
+    return [command(options, keys, sweep) for sweep in sweeps]
 
 
-def command(multirun: str, keys: list[str], sweep: tuple) -> str:
-    """`python -m frozen_sweep [-m] key=a,b …` of one sweep (a value tuple a key), keys without a value left out."""
+def command(options: str, keys: list[str], sweep: tuple) -> str:
+    """`python -m frozen_sweep [--config-dir DIR] [-m] key=a,b …` of one sweep (a value tuple a key), keys without a
+    value left out."""
     parts = [f"{key}={','.join(v for v in values if v)}" for key, values in zip(keys, sweep) if any(values)]
-    return f"python -m frozen_sweep {multirun}{' '.join(parts)}".rstrip()
+    return f"python -m frozen_sweep {options}{' '.join(parts)}".rstrip()
+
+
+def made_by(records: list[dict], paths: list[str]) -> str:
+    """The commands that make the runs, those of each --config-dir apart."""
+    by_dir: dict[Optional[str], list[int]] = {}
+    for i, record in enumerate(records):
+        by_dir.setdefault(record.get("config_dir"), []).append(i)
+    commands = [c for config_dir, runs in by_dir.items()
+                for c in sweep_commands([records[i].get("overrides") or [] for i in runs],
+                                        lambda j, runs=runs: run_config(paths[runs[j]]), config_dir)]  # fmt: skip
+    return "Made by " + " and ".join(f"`{c}`" for c in commands)
 
 
 def run_config(result_path: str) -> Optional[DictConfig]:
@@ -97,8 +111,7 @@ def provenance(runs: pd.DataFrame) -> str:
               "code": kinds(code_of(r) for r in records)}  # fmt: skip
     mixed = [f"{name} {' vs '.join(values)}" for name, values in shared.items() if len(values) > 1]
     return " · ".join([
-        "Made by " + " and ".join(f"`{c}`" for c in sweep_commands([r.get("overrides") or [] for r in records],
-                                                                    lambda i: run_config(paths[i]))),
+        made_by(records, paths),
         " to ".join(dict.fromkeys([dates[0], dates[-1]])) if dates else "undated",
         spread(r.get("machine") for r in records),
         f"kernels {', '.join(shared['kernels'])}, precision {', '.join(shared['precision'])}",

@@ -48,6 +48,13 @@ def fraction(x: float) -> str:
     return number(x, 2)
 
 
+def parameters(n) -> str:
+    """A parameter count: "1.08M", "171,234"; "–" when unknown."""
+    if pd.isna(n):
+        return "–"
+    return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{int(n):,}"
+
+
 def mean_std(summary: pd.DataFrame) -> pd.Series:
     """The `metric` column as "mean ± std" over the `n` runs behind each row (just the mean when n = 1)."""
     cells = summary.metric.map(number)

@@ -1,7 +1,8 @@
 """What the commands that use a finished run share (python -m frozen_sweep.translate, .score, ...): the RUN argument,
 where its frozen weights live, the device and threads, the input read whole and checked before any output and the
 output written whole (a file atomically), so that a bad line or run leaves nothing half-written — or, with --stream,
-a batch of lines read and its output written before the next is read — and the speed on standard error at the end."""
+a batch of lines read and its output written before the next is read, a bad line answered with an empty line and its
+error on standard error — and the speed on standard error at the end."""
 
 import argparse
 import sys
@@ -11,7 +12,7 @@ from typing import Callable, Optional
 from frozen_sweep.data.text_files import decode_lines
 from frozen_sweep.run.base_run import BaseRunError
 from frozen_sweep.system.files import write_text_atomic
-from frozen_sweep.use.errors import UsageError
+from frozen_sweep.use.errors import TOO_LONG, TooLongError, UsageError
 from frozen_sweep.use.run import Run, Speed, load_run
 from frozen_sweep.use.streaming import stream_batches
 from frozen_sweep.weights.build import FROZEN_MODES
@@ -39,6 +40,10 @@ def parser(description: str, ensemble: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--stream", action="store_true", help="read a batch of lines (those that came within "
                    "--stream-wait-ms of its first, at most --stream-lines) and write its output before reading on: "
                    "for a pipe; output to standard output")  # fmt: skip
+    p.add_argument("--too-long", choices=TOO_LONG, default="error", help="a line longer than the model takes: "
+                   "error (the default: the input refused, naming the line; in a stream that line's answer is an "
+                   "empty line and the error goes to standard error), truncate (cut to fit, said on standard error) or "
+                   "skip (an empty output line, said on standard error)")  # fmt: skip
     p.add_argument("--stream-lines", type=int, default=STREAM_LINES, help=f"default {STREAM_LINES}")
     p.add_argument("--stream-wait-ms", type=float, default=STREAM_WAIT_MS, help=f"default {STREAM_WAIT_MS}")
     return p
@@ -51,32 +56,65 @@ def add_checkpoint(p: argparse.ArgumentParser) -> None:
 
 
 def open_run(args) -> Run:
-    """The run of `args.run`, on `args.device`, at `args.threads`."""
+    """The run of `args.run`, on `args.device`, at `args.threads`; the input file and the output's folder checked
+    first, so that no work is lost to a path mistyped."""
     if args.stream and args.output:
         raise UsageError("--stream writes standard output as it goes; --output is for a file written whole")
     if args.stream_lines < 1 or args.stream_wait_ms < 0:
         raise UsageError("--stream-lines must be at least 1 and --stream-wait-ms at least 0")
-    return load_run(args.run, frozen=args.frozen, device=args.device, threads=args.threads, checkpoint=args.checkpoint)
+    if args.input and not Path(args.input).exists():
+        raise UsageError(f"--input {args.input}: no such file; expected a text file, one sentence a line")
+    if args.output and not Path(args.output).absolute().parent.is_dir():
+        raise UsageError(f"--output {args.output}: its folder {Path(args.output).absolute().parent} does not exist; "
+                         "create it first")  # fmt: skip
+    too_long = "truncate" if args.too_long == "truncate" else "error"  # skip: answered here (answer_lines)
+    return load_run(args.run, frozen=args.frozen, device=args.device, threads=args.threads, checkpoint=args.checkpoint,
+                    too_long=too_long)  # fmt: skip
 
 
-def serve(args, run: Run, answer: Callable[[list[str], str, int], str]) -> None:
-    """`answer(lines, source, first_line)` → their output text: for the whole input (read and checked first, the
-    output written once it all succeeded), or with --stream for each batch, written and flushed before reading on.
-    The speed summary ends standard error."""
+def serve(args, run: Run, answer: Callable[[list[str], str, int], list[str]]) -> None:
+    """`answer(lines, source, first_line)` → each line's output text: for the whole input (read and checked first,
+    the output written once it all succeeded), or with --stream for each batch, written and flushed before reading
+    on. The speed summary ends standard error."""
     source = args.input or "standard input"
     if not args.stream:
-        write_output(args.output, answer(read_lines(args.input), source, 1))
+        write_output(args.output, "".join(answer_lines(args, run, answer, read_lines(args.input), source, 1)))
         total = run.speed
     else:
         total = Speed(0, 0, 0.0)
         with open(args.input, "rb") if args.input else sys.stdin.buffer as raw:
-            for first_line, batch in stream_batches(raw, source, args.stream_lines, args.stream_wait_ms / 1000):
-                sys.stdout.write(answer(batch, source, first_line))
+            for first_line, batch, bad in stream_batches(raw, source, args.stream_lines, args.stream_wait_ms / 1000):
+                sys.stdout.write("".join(answer_lines(args, run, answer, batch, source, first_line, bad)))
                 sys.stdout.flush()
                 total = Speed(total.sentences + run.speed.sentences, total.tokens + run.speed.tokens,
                               total.seconds + run.speed.seconds)  # fmt: skip
     if total is not None:
-        print(total.summary(run.threads, run.weights_summary()), file=sys.stderr)
+        print(run.speed_summary(total), file=sys.stderr)
+
+
+def answer_lines(args, run: Run, answer, lines: list[str], source: str, first_line: int,
+                 bad: Optional[dict[int, str]] = None) -> list[str]:  # fmt: skip
+    """Each line's output. A bad line — in `bad` (number → error), or one the answer refuses by number: any in a
+    stream, one too long with --too-long skip — gets an empty output line and a line on standard error naming it;
+    the others are answered as if it were empty. A line cut to fit (--too-long truncate) is said on standard error."""
+    bad = dict(bad or {})
+    for message in bad.values():
+        print(f"error: {message}", file=sys.stderr)
+    while True:
+        try:
+            outputs = answer(["" if number in bad else line for number, line in enumerate(lines, first_line)],
+                             source, first_line)  # fmt: skip
+            break
+        except UsageError as e:
+            skipped = isinstance(e, TooLongError) and args.too_long == "skip"
+            if not e.lines or not (args.stream or skipped):
+                raise
+            for message in e.lines.values():
+                print(f"{'skipped' if skipped else 'error'}: {message}", file=sys.stderr)
+            bad.update(e.lines)
+    for number in run.truncated:
+        print(f"truncated: {source} line {number}, cut to the model's positions (--too-long truncate)", file=sys.stderr)
+    return ["\n" if number in bad else output for number, output in enumerate(outputs, first_line)]
 
 
 def read_lines(path: Optional[str]) -> list[str]:

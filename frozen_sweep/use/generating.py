@@ -41,13 +41,13 @@ def generate_lines(run, prompts: list[str], max_new_tokens: int, beam: int, samp
                    seed: Optional[int], source: str, first_line: int = 1) -> tuple[list[str], int]:  # fmt: skip
     """Each prompt followed by its continuation, as one text (an empty prompt: a text from bos alone), and the tokens
     generated. Line N is sampled with a generator seeded by (seed, N), so a line's sample does not depend on the
-    lines around it; no seed: a fresh one. UsageError naming the first prompt too long for the model's positions."""
+    lines around it; no seed: a fresh one. A prompt too long for the model's positions: as `run.too_long` says."""
     if max_new_tokens < 1:
         raise UsageError(f"max_new_tokens {max_new_tokens}: allowed: at least 1")
     positions = run.config.model.max_positions
     ids = run.vocab.encode_batch(prompts)
-    check_lengths(ids, positions - 2, source, f"model.max_positions={positions}, less bos and one new token",
-                  first_line)  # fmt: skip
+    run.truncated += check_lengths(ids, positions - 2, source, f"model.max_positions={positions}, less bos and one "
+                                   "new token", first_line, run.too_long)  # fmt: skip
     seed = fresh_seed() if seed is None else seed
     generator = torch.Generator(run.device)
     texts, generated = [], 0

@@ -4,7 +4,7 @@ trained on pairs, `text_a<TAB>text_b`, encoded as its training batches held them
 import torch
 
 from frozen_sweep.data.batching import pad_sequences
-from frozen_sweep.use.errors import UsageError
+from frozen_sweep.use.errors import TooLongError, line_error
 
 
 def split_examples(lines: list[str], source: str, pairs: bool, first_line: int = 1) -> list[list[str]]:
@@ -15,26 +15,33 @@ def split_examples(lines: list[str], source: str, pairs: bool, first_line: int =
     for number, line in enumerate(lines, start=first_line):
         texts = [text.strip() for text in line.split("\t")] if line.strip() else []
         if texts and len(texts) != columns:
-            raise UsageError(f"{source} line {number} has {len(texts)} TAB-separated columns; expected {expected}")
+            raise line_error(source, number, f"has {len(texts)} TAB-separated columns; expected {expected}")
         if texts and not all(texts):
-            raise UsageError(f"{source} line {number}: empty text")
+            raise line_error(source, number, "has an empty text (text_a<TAB>text_b, both non-empty)")
         examples.append(texts)
     return examples
 
 
-def encode(examples: list[list[str]], vocab, max_positions: int, source: str,
-           numbers: list[int]) -> list[list[int]]:  # fmt: skip
+def encode(examples: list[list[str]], vocab, max_positions: int, source: str, numbers: list[int],
+           too_long: str = "error") -> tuple[list[list[int]], list[int]]:  # fmt: skip
     """prefix text suffix, or prefix text_a middle text_b suffix (ours: bos text eos, bos text_a eos eos text_b eos):
-    what the run's training batches held (data/labelled.py). `numbers`: each example's line number, for errors."""
-    rows, specials = [], vocab.specials
+    what the run's training batches held (data/labelled.py), and the numbers of the lines cut to the model's positions
+    (too_long "truncate": the text's end cut, the suffix kept; else TooLongError). `numbers`: each example's line
+    number, for errors."""
+    rows, cut, long, specials = [], [], {}, vocab.specials
     for number, texts in zip(numbers, examples):
         ids = vocab.encode_batch(texts)
         text = ids[0] + (list(specials.middle) + ids[1] if len(ids) == 2 else [])
         row = [*specials.prefix, *text, *specials.suffix]
-        if len(row) > max_positions:
-            raise UsageError(f"{source} line {number}: {len(row)} pieces, more than the model's {max_positions}")
+        if len(row) > max_positions and too_long == "truncate":
+            cut.append(number)
+            row = row[: max_positions - len(specials.suffix)] + list(specials.suffix)
+        elif len(row) > max_positions:
+            long[number] = f"{source} line {number} has {len(row)} pieces, more than the model's {max_positions}"
         rows.append(row)
-    return rows
+    if long:
+        raise TooLongError(next(iter(long.values())), long)
+    return rows, cut
 
 
 @torch.no_grad()

@@ -7,9 +7,11 @@
 
 Work runs at the run's own thread count (the job's policy, docs/training.md: the threads its record says it ran
 with, so outputs reproduce the record's; else trainer.threads, OMP_NUM_THREADS or the cores) unless `threads` says
-otherwise. `speed` holds the last call's sentences, tokens and seconds.
+otherwise. `speed` holds the last call's sentences, tokens and seconds. A line longer than the model takes is an
+error naming it, or with `too_long="truncate"` cut to fit (`truncated` holds the last call's cut line numbers).
 """
 
+import os
 import time
 from pathlib import Path
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ from frozen_sweep.config import TaskKind
 from frozen_sweep.evaluate.ensemble import Ensemble
 from frozen_sweep.system import cpu
 from frozen_sweep.use import generating, labelling, scoring, translating
-from frozen_sweep.use.errors import UsageError
+from frozen_sweep.use.errors import TOO_LONG, UsageError
 from frozen_sweep.weights.finished_run import FinishedRun
 from frozen_sweep.weights.finished_run import load_run as load_finished_run
 
@@ -36,35 +38,38 @@ class Speed:
     tokens: int  # source subwords translated, tokens scored or generated, subwords classified
     seconds: float
 
-    def summary(self, threads: int, weights: str) -> str:
+    def summary(self, threads: str, weights: str) -> str:
         per_s = lambda n: n / self.seconds if self.seconds > 0 else float("inf")  # noqa: E731
         return (f"{self.sentences} sentences, {self.tokens} tokens in {self.seconds:.2f} s: "
-                f"{per_s(self.sentences):.2f} sentences/s, {per_s(self.tokens):.1f} tokens/s ({threads} "
-                f"thread{'s' * (threads != 1)}); weights: {weights}")  # fmt: skip
+                f"{per_s(self.sentences):.2f} sentences/s, {per_s(self.tokens):.1f} tokens/s ({threads}); "
+                f"weights: {weights}")  # fmt: skip
 
 
 def load_run(path: Union[str, Path, list], frozen: str = "resident", device: str = "auto",
-             threads: Optional[int] = None, checkpoint: str = "best") -> "Run":  # fmt: skip
+             threads: Optional[int] = None, checkpoint: str = "best", too_long: str = "error") -> "Run":  # fmt: skip
     """The run in directory or model file `path`, ready to use on `device` (auto: a GPU when there is one), with the
     weights of `checkpoint` (a run directory's: best, last, or a checkpoint file's path). A list of paths: their
     translation runs as one ensemble (same vocabulary; the first run's search settings)."""
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     runs = [load_finished_run(p, checkpoint=checkpoint, frozen=frozen) for p in paths]
-    return Run(runs[0], device, threads, runs[1:])
+    return Run(runs[0], device, threads, runs[1:], too_long)
 
 
 class Run:
     """A finished run to use; its model, vocab, config and record are those of `finished` (weights.finished_run)."""
 
     def __init__(self, finished: FinishedRun, device: str = "auto", threads: Optional[int] = None,
-                 members: tuple[FinishedRun, ...] = ()):  # fmt: skip
+                 members: tuple[FinishedRun, ...] = (), too_long: str = "error"):  # fmt: skip
         self.finished, self.members = finished, list(members)  # members: the other runs of an ensemble
+        if too_long not in TOO_LONG[:2]:
+            raise UsageError(f"too_long={too_long!r}: allowed: error, truncate (skip is the commands': an empty "
+                             "output line)")  # fmt: skip
+        self.too_long, self.truncated = too_long, []
         self.device = pick_device(device)
         if threads is not None and threads < 1:
             raise UsageError(f"threads={threads}: allowed: at least 1")
-        record_threads = (finished.record or {}).get("threads")
-        self.threads = threads or record_threads or cpu.job_threads(finished.config.trainer.threads)
-        self.follow_free_cores = threads is None and not record_threads and finished.config.trainer.follow_free_cores
+        self.threads, self.follow_free_cores = thread_policy(finished, threads)
+        self.threads_used: set[int] = set()  # every count used so far (several when following the free cores)
         self.speed: Optional[Speed] = None
         for run in (finished, *members):
             run.model.to(self.device).eval()
@@ -87,8 +92,21 @@ class Run:
         """What beam search runs: the model, or the ensemble of the runs' models."""
         return Ensemble([run.model for run in (self.finished, *self.members)]) if self.members else self.model
 
+    def speed_summary(self, speed: Optional[Speed] = None) -> str:
+        """The speed line of `speed` (default: the last call's), with the threads used and the weights."""
+        used = sorted(self.threads_used or {self.threads})
+        threads = f"{used[0]}–{used[-1]}" if len(used) > 1 else f"{used[0]}"
+        threads += f" thread{'s' * (used[-1] != 1)}"
+        if self.follow_free_cores:
+            threads += f", following the free cores, at most {self.threads}"
+        return (speed or self.speed).summary(threads, self.weights_summary())
+
     def weights_summary(self) -> str:
-        return " + ".join(run.weights_summary() for run in (self.finished, *self.members))
+        """The weights used, and their precision: an ensemble's each named by its run."""
+        runs = (self.finished, *self.members)
+        names = [f"{run.path}: " if self.members and run.path.is_dir() else "" for run in runs]  # a file: named
+        precision = ", ".join(sorted({str(p.dtype).removeprefix("torch.") for p in self.model.parameters()}))
+        return " + ".join(name + run.weights_summary() for name, run in zip(names, runs)) + f"; {precision}"
 
     @property
     def kind(self) -> TaskKind:
@@ -112,9 +130,10 @@ class Run:
         if isinstance(lines, (str, bytes)):
             raise UsageError("lines: a list of strings, one per sentence (not one string)")
         sentences = len(lines)
-        start = time.perf_counter()
-        with cpu.threads_for_job(self.threads, self.follow_free_cores):
+        start, self.truncated = time.perf_counter(), []
+        with cpu.threads_for_job(self.threads, self.follow_free_cores) as used:
             result, tokens = work()
+        self.threads_used |= used
         self.speed = Speed(sentences, tokens, time.perf_counter() - start)
         return result
 
@@ -173,8 +192,9 @@ class Run:
         def work():
             examples = labelling.split_examples(lines, source, self.pairs, first_line)
             filled = [i for i, texts in enumerate(examples) if texts]
-            rows = labelling.encode([examples[i] for i in filled], self.vocab, self.config.model.max_positions,
-                                    source, [first_line + i for i in filled])  # fmt: skip
+            rows, self.truncated = labelling.encode([examples[i] for i in filled], self.vocab,
+                                                    self.config.model.max_positions, source,
+                                                    [first_line + i for i in filled], self.too_long)  # fmt: skip
             out: list = [None] * len(lines)
             if not rows:
                 return out, 0
@@ -187,6 +207,17 @@ class Run:
             return out, sum(map(len, rows))
 
         return self._timed(lines, work)
+
+
+def thread_policy(finished: FinishedRun, threads: Optional[int]) -> tuple[int, bool]:
+    """(CPU threads, whether to follow the free cores): `threads`, else the count its job ran with (its record's, or
+    its model file's), so outputs are the job's to the bit; else trainer.threads or OMP_NUM_THREADS, fixed; else,
+    as with trainer.follow_free_cores, every core at most and fewer while other processes hold them."""
+    if threads is not None or finished.threads:
+        return threads or finished.threads, False
+    trainer = finished.config.trainer
+    follow = trainer.follow_free_cores or not (trainer.threads or os.environ.get("OMP_NUM_THREADS"))
+    return cpu.job_threads(trainer.threads, follow), follow
 
 
 def pick_device(name: str) -> torch.device:

@@ -1,7 +1,8 @@
 """Scores of lines of text: each line's log-probability, the tokens scored and their perplexity, and the corpus
 perplexity batched as the job batched its test set. A language model scores a line (so on the run's test file the
 corpus perplexity is the record's test perplexity exactly); a translation run force-decodes `source<TAB>target`
-lines, log p(target | source) (so on its test set the mean log-prob per token is minus the record's test_loss)."""
+lines, log p(target | source) (so on its test set the mean log-prob per token is minus the record's test_loss). An
+empty line is not scored: its score is None (an empty output line)."""
 
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
@@ -10,7 +11,7 @@ from frozen_sweep.config import TaskKind
 from frozen_sweep.data import Split
 from frozen_sweep.data.masking import held_out_batches
 from frozen_sweep.evaluate.scores import perplexity, token_scores
-from frozen_sweep.use.errors import UsageError, check_lengths
+from frozen_sweep.use.errors import check_lengths, line_error
 
 
 class LineScore(NamedTuple):
@@ -21,7 +22,7 @@ class LineScore(NamedTuple):
 
 @dataclass
 class Scores:
-    lines: list[LineScore]
+    lines: list[Optional[LineScore]]  # None: an empty line, not scored
     tokens: int
     perplexity: float  # over all tokens scored
     mean_logprob: float  # per token
@@ -36,43 +37,54 @@ class Scores:
 
 def score_lm_lines(run, lines: list[str], source: str, first_line: int = 1) -> Scores:
     """Every line scored by a causal or masked LM run (frozen_sweep.score's doc says how)."""
-    vocab, cfg = run.vocab, run.config
-    ids = vocab.encode_batch(lines)
-    positions = cfg.model.max_positions
-    check_lengths(ids, positions - 1, source, f"model.max_positions={positions}, less one for the end-of-sentence",
-                  first_line)  # fmt: skip
-    batches = held_out_batches(Split.from_ids(None, ids, specials=vocab.specials), "test", cfg.task, len(vocab), cfg.trainer.max_tokens)
-    sentence_nll: dict[int, tuple[float, int]] = {}
-    nll, accuracy = token_scores(run.model, batches, run.device, sentence_nll)
-    return _scores(sentence_nll, len(ids), nll, accuracy, TaskKind(cfg.task.kind) == TaskKind.mlm)
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    ids = run.vocab.encode_batch(lines)
+    _check(run, [ids], source, first_line)
+    return _score(run, None, [ids[i] for i in filled], filled, len(lines))
 
 
 def score_pairs(run, lines: list[str], source: str, first_line: int = 1) -> Scores:
     """log p(target | source) of each `source<TAB>target` line, by a translation run: every target subword and the
     end-of-sentence, each predicted from the source and the target before it (teacher forcing, as its loss)."""
-    pairs = []
-    for number, line in enumerate(lines, start=first_line):
+    pairs, filled = [["", ""] for _ in lines], []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
         columns = line.split("\t")
         if len(columns) != 2:
-            raise UsageError(f"{source} line {number} has {len(columns)} TAB-separated columns; a translation run "
+            raise line_error(source, first_line + i, f"has {len(columns)} TAB-separated columns; a translation run "
                              "scores source<TAB>target")  # fmt: skip
-        pairs.append([column.strip() for column in columns])
-    vocab, cfg = run.vocab, run.config
-    src, tgt = (vocab.encode_batch([pair[k] for pair in pairs]) for k in (0, 1))
-    positions = cfg.model.max_positions
+        pairs[i] = [column.strip() for column in columns]
+        filled.append(i)
+    src, tgt = (run.vocab.encode_batch([pair[k] for pair in pairs]) for k in (0, 1))
+    _check(run, [src, tgt], source, first_line, [" (source)", " (target)"])
+    return _score(run, [src[i] for i in filled], [tgt[i] for i in filled], filled, len(lines))
+
+
+def _check(run, sides: list[list[list[int]]], source: str, first_line: int, names=("",)) -> None:
+    """Each side's lines no longer than the model's positions, less one for the end-of-sentence (run.too_long)."""
+    positions = run.config.model.max_positions
     what = f"model.max_positions={positions}, less one for the end-of-sentence"
-    check_lengths(src, positions - 1, f"{source} (source)", what, first_line)
-    check_lengths(tgt, positions - 1, f"{source} (target)", what, first_line)
-    batches = held_out_batches(Split.from_ids(src, tgt, specials=vocab.specials), "test", cfg.task, len(vocab), cfg.trainer.max_tokens)
+    for ids, name in zip(sides, names):
+        run.truncated += check_lengths(ids, positions - 1, source + name, what, first_line, run.too_long)
+
+
+def _score(run, src, tgt, filled: list[int], count: int) -> Scores:
+    """The scores of the `filled` lines of `count` (the others None), batched as the job batched its test set."""
+    cfg = run.config
+    split = Split.from_ids(src, tgt, specials=run.vocab.specials)
+    batches = held_out_batches(split, "test", cfg.task, len(run.vocab), cfg.trainer.max_tokens)
     sentence_nll: dict[int, tuple[float, int]] = {}
-    nll, accuracy = token_scores(run.model, batches, run.device, sentence_nll)
-    return _scores(sentence_nll, len(pairs), nll, accuracy, False)
+    nll, accuracy = token_scores(run.model, batches, run.device, sentence_nll) if filled else (float("nan"),) * 2
+    masked = TaskKind(cfg.task.kind) == TaskKind.mlm
+    return _scores(sentence_nll, filled, count, nll, accuracy, masked)
 
 
-def _scores(sentence_nll: dict[int, tuple[float, int]], count: int, nll: float, accuracy, masked: bool) -> Scores:
-    lines = []
-    for i in range(count):
-        summed, tokens = sentence_nll[i]
-        lines.append(LineScore(-summed, tokens, perplexity(summed / tokens) if tokens else float("nan")))
-    tokens = sum(line.tokens for line in lines)
+def _scores(sentence_nll: dict[int, tuple[float, int]], filled: list[int], count: int, nll: float, accuracy,
+            masked: bool) -> Scores:  # fmt: skip
+    lines: list[Optional[LineScore]] = [None] * count
+    for k, i in enumerate(filled):
+        summed, tokens = sentence_nll[k]
+        lines[i] = LineScore(-summed, tokens, perplexity(summed / tokens) if tokens else float("nan"))
+    tokens = sum(line.tokens for line in lines if line)
     return Scores(lines, tokens, perplexity(nll), -nll, accuracy, masked)

@@ -1,5 +1,6 @@
 """Lines read as they come (a pipe, fairseq-interactive's way), in batches: the first line waiting and those that
-come within a short wait of it, at most a number of them; each batch is handed on before the next is read."""
+come within a short wait of it, at most a number of them; each batch is handed on before the next is read. A line that
+is not UTF-8 is handed on as an empty line with its error, so the lines around it are still answered."""
 
 import queue
 import threading
@@ -8,12 +9,13 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from frozen_sweep.data.text_files import decode_lines
-from frozen_sweep.use.errors import UsageError
 
 
-def stream_batches(raw: BinaryIO, source: str, most_lines: int, wait_s: float) -> Iterator[tuple[int, list[str]]]:
-    """(number of the batch's first line, its lines stripped) for each batch of `raw`; UsageError naming a line that
-    is not UTF-8. A reader thread blocks on the input, so a batch never waits for lines that have not come."""
+def stream_batches(raw: BinaryIO, source: str, most_lines: int,
+                   wait_s: float) -> Iterator[tuple[int, list[str], dict[int, str]]]:  # fmt: skip
+    """(number of the batch's first line, its lines stripped, line number → error of each line that is not UTF-8,
+    given as "") for each batch of `raw`. A reader thread blocks on the input, so a batch never waits for lines that
+    have not come."""
     lines: queue.Queue = queue.Queue()
 
     def read() -> None:
@@ -39,9 +41,12 @@ def stream_batches(raw: BinaryIO, source: str, most_lines: int, wait_s: float) -
                 ended = True
                 break
             batch.append(line)
-        try:
-            decoded = decode_lines(source, [line.rstrip(b"\r\n") for line in batch], lines_before=number - 1)
-        except ValueError as e:
-            raise UsageError(str(e)) from None
-        yield number, decoded
+        decoded, bad = [], {}
+        for at, line in enumerate(batch, start=number):
+            try:
+                decoded += decode_lines(source, [line.rstrip(b"\r\n")], lines_before=at - 1)
+            except ValueError as e:
+                decoded.append("")
+                bad[at] = str(e)
+        yield number, decoded, bad
         number += len(batch)

@@ -32,15 +32,15 @@ def search_settings(eval_cfg, overrides: dict) -> dict:
 def translate_lines(run, lines: list[str], search: dict, nbest: int, max_tokens: int, source: str,
                     first_line: int = 1, on_batch=None) -> tuple[list[list[tuple[float, str]]], int]:  # fmt: skip
     """The `nbest` best (score, translation) of each line, best first, and the source subwords translated. An empty
-    line gives [(0.0, "")]. UsageError naming the first line longer than the model's positions."""
+    line gives [(0.0, "")]. A line longer than the model's positions: as `run.too_long` says (check_lengths)."""
     if not 1 <= nbest <= search["beam"]:
         raise UsageError(f"beam {search['beam']}, nbest {nbest}: allowed: 1 ≤ nbest ≤ beam")
     if max_tokens < 1:
         raise UsageError("max_tokens must be at least 1")
     vocab, positions = run.vocab, run.config.model.max_positions
     sources = vocab.encode_batch(lines)
-    check_lengths(sources, positions - 1, source, f"model.max_positions={positions}, less one for the "
-                  "end-of-sentence", first_line)  # fmt: skip
+    run.truncated += check_lengths(sources, positions - 1, source, f"model.max_positions={positions}, less one for "
+                                   "the end-of-sentence", first_line, run.too_long)  # fmt: skip
     filled = [i for i, line in enumerate(lines) if line.strip()]
     search_cfg = OmegaConf.create(search)
     ranked = translate_nbest(run.search_model, [sources[i] for i in filled], vocab, run.device, search_cfg,

@@ -57,6 +57,7 @@ class FinishedRun:
     base_draws: dict[str, tuple[int, str]] = field(default_factory=dict)
     weights: Optional[Path] = None  # the checkpoint (or model file) its weights came from
     step: Optional[int] = None  # the training step of those weights, where known
+    threads: Optional[int] = None  # the CPU threads its job ran with (its record's, or its model file's), where known
 
     def weights_summary(self) -> str:
         """Which weights these are, e.g. "checkpoint_last.pt, step 336 (the run is running)"."""
@@ -79,6 +80,9 @@ def load_run(path, checkpoint: str = "best", frozen: str = "resident") -> Finish
     if frozen not in FROZEN_MODES:
         raise ValueError(f"frozen={frozen!r}: allowed: {', '.join(FROZEN_MODES)}")
     path = Path(path).expanduser().absolute()
+    if not path.exists():
+        raise BaseRunError(f"{path}: no such file or directory; expected a finished run's directory or a model file "
+                           "(python -m frozen_sweep.export)")  # fmt: skip
     if path.is_file():
         if checkpoint != "best":
             raise BaseRunError(f"{path} is a model file: it holds one set of weights (checkpoint {checkpoint!r} is "
@@ -108,7 +112,8 @@ def load_run(path, checkpoint: str = "best", frozen: str = "resident") -> Finish
     extra = load_checkpoint(weights, model, fingerprint=fingerprint)
     vocab = lambda: _prepared_vocab(run.path, run.record)  # noqa: E731
     return FinishedRun(run.path, config, run.record, model, extra, vocab, hooks, labels, data.get("pairs", False),
-                       base_draws, weights, checkpoint_step(extra, run.record, weights))  # fmt: skip
+                       base_draws, weights, checkpoint_step(extra, run.record, weights),
+                       run.record.get("threads"))  # fmt: skip
 
 
 def _fine_tuned(config, outputs: int, pad_id: int) -> tuple[Transformer, dict[str, tuple[int, str]]]:
@@ -175,7 +180,8 @@ def _load_model_file(path: Path, frozen: str) -> FinishedRun:
         if name in saved.frozen_stored:
             param.requires_grad_(False)
     pairs = bool(saved.classifier and saved.classifier["pairs"])
-    return FinishedRun(path, config, None, model, {}, lambda: saved.vocab, hooks, labels, pairs, base_draws, path)
+    return FinishedRun(path, config, None, model, {}, lambda: saved.vocab, hooks, labels, pairs, base_draws, path,
+                       threads=saved.threads)  # fmt: skip
 
 
 def head_outputs(config, labels: Optional[list[str]]) -> Optional[int]:

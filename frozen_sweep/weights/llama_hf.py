@@ -99,8 +99,9 @@ def write_llama(directory: Path, cfg, model: Transformer, vocab: Vocab) -> None:
     missing, unexpected = llama.load_state_dict(llama_state_dict(model), strict=False)
     if missing or unexpected:
         raise RuntimeError(f"LLaMA weights not set: {missing[:3]}, not LLaMA's: {unexpected[:3]}")
+    # no max_length: generate(max_new_tokens=...) would warn that the two contradict (config.json holds the positions)
     llama.generation_config = GenerationConfig(bos_token_id=BOS, eos_token_id=EOS, pad_token_id=PAD, do_sample=False,
-                                               num_beams=1, max_length=cfg.model.max_positions)  # fmt: skip
+                                               num_beams=1)  # fmt: skip
     directory.mkdir(parents=True, exist_ok=True)
     llama.save_pretrained(directory)
     llama_tokenizer(vocab).save_pretrained(directory)

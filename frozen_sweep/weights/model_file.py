@@ -12,7 +12,8 @@ Layout: every stored parameter under its own name (a tied weight once, under its
 model as the uint8 tensor VOCAB_TENSOR; metadata (strings): format, seed, config (YAML), frozen_sha256 (JSON: the
 drawn ones), frozen_stored (JSON: the stored parameters that are frozen), for a classifier or a regression, classifier
 (JSON: labels by class id, null for a regression, and whether an example is a pair of texts), for a fine-tuned
-run, base_draws (JSON: the frozen tensors its base run drew, each with the base's seed and init), and sha256 (JSON:
+run, base_draws (JSON: the frozen tensors its base run drew, each with the base's seed and init), where its record
+says, threads (the CPU threads its job ran with, which the file is then used at, as its run directory is), and sha256 (JSON:
 {"tensors": the SHA-256 of every stored tensor, the vocabulary included, "metadata": of every other metadata value}).
 Reading checks every one before anything is used, so an altered byte anywhere is refused, naming what differs.
 """
@@ -51,11 +52,12 @@ class ModelFile:
     frozen_sha256: dict[str, str]  # the frozen tensors drawn from the seed
     classifier: Optional[dict] = None  # {"labels": [names by class id], or null for a regression, "pairs": bool}
     base_draws: dict = field(default_factory=dict)  # frozen tensors another run's seed drew: name → [seed, init]
+    threads: Optional[int] = None  # the CPU threads its job ran with, where its record said
 
 
 def write_model_file(path: Path, model: nn.Module, seed: int, config_yaml: str, vocab,
                      frozen_sha256: dict[str, str], classifier: Optional[dict] = None,
-                     base_draws: Optional[dict] = None) -> None:  # fmt: skip
+                     base_draws: Optional[dict] = None, threads: Optional[int] = None) -> None:  # fmt: skip
     """Atomically write the model file of `model` and the rest of a run: every parameter but the frozen ones hashed in
     `frozen_sha256` (those `seed` draws, or for names in `base_draws` another run's seed) is stored."""
     tensors = {name: p.detach().cpu().contiguous() for name, p in model.named_parameters() if name not in frozen_sha256}
@@ -67,6 +69,8 @@ def write_model_file(path: Path, model: nn.Module, seed: int, config_yaml: str, 
         metadata["classifier"] = json.dumps(classifier)
     if base_draws:
         metadata["base_draws"] = json.dumps(base_draws)
+    if threads:
+        metadata["threads"] = str(threads)
     data = safetensors.torch.save(tensors, signed(tensors, metadata))
     write_atomic(path, lambda f: f.write(data))
 
@@ -111,7 +115,8 @@ def read_model_file(path: Path) -> ModelFile:
     classifier = json.loads(metadata["classifier"]) if "classifier" in metadata else None
     base_draws = json.loads(metadata.get("base_draws", "{}"))
     return ModelFile(int(metadata["seed"]), metadata["config"], vocab, tensors, frozen_stored,
-                     json.loads(metadata["frozen_sha256"]), classifier, base_draws)  # fmt: skip
+                     json.loads(metadata["frozen_sha256"]), classifier, base_draws,
+                     int(metadata["threads"]) if "threads" in metadata else None)  # fmt: skip
 
 
 def _check_format(path: Path, found) -> None:

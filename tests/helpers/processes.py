@@ -1,5 +1,8 @@
 """The process tree, read from /proc: what a test started is proved gone, not assumed gone."""
 
+import os
+import signal
+import subprocess
 from pathlib import Path
 
 
@@ -20,3 +23,27 @@ def session_processes(session_id: int) -> list[str]:
         if session == session_id and state != "Z":
             found.append(f"{entry.name} {command}")
     return found
+
+
+def stopped(pid: int) -> bool:
+    """Whether the process `pid` is stopped (SIGSTOP: state T), or has ended."""
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("T", "Z")
+
+
+def in_lockstep(processes: list[subprocess.Popen], timeout: float = 300) -> None:
+    """Run processes that stop themselves (SIGSTOP, e.g. FROZEN_SWEEP_KILL_AT=point:SIGSTOP) at the same points, in
+    lockstep: each time every live one has stopped, all go on at once; returns when all have ended."""
+    from tests.helpers.sweeps import wait_for
+
+    def live() -> list[subprocess.Popen]:
+        return [proc for proc in processes if proc.poll() is None]
+
+    while live():
+        wait_for(lambda: all(stopped(proc.pid) for proc in live()), "every process to stop", timeout=timeout)
+        for proc in live():
+            os.kill(proc.pid, signal.SIGCONT)
+        wait_for(lambda: not live() or not all(stopped(proc.pid) for proc in live()), "them to go on")

@@ -16,7 +16,10 @@ LOCAL = "hydra/launcher=local_gpus"
 
 
 def sweep_command(sweep_dir: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "frozen_sweep", "-m", f"hydra.sweep.dir={sweep_dir}", *args]
+    """The command of a sweep; without the probe of each job's step (`estimate=false`) unless `args` ask for it:
+    the tests of the estimate ask, the others need no cost."""
+    probe = [] if any(arg.startswith("estimate=") for arg in args) else ["estimate=false"]
+    return [sys.executable, "-m", "frozen_sweep", "-m", f"hydra.sweep.dir={sweep_dir}", *probe, *args]
 
 
 def run_sweep(

@@ -4,7 +4,7 @@ import functools
 import logging
 from abc import abstractmethod
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn
@@ -21,9 +21,11 @@ from frozen_sweep.system.signals import answer_stops, signal_name
 
 from ._batches import check_claims, later_batch, whole_sweep
 from ._bases import Bases
+from ._cost import SweepCost
 from ._outcome import Outcome, skipped
 from ._plan import PlannedJob, SweepConfigError, dry_run, plan_jobs
 from ._progress import Progress
+from ._sweep_values import check_sweep_values
 
 log = logging.getLogger(__name__)
 MULTIRUN_FILE = "multirun.yaml"  # what Hydra's sweeper writes into the sweep's folder before the launcher runs
@@ -36,7 +38,22 @@ class SweepInterrupted(CompactHydraException):
 class SweepLauncher(Launcher):
     """A Hydra launcher; subclasses say how many threads a job gets and how the jobs run."""
 
+    def __init__(self, **settings: Any) -> None:
+        """Built by Hydra from hydra.launcher.*: a setting out of range (ValueError) is kept, and refused in setup()
+        as one line (what a plugin's constructor raises, Hydra wraps in three lines of its own)."""
+        self.refused = None
+        try:
+            self.configure(**settings)
+        except ValueError as e:
+            self.refused = str(e)
+
+    @abstractmethod
+    def configure(self, **settings: Any) -> None:
+        """Check and keep the launcher's settings; ValueError, naming the key and what is allowed, for a bad one."""
+
     def setup(self, *, hydra_context: HydraContext, task_function: Callable, config: DictConfig) -> None:
+        if self.refused:
+            raise SweepConfigError(f"{self.refused}. No job was started.")
         self.hydra_context = hydra_context
         self.task_function = task_function
         self.config = config
@@ -54,8 +71,28 @@ class SweepLauncher(Launcher):
         """Run the jobs to their end, and wait for the adopted ones (started by an earlier launcher, still live),
         reporting each outcome to `progress` as it comes."""
 
+    @abstractmethod
+    def jobs_at_a_time(self) -> int:
+        """How many of the sweep's jobs run at once: what its wall time is estimated at."""
+
     def check(self, jobs: list[PlannedJob]) -> None:
         """SweepConfigError for a job this launcher could not run as configured (before any job starts)."""
+
+    def costed(self, jobs: list[PlannedJob]) -> Optional[SweepCost]:
+        """The jobs' estimated cost (_cost.py), checked against the launcher's limits; None with estimate=false."""
+        if not OmegaConf.select(self.config, "estimate", default=True):
+            self.check_cost(None)
+            return None
+        cost = SweepCost(jobs, self.jobs_at_a_time(), self.sweep_dir, self.unprobed())
+        self.check_cost(cost)
+        return cost
+
+    def unprobed(self) -> Optional[str]:
+        """Why the jobs' steps cannot be probed where the launcher runs (None: they train on this machine's kind)."""
+        return None
+
+    def check_cost(self, cost: Optional[SweepCost]) -> None:
+        """What the launcher does with the jobs' estimates before any starts (SLURM: its time limit)."""
 
     def adopt(self, jobs: list[PlannedJob], dry_run: bool = False) -> None:
         """Set `job.runner` for each job that is not completed and that an earlier launcher started and still runs:
@@ -76,6 +113,7 @@ class SweepLauncher(Launcher):
         plan = functools.partial(plan_jobs, self.hydra_context, self.config, refuse_each=dry, base_of=bases.resolve)
         try:
             if initial_job_idx == 0:  # a new sweep; the basic sweeper's batches are all planned now (_batches.py)
+                check_sweep_values(self.config.hydra.overrides.task, self.hydra_context.config_loader.get_group_options)
                 whole = whole_sweep(self.config, self.hydra_context)
                 self.claimed: list[PlannedJob] = []
                 if whole and len(whole) > len(job_overrides):
@@ -89,7 +127,7 @@ class SweepLauncher(Launcher):
                     shown = self.claimed or jobs
                     shown = bases.pending(shown) + shown
                     self.adopt(shown, dry_run=True)
-                    dry_run(shown)
+                    dry_run(shown, self.costed(shown))
                 return []
             if pending:
                 self.run_bases(pending)
@@ -156,6 +194,10 @@ class SweepLauncher(Launcher):
             )  # fmt: skip
             for job in adopted:
                 log.info(f"  still running: {job.label} ({describe_runner(job.runner)})")
+            cost = self.costed(todo) if todo else None
+            if cost and cost.summary:
+                log.info(cost.summary)
+                progress.estimates = cost.seconds()
             if todo or adopted:
                 self.run(todo, adopted, progress)
         except KeyboardInterrupt as interrupt:
@@ -167,4 +209,4 @@ class SweepLauncher(Launcher):
         """The callable a submitit job runs for `job` (imported here: Hydra's plugin scan stays free of submitit)."""
         from ._task import JobTask
 
-        return JobTask(self.task_function, self.hydra_context, job.config, self.singleton_state)
+        return JobTask(self.task_function, self.hydra_context, job.config, self.singleton_state, job.previous)

@@ -9,13 +9,14 @@ share one run of it, and so do sweeps of other experiments that name it.
 """
 
 import functools
+import json
 from pathlib import Path
 from typing import Optional
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from frozen_sweep.config import BASE_PREFIX, NEUTRAL_KEYS, ConfigError
-from frozen_sweep.job.job_config import base_reference, override_key
+from frozen_sweep.config import BASE_PREFIX, NEUTRAL_KEYS, SCRATCH, ConfigError, ScratchModel
+from frozen_sweep.job.job_config import base_reference, override_key, sized_by_bases
 
 from ._compose import JobComposer
 from ._plan import with_launcher_overrides
@@ -40,6 +41,8 @@ class Bases:
         job's base key holds the base run's directory. ConfigError for an unknown name or a base with a base."""
         key, name = base_reference(config)
         if key is None:
+            if sized_by_bases(config):
+                self.size_scratch(config)
             return None
         bases = config.get("bases") or {}
         if name not in bases:
@@ -67,6 +70,28 @@ class Bases:
             base.label = f"{BASE_PREFIX}{name}"
             self.planned[tuple(overrides)] = base
         return self.planned[tuple(overrides)]
+
+    def size_scratch(self, config: DictConfig) -> None:
+        """A scratch job sized by the bases (job_config.sized_by_bases) gets their model, which must be one, as its
+        own (finetune.scratch_model=own: a rerun of its config runs that); ConfigError for its own model overrides."""
+        own = [o for o in config.hydra.overrides.task if override_key(o).split(".")[0] == "model"]
+        if own:
+            raise ConfigError(
+                f"{' '.join(own)}: finetune.base_checkpoint={SCRATCH} takes the model of the config's bases "
+                "(finetune.scratch_model=bases); drop these overrides, or set finetune.scratch_model=own"
+            )
+        models = {name: OmegaConf.to_container(self.plan(name, list(overrides)).config.model, resolve=True,
+                                               enum_to_str=True)
+                  for name, overrides in config.bases.items()}  # fmt: skip
+        if len({json.dumps(model, sort_keys=True) for model in models.values()}) > 1:
+            which = ", ".join(f"{BASE_PREFIX}{name}: model={model['name']}" for name, model in models.items())
+            raise ConfigError(
+                f"finetune.scratch_model=bases: the bases' models differ ({which}); set finetune.scratch_model=own "
+                "and size the baseline with model=…"
+            )
+        with read_write(config), open_dict(config):
+            config.model.merge_with(next(iter(models.values())))
+            config.finetune.scratch_model = ScratchModel.own
 
     @functools.cached_property
     def composer(self) -> JobComposer:

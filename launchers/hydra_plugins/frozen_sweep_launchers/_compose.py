@@ -68,10 +68,12 @@ class JobComposer:
 
     def _group(self, override: Override) -> bool:
         """Whether Hydra reads the override as a config-group choice (defaults_list.Overrides)."""
-        key = override.key_or_group
+        return self.group_exists(override.key_or_group) and not isinstance(override.value(), dict)
+
+    def group_exists(self, key: str) -> bool:
         if key not in self.is_group:
             self.is_group[key] = self.repo.group_exists(key)
-        return self.is_group[key] and not isinstance(override.value(), dict)
+        return self.is_group[key]
 
     @staticmethod
     def _special(override: Override) -> bool:

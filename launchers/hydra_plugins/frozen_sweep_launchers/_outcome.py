@@ -10,6 +10,7 @@ from hydra.core.utils import JobReturn
 from frozen_sweep.run.directory import ATTEMPTS_FILE, is_completed, mark_failed, read_record
 from frozen_sweep.run.lock import describe_runner, live_runner
 
+from ._held import HandedOver
 from ._plan import PlannedJob
 
 TRACE_RULE = "-" * 22  # submitit frames a failed job's traceback with this line
@@ -18,10 +19,11 @@ TRACE_RULE = "-" * 22  # submitit frames a failed job's traceback with this line
 @dataclass
 class Outcome:
     job: PlannedJob
-    status: str  # completed | skipped | failed
+    status: str  # completed | skipped | failed, or held: another launcher has the job, wait for it (_held.py)
     reason: Optional[str] = None  # why it failed, one line
     logs: tuple[Path, ...] = ()
     job_return: Optional[JobReturn] = None  # what the job's process returned, when it returned
+    by_another: bool = False  # run by another launcher, which this one waited for
 
 
 def skipped(job: PlannedJob) -> Outcome:
@@ -32,7 +34,8 @@ def settle(job: PlannedJob, submitit_job: Any, died: Optional[str]) -> Outcome:
     """The outcome of a submitit job that has stopped.
 
     `died` says why it stopped when it may have left no result behind (killed, cancelled, timed out); None when it
-    ended on its own, in which case its result file is waited for (a shared file system can show it late).
+    ended on its own, in which case its result file is waited for (a shared file system can show it late). A job
+    whose task found another launcher's run in its directory is `held` (its runner set) or that run's outcome.
     """
     logs = (job.job_dir / f"{job.config.hydra.job.name}.log", Path(submitit_job.paths.stderr))
     job_return, error = None, None
@@ -44,31 +47,38 @@ def settle(job: PlannedJob, submitit_job: Any, died: Optional[str]) -> Outcome:
             error = _why(e)
     if returned:  # the job's own process said how it ended: `died` (a guess from outside) does not apply
         died = None
+    if isinstance(job_return, HandedOver) and job_return.runner is None:
+        return settle_adopted(job, by_another=True)
     runner = live_runner(job.job_dir)
-    if runner:  # refused: another runner has the directory, and its record is not ours to mark
-        return Outcome(job, "failed", f"not run: the directory is being run by {describe_runner(runner)}", logs)
+    if runner or isinstance(job_return, HandedOver):  # another runner has the directory: its record is not ours
+        job.runner = runner or job_return.runner
+        return Outcome(job, "held", logs=logs)
     return _from_record(job, died or error or "the job returned without writing a completed result record", logs,
                         job_return)
 
 
-def settle_adopted(job: PlannedJob) -> Outcome:
-    """The outcome of a job an earlier launcher started, once its runner has let go of the directory."""
+def settle_adopted(job: PlannedJob, by_another: bool) -> Outcome:
+    """The outcome of a job whose runner this launcher waited for, once it has let go of the directory:
+    `by_another` launcher (an earlier one, or one beside it), or this launcher's own job that outlived its wrapper."""
     logs = (job.job_dir / f"{job.config.hydra.job.name}.log",)
     runner = describe_runner(job.runner or {})
-    return _from_record(job, f"its runner ({runner}) ended without a result record (killed?)", logs, None)
+    reason = f"its runner ({runner}) ended without a result record (killed?)"
+    return _from_record(job, reason, logs, None, by_another)
 
 
-def _from_record(job: PlannedJob, reason: str, logs: tuple, job_return: Optional[JobReturn]) -> Outcome:
+def _from_record(job: PlannedJob, reason: str, logs: tuple, job_return: Optional[JobReturn],
+                 by_another: bool = False) -> Outcome:  # fmt: skip
     """Completed or failed as the job's record says; without one written by this run, failed for `reason`."""
     record = read_record(job.job_dir)
     if record == job.previous and not job.runner:  # not written by this run: the job died before it started
         record = None
+    ran = "run by another launcher: " * by_another
     if is_completed(record):
-        return Outcome(job, "completed", logs=logs, job_return=job_return)
+        return Outcome(job, "completed", logs=logs, job_return=job_return, by_another=by_another)
     if record and record["status"] == "failed" and record.get("error"):
-        return Outcome(job, "failed", _first_line(record["error"]), logs)
+        return Outcome(job, "failed", ran + _first_line(record["error"]), logs, by_another=by_another)
     mark_failed(job.job_dir, reason, job.overrides)
-    return Outcome(job, "failed", reason, logs)
+    return Outcome(job, "failed", ran + reason, logs, by_another=by_another)
 
 
 def _why(error: Exception) -> str:

@@ -1,19 +1,22 @@
 """Every job of a sweep composed and validated before any starts, with its directory and what it already holds."""
 
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from hydra.types import HydraContext
 from omegaconf import DictConfig, OmegaConf
 
 from frozen_sweep.config import Config, ConfigError
 from frozen_sweep.job.dry_run import RUN, Decision, decide, report
-from frozen_sweep.job.job_config import override_key
+from frozen_sweep.job.job_config import override_key, sized_by_bases
 from frozen_sweep.system.gc_pause import no_cyclic_gc
 
 from ._compose import JobComposer
-from ._planned import PlannedJob, SameRuns, SweepConfigError, job_dir_of, plan_job, plan_uncomposed
+from ._planned import PlannedJob, SameRuns, SweepConfigError, job_dir_of, plan_job, plan_uncomposed, plan_waiting
 from ._seeds import SeedShare
+
+if TYPE_CHECKING:
+    from ._cost import SweepCost
 
 NOT_A_FROZEN_SWEEP_APP = "frozen_sweep's launchers run frozen_sweep jobs only"
 
@@ -45,15 +48,16 @@ def plan_jobs(
     jobs, datasets = [], {}
     composer = JobComposer(hydra_context, sweep_config)
     runs = SameRuns(Path(str(sweep_config.hydra.sweep.dir)).absolute())
-    seeds = SeedShare()
+    seeds = SeedShare(composer.group_exists)
     with no_cyclic_gc():  # each job's config is kept: thousands of objects a job (a sixth of a 900-job plan's CPU)
         for num, passed in enumerate(job_overrides, start=initial_job_idx):
             overrides = with_launcher_overrides(passed, launcher_overrides)  # messages name only the `passed` ones
             uncomposed = seeds.uncomposed(overrides)
-            if uncomposed is not None:  # a later job of a seed class: its checks are the class's
-                jobs.append(plan_uncomposed(num, overrides, *uncomposed, composer, runs, refuse_each, passed))
+            if uncomposed is not None:  # a later job of a seed or value class: its checks are the class's
+                jobs.append(plan_uncomposed(num, overrides, uncomposed, composer, runs, refuse_each, passed))
                 continue
             config = composer.compose(overrides)
+            sized = sized_by_bases(config)  # a scratch job given its bases' model: each seed composed here
             try:
                 base = base_of and base_of(config)  # bases.NAME: the base's planned job; its directory in the config
             except ConfigError as e:
@@ -61,10 +65,10 @@ def plan_jobs(
                     raise SweepConfigError(f"job #{num} ({' '.join(passed)}): {e}. No job was started.") from e
                 jobs.append(PlannedJob(num, overrides, config, job_dir_of(config), None, refused=str(e)))
                 continue
-            if base is not None and not base.already_completed:  # checked once its base has completed
-                jobs.append(PlannedJob(num, overrides, config, job_dir_of(config), None, waits_for=base))
+            if base is not None and not base.already_completed:  # against its planned base; in full once it ran
+                jobs.append(plan_waiting(num, overrides, config, base, refuse_each, passed))
                 continue
-            job = plan_job(num, overrides, config, runs, refuse_each, passed, seeds, has_base=base is not None)
+            job = plan_job(num, overrides, config, runs, refuse_each, passed, seeds, has_base=base is not None or sized)
             jobs.append(job)
             if job.checked_task is not None and not job.already_completed:
                 datasets.setdefault(job.checked_fingerprint["prepared"], (num, job.checked_task))
@@ -111,16 +115,18 @@ def check_distinct_dirs(jobs: list[PlannedJob], not_started: str = "No job was s
             )
 
 
-def dry_run(jobs: list[PlannedJob]) -> None:
-    """Print what each job would do (frozen_sweep.job.dry_run); SweepConfigError after it if any job would be refused."""
+def dry_run(jobs: list[PlannedJob], cost: Optional["SweepCost"] = None) -> None:
+    """Print what each job would do (frozen_sweep.job.dry_run), with its estimated `cost` (_cost.py; None: none);
+    SweepConfigError after it if any job would be refused."""
     rows = []
     for job in jobs:
         runner = None if job.refused or job.already_completed else job.runner
         decision = decide(job.job_dir, job.previous, job.force, runner, job.refused, job.same_run)
-        if job.waits_for is not None:
-            decision = Decision(RUN, f"once its base {job.waits_for.label} has completed (checked then)")
+        if job.waits_for is not None and job.refused is None:
+            decision = Decision(RUN, f"once its base {job.waits_for.label} has completed (checked in full then)")
         rows.append((job.label, job.job_dir, decision))
-    print(report(rows), flush=True)
+    costs = [cost.line(job) for job in jobs] if cost else []
+    print(report(rows, costs, cost.summary if cost else ""), flush=True)
     refused = sum(job.refused is not None for job in jobs)
     if refused:
         raise SweepConfigError(f"{refused} of {len(jobs)} jobs would be refused (above). No job was started.")

@@ -11,13 +11,13 @@ from hydra.errors import CompactHydraException
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
-from frozen_sweep.config import ConfigError
-from frozen_sweep.job.job_config import absolute_paths
+from frozen_sweep.config import ConfigError, StudyName
+from frozen_sweep.job.job_config import absolute_paths, job_config
 from frozen_sweep.run.directory import LAST_CHECKPOINT, completed_runs, is_completed, previous_record, read_record
 from frozen_sweep.run.lock import live_runner
 
 from ._compose import JobComposer
-from ._seeds import Checked, SeedClass, SeedShare
+from ._seeds import Checked, SeedShare, Uncomposed, task_config
 
 
 class SweepConfigError(CompactHydraException):
@@ -96,20 +96,19 @@ def plan_job(
 def plan_uncomposed(
     num: int,
     overrides: list[str],
-    shared: SeedClass,
-    seed: int,
+    shared: Uncomposed,
     composer: JobComposer,
     runs: "SameRuns",
     refuse_each: bool,
     passed: Sequence[str],
 ) -> PlannedJob:
-    """A later job of a seed class whose directory follows from its overrides (_seeds.py): planned from the class's
-    checks, its config composed when the launcher first reads it."""
+    """A job of a seed or value class whose directory follows from its overrides (_seeds.py): planned from the
+    class's checks, its config composed when the launcher first reads it."""
     job_dir = shared.place.job_dir(overrides)
     deferred = functools.partial(_compose_placed, composer, overrides, num, job_dir)
-    job = PlannedJob(num, overrides, None, job_dir, None, deferred=deferred, class_force=shared.first.force,
+    job = PlannedJob(num, overrides, None, job_dir, None, deferred=deferred, class_force=shared.force,
                      class_devices=shared.devices)  # fmt: skip
-    return _checked(job, lambda: shared.checked(seed), runs, refuse_each, passed)
+    return _checked(job, shared.check, runs, refuse_each, passed)
 
 
 def _checked(job: PlannedJob, check: Callable[[], Checked], runs: "SameRuns", refuse_each: bool,
@@ -128,6 +127,23 @@ def _checked(job: PlannedJob, check: Callable[[], Checked], runs: "SameRuns", re
     job.checked_task, job.checked_fingerprint = checked.task, checked.fingerprint
     if not checked.force and not is_completed(job.previous):
         job.same_run = runs.find(checked.fingerprint["sha256"], job.job_dir)
+    return job
+
+
+def plan_waiting(num: int, overrides: list[str], config: DictConfig, base: PlannedJob, refuse_each: bool,
+                 passed: Sequence[str]) -> PlannedJob:  # fmt: skip
+    """A job whose base has not completed: a fine-tuning job is checked now against its base's planned config (the
+    model and reservoir it will adopt, its own overrides of them, the base's task kind), so that what would refuse it
+    once the base has run stops the sweep before the base trains; every job is checked in full once its base ran."""
+    job = PlannedJob(num, overrides, config, job_dir_of(config), None, waits_for=base)
+    if StudyName(config.study) != StudyName.finetune:
+        return job
+    try:
+        job_config(task_config(config), list(overrides), copied=True, planned_base=task_config(base.config))
+    except (ConfigError, OmegaConfBaseException) as e:
+        if not refuse_each:
+            raise SweepConfigError(f"job #{num} ({' '.join(passed)}): {e}. No job was started.") from e
+        job.refused = str(e)
     return job
 
 

@@ -45,9 +45,15 @@ class Progress:
         self.sweep_dir = sweep_dir
         self.outcomes: dict[int, Outcome] = {}
         self.started = time.perf_counter()
+        self.estimates: dict[int, float] = {}  # job num → its estimated whole time (_cost.py), for the status's ETA
 
     def count(self, status: str) -> int:
         return sum(o.status == status for o in self.outcomes.values())
+
+    def by_another(self) -> str:
+        """' (2 by another launcher)' when another launcher ran some of the completed jobs (this one waited)."""
+        waited = sum(o.status == "completed" and o.by_another for o in self.outcomes.values())
+        return f" ({waited} by another launcher)" if waited else ""
 
     def finished(self, outcome: Outcome, running: int) -> None:
         """Record a job's outcome; `running`: how many jobs still run (the rest not yet started are queued)."""
@@ -60,7 +66,8 @@ class Progress:
             what = f"FAILED {outcome.job.label}: {outcome.reason}"
         else:
             tries, record = attempts(outcome.job) or [{}], read_record(outcome.job.job_dir) or {}
-            what = f"{outcome.job.label}: {ended(record, wall_of(tries[-1]), len(tries))}"
+            by = "completed by another launcher: " * outcome.by_another
+            what = f"{outcome.job.label}: {by}{ended(record, wall_of(tries[-1]), len(tries))}"
         log.info(
             f"[{len(self.outcomes)}/{len(self.jobs)}] {what} | "
             f"done {done}, failed {failed}, running {running}, queued {queued}"
@@ -70,7 +77,8 @@ class Progress:
         failed = [o for o in self.outcomes.values() if o.status == "failed"]
         log.info(
             f"Sweep {self.sweep_dir}: {len(self.jobs)} jobs in {time.perf_counter() - self.started:.1f} s: "
-            f"{self.count('completed')} completed, {self.count('skipped')} skipped (completed before), "
+            f"{self.count('completed')} completed{self.by_another()}, "
+            f"{self.count('skipped')} skipped (completed before), "
             f"{len(failed)} failed"
         )
         for outcome in failed:
@@ -90,7 +98,8 @@ class Progress:
                 returns.append(JobReturn(overrides=list(job.passed), status=JobStatus.FAILED, _return_value=error))
             elif outcome.job_return is not None:
                 returns.append(outcome.job_return)
-            else:  # skipped, or completed without handing back a return value: the record holds it
-                value = job.completed_record().get("test_metric") if outcome.status == "skipped" else None
+            else:  # skipped, completed by another launcher, or without a return value: the record holds it
+                record = job.completed_record() if outcome.status == "skipped" else read_record(job.job_dir) or {}
+                value = record.get("test_metric")
                 returns.append(JobReturn(overrides=job.overrides, status=JobStatus.COMPLETED, _return_value=value))
         return returns

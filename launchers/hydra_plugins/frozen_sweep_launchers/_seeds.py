@@ -14,7 +14,7 @@ is composed when the launcher first reads it (their launch).
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -24,6 +24,7 @@ from frozen_sweep.job.job_config import job_config
 
 from ._compose import parse
 from ._place import JobPlace
+from ._variants import Variants
 
 SEED = "seed"
 
@@ -53,19 +54,54 @@ class SeedClass:
         return Checked(self.first.task, self.first.force, reseeded(self.recipe, self.cpu, seed))
 
 
-class SeedShare:
-    def __init__(self):
-        self.classes: dict[tuple[str, ...], SeedClass] = {}
+@dataclass
+class Uncomposed:
+    """What the plan takes from a job's class for a job it does not compose: its directory's rule, `force`,
+    `trainer.devices` and its checks (ConfigError when refused)."""
 
-    def uncomposed(self, overrides: Sequence[str]) -> Optional[tuple[SeedClass, int]]:
-        """(the job's class, its seed) when the job can be planned without composing its config, else None."""
+    place: JobPlace
+    force: bool
+    devices: int
+    check: Callable[[], Checked]
+
+
+class SeedShare:
+    def __init__(self, is_group: Callable[[str], bool] = lambda key: True):  # groups unknown: no key is plain
+        self.classes: dict[tuple[str, ...], SeedClass] = {}
+        self.variants = Variants(is_group)
+        self.first_seeds: dict[int, SeedClass] = {}  # id of a value class → the seed class of its first job
+
+    def uncomposed(self, overrides: Sequence[str]) -> Optional[Uncomposed]:
+        """The job's plan from its class when it can be planned without composing its config, else None."""
         shared = self.classes.get(class_key(overrides))
-        if shared is None or not (shared.derivable and shared.placeable):
+        if shared is None:
+            return self._variant(overrides)
+        if not (shared.derivable and shared.placeable):
             return None
-        seeds = [o.value() for o in parse(overrides) if o.key_or_group == SEED]
-        if len(seeds) != 1 or type(seeds[0]) is not int:  # e.g. seed=2.0: the schema's conversion is composition's
+        seed = _seed(overrides)
+        if seed is None:
             return None
-        return shared, seeds[0]
+        return Uncomposed(shared.place, shared.first.force, shared.devices, lambda: shared.checked(seed))
+
+    def _variant(self, overrides: Sequence[str]) -> Optional[Uncomposed]:
+        """The first job of a class derived from its value class's checked config (_variants.py), else None."""
+        found = self.variants.derivation(overrides)
+        if found is None:
+            return None
+        values, derived = found
+        if derived.refusal is not None:
+            refusal = derived.refusal
+
+            def refuse() -> Checked:
+                raise refusal
+
+            return Uncomposed(values.place, derived.force, derived.devices, refuse)
+        recipe, cpu = derived.recipe
+        first = Checked(derived.task, derived.force, derived.fingerprint())
+        seeds = self.first_seeds[id(values)]  # the seed derivation the class's first jobs confirmed (or not yet)
+        self.classes[class_key(overrides)] = SeedClass(first, recipe, cpu, values.place, derived.devices,
+                                                       seeds.derivable, seeds.placeable)  # fmt: skip
+        return Uncomposed(values.place, derived.force, derived.devices, lambda: first)
 
     def check(self, config: DictConfig, overrides: Sequence[str], job_dir: Path, has_base: bool) -> Checked:
         """The job's checks (ConfigError or OmegaConf's errors as job_config raises them), shared with the jobs
@@ -73,9 +109,12 @@ class SeedShare:
         key = class_key(overrides)
         shared = self.classes.get(key)
         if shared is None or shared.derivable is False:
-            checked, recipe, cpu = full_check(config, overrides)
+            checked, recipe, cpu, checked_config = full_check(config, overrides)
             place = None if has_base else JobPlace.of(config)
-            self.classes.setdefault(key, SeedClass(checked, recipe, cpu, place, config.trainer.devices))
+            if key not in self.classes:
+                self._add(key, SeedClass(checked, recipe, cpu, place, config.trainer.devices), overrides,
+                          checked_config)  # fmt: skip
+            self.variants.confirm(overrides, checked.fingerprint, config.trainer.devices, job_dir)
             return checked
         derived = shared.checked(config[SEED])
         if shared.derivable is None:
@@ -87,15 +126,36 @@ class SeedShare:
         return derived
 
 
+    def _add(self, key: tuple[str, ...], shared: SeedClass, overrides: Sequence[str], checked: DictConfig) -> None:
+        """A fully checked job's seed class; the first of its value class starts that one, a later one takes the
+        seed derivation the first's seeds confirmed."""
+        self.classes[key] = shared
+        values = self.variants.of(overrides)
+        if values is None:
+            values = self.variants.add(overrides, checked, shared.place)
+            if values is not None:
+                self.first_seeds[id(values)] = shared
+        else:
+            first = self.first_seeds[id(values)]
+            shared.derivable, shared.placeable = first.derivable, first.placeable
+
+
+def _seed(overrides: Sequence[str]) -> Optional[int]:
+    """The job's seed as its override gives it, where the plan can take it without composing (e.g. not seed=2.0:
+    the schema's conversion is composition's)."""
+    seeds = [o.value() for o in parse(overrides) if o.key_or_group == SEED]
+    return seeds[0] if len(seeds) == 1 and type(seeds[0]) is int else None
+
+
 def class_key(overrides: Sequence[str]) -> tuple[str, ...]:
     return tuple(o for o in overrides if not o.startswith(f"{SEED}="))
 
 
-def full_check(config: DictConfig, overrides: Sequence[str]) -> tuple[Checked, dict, dict]:
-    """The job's checks as the job runs them, on a copy of its config without the hydra node."""
+def full_check(config: DictConfig, overrides: Sequence[str]) -> tuple[Checked, dict, dict, DictConfig]:
+    """The job's checks as the job runs them, on a copy of its config without the hydra node (returned too)."""
     checked = job_config(task_config(config), list(overrides), copied=True)
     recipe, cpu = fingerprint_recipe(checked)
-    return Checked(checked.task, checked.force, sealed(recipe, cpu)), recipe, cpu
+    return Checked(checked.task, checked.force, sealed(recipe, cpu)), recipe, cpu, checked
 
 
 def task_config(config: DictConfig) -> DictConfig:

@@ -1,10 +1,11 @@
 """The sweep's live status, as a cluster tool's status table: per running job its step / budget, latest validation
-score, tokens/s and ETA (read from the progress.json each job keeps in its directory: frozen_sweep.train.
-progress_report; on SLURM through the shared file system), and for the sweep done / running / queued / failed with an
-ETA from the finished jobs' wall times. On a terminal one block redrawn in place (the launcher's log lines print
-above it); elsewhere (a pipe, a log file) the same as plain lines every `hydra.launcher.status_every_s`."""
+score, tokens/s and ETA, or its test's progress (read from the progress.json each job keeps in its directory, when
+its current attempt wrote it: frozen_sweep.train.progress_report; on SLURM through the shared file system), and for
+the sweep done / running / queued / failed with an ETA (_eta.py: each queued job as long as the finished ones took,
+or before any has finished, as the running ones are on course to take). On a terminal one block redrawn in place
+(the launcher's log lines print above it); elsewhere (a pipe, a log file) the same as plain lines every
+`hydra.launcher.status_every_s`."""
 
-import json
 import logging
 import shutil
 import sys
@@ -12,7 +13,9 @@ import time
 from typing import Optional, TextIO
 
 from frozen_sweep.run.directory import PROGRESS_FILE
+from frozen_sweep.train.progress_report import read_report
 
+from ._eta import Pace, current_attempt, current_report, sweep_eta
 from ._outcome import attempt_wall
 from ._plan import PlannedJob
 from ._progress import Progress
@@ -35,7 +38,8 @@ class StatusBoard:
         self.live = self.stream.isatty()
         self.shown = time.monotonic() if not self.live else float("-inf")  # plain lines: the first after every_s
         self.drawn = 0  # lines of the block on the terminal now
-        self.first_seen: dict[int, tuple[float, float]] = {}  # job → (when, done fraction) at its first report
+        self.since = time.time()  # an attempt started before this (and not adopted) is a killed one
+        self.pace = Pace()
         self.walls: dict[int, float] = {}  # finished job → its wall time
         self.eraser = _EraseFirst(self)
         if self.live:
@@ -60,36 +64,40 @@ class StatusBoard:
         self.drawn = len(lines)
 
     def lines(self, running: list[PlannedJob], queued: int) -> list[str]:
-        jobs = [(job, self.job_eta(job, report := read_json(job.job_dir / PROGRESS_FILE)), report) for job in running]
+        jobs, left, whole = [], [], []
+        for job in running:
+            attempt = current_attempt(job, self.since)
+            report = current_report(read_report(job.job_dir / PROGRESS_FILE), attempt)
+            eta = self.pace.left(job, attempt, report) if report else None
+            jobs.append((job, eta, report))
+            left.append((eta, attempt))
+            whole.append(Pace.whole(attempt, eta, report) if report else None)
         p = self.progress
         done, failed = p.count("completed") + p.count("skipped"), p.count("failed")
-        eta = self.sweep_eta([eta for _, eta, _ in jobs], queued)
+        each = self.job_estimate([w for w in whole if w is not None])
+        eta = None
+        if each is not None or not queued and None not in (e for e, _ in left):
+            running_left = [e if e is not None else _rest(each, attempt) for e, attempt in left]
+            # a queued job's own estimate (_cost.py: the dry run's), else the finished or running jobs' mean
+            queued_each = [self.progress.estimates.get(job.num, each) for job in self.queued(running, queued)]
+            eta = sweep_eta(running_left, queued_each, self.slots)
         head = (f"status: {done} done, {len(running)} running, {queued} queued, {failed} failed of {len(p.jobs)}"
                 f" | sweep ETA {_duration(eta)}")  # fmt: skip
         return [head, *(f"  {job.label}: {_describe(report)} | ETA {_duration(eta)}" for job, eta, report in jobs)]
 
-    def job_eta(self, job: PlannedJob, report: dict) -> Optional[float]:
-        """Seconds left to the job's first budget at the pace it has kept since this launcher first saw it report."""
-        done = report.get("done")
-        if done is None:
-            return None
-        when, first = self.first_seen.setdefault(job.num, (time.monotonic(), done))
-        return (time.monotonic() - when) * (1 - done) / (done - first) if done > first else None
+    def queued(self, running: list[PlannedJob], count: int) -> list[PlannedJob]:
+        """The `count` jobs that wait to start: neither finished nor running, in the sweep's order."""
+        done = self.progress.outcomes
+        return [job for job in self.progress.jobs if job.num not in done and job not in running][:count]
 
-    def sweep_eta(self, running: list[Optional[float]], queued: int) -> Optional[float]:
-        """The queued jobs, each as long as the mean finished one, fill the slots as the running ones free them."""
+    def job_estimate(self, running_whole: list[float]) -> Optional[float]:
+        """A job's whole time: the mean finished job's wall time, else the mean of what the running ones are on
+        course to take (None before either is known)."""
         for outcome in self.progress.outcomes.values():
             if outcome.status == "completed" and outcome.job.num not in self.walls:
                 self.walls[outcome.job.num] = attempt_wall(outcome.job) or 0.0
-        walls = [wall for wall in self.walls.values() if wall]
-        if None in running or (queued and not walls):
-            return None
-        mean = sum(walls) / len(walls) if walls else 0.0
-        free_at = sorted(running + [0.0] * max(0, self.slots - len(running)))
-        for _ in range(queued):
-            free_at[0] += mean
-            free_at.sort()
-        return max(free_at, default=0.0)
+        walls = [wall for wall in self.walls.values() if wall] or running_whole
+        return sum(walls) / len(walls) if walls else None
 
     def erase(self) -> None:
         """Remove the block from the terminal (before a log line prints, and before each redraw)."""
@@ -117,9 +125,20 @@ class _EraseFirst(logging.Filter):
         return True
 
 
+def _rest(each: Optional[float], attempt: dict) -> float:
+    """A running job without a pace yet: the estimate less the time its attempt has run."""
+    ran = time.time() - attempt["started"] if attempt else 0.0
+    return max(0.0, (each or 0.0) - ran)
+
+
 def _describe(report: dict) -> str:
     if not report:
         return "starting"
+    if report.get("phase") in ("testing", "scoring"):
+        tested = report.get("tested")
+        what = "scoring" if report["phase"] == "scoring" else (
+            f"decoded {tested[0]:,}/{tested[1]:,}" if tested else "running the test set")  # fmt: skip
+        return f"testing: {what} (trained {report.get('step', '?')} steps)"
     if report.get("max_steps"):
         where = f"step {report['step']}/{report['max_steps']}"
     elif report.get("max_epochs"):
@@ -139,10 +158,3 @@ def _duration(seconds: Optional[float]) -> str:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
 
-
-def read_json(path) -> dict:
-    try:
-        value = json.loads(path.read_text())
-    except (OSError, ValueError):  # not written yet
-        return {}
-    return value if isinstance(value, dict) else {}

@@ -1,11 +1,12 @@
 """What runs inside each submitit job: one Hydra job in its own directory, resumable when requeued."""
 
+import contextlib
 import json
 import os
 import socket
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import submitit
 from hydra.core.singleton import Singleton
@@ -15,9 +16,11 @@ from omegaconf import DictConfig, open_dict, read_write
 
 from frozen_sweep.parallel.world import launched_world
 from frozen_sweep.run.directory import ATTEMPTS_FILE, mark_failed
-from frozen_sweep.run.lock import exclusive_run
+from frozen_sweep.run.lock import JobAlreadyRunning, exclusive_run
 from frozen_sweep.system.files import write_json_atomic
 from frozen_sweep.system.signals import PREEMPTION_GRACE_S, ignore_stops, restore_sigint, stop_on_sigterm
+
+from ._held import HandedOver, completed_since_plan
 
 
 class JobTask(submitit.helpers.Checkpointable):
@@ -26,7 +29,8 @@ class JobTask(submitit.helpers.Checkpointable):
 
     Hydra's singleton state (its config store, the OmegaConf resolvers registered so far, ...) travels with the task
     and is restored in the job, as in Hydra's own submitit launcher; the job holds its directory's lock from start to
-    end (frozen_sweep.run.directory), so that a second runner of the same directory stops before touching it."""
+    end (frozen_sweep.run.directory): a directory that another runner holds, or completed since the sweep's plan
+    (`planned`: the record it held then), is handed back untouched (_held.py), so that it is waited for, not run."""
 
     def __init__(
         self,
@@ -34,13 +38,15 @@ class JobTask(submitit.helpers.Checkpointable):
         hydra_context: HydraContext,
         config: DictConfig,
         singleton_state: Any,  # Singleton.get_state() in the launcher
+        planned: Optional[dict] = None,
     ):
         self.task_function = task_function
         self.hydra_context = hydra_context
         self.config = config
         self.singleton_state = singleton_state
+        self.planned = planned
 
-    def __call__(self) -> JobReturn:
+    def __call__(self) -> JobReturn | HandedOver:
         # the sweep's plan resolved every hub revision and prepared every dataset: a job reads what it kept under the
         # cache and never reaches the hub (frozen_sweep.data.hub), on this machine or on a cluster's nodes
         os.environ["HF_HUB_OFFLINE"] = "1"
@@ -51,7 +57,13 @@ class JobTask(submitit.helpers.Checkpointable):
         world = launched_world()  # a multi-task job runs this in every task: rank 0 holds the directory
         if world is not None and not world.is_main:
             return self._run(job_dir, main=False)
-        with exclusive_run(job_dir):
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(exclusive_run(job_dir))
+            except JobAlreadyRunning as e:
+                return HandedOver(e.runner)
+            if completed_since_plan(job_dir, self.planned):
+                return HandedOver(None)
             return self._run(job_dir, main=True)
 
     def _run(self, job_dir: Path, main: bool) -> JobReturn:

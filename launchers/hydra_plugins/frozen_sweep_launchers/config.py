@@ -55,7 +55,9 @@ class SlurmConf:
     gpus_per_task: Optional[int] = None  # --gpus-per-task; None: none (or gpus_per_node, shared by the node's tasks)
     cpus_per_task: int = 1  # CPUs per task (rank); also its trainer.threads and OMP_NUM_THREADS unless set
     mem_gb: Optional[float] = None  # memory per job; None: the cluster's default
-    timeout_min: int = 1440  # time limit per job; before it, the job checkpoints and is requeued (max_num_timeout)
+    # time limit per job; before it, the job checkpoints and is requeued (max_num_timeout). A job whose estimated cost
+    # (estimate=true) exceeds it is named before submission; null: 1.5 × the longest estimate (+ signal_delay_s)
+    timeout_min: Optional[int] = 1440
     max_num_timeout: int = 3  # requeues after a time-out (preemptions do not count)
     signal_delay_s: int = 120  # the job is warned (USR2) this long before its time limit, to requeue itself
     array_parallelism: int = 64  # jobs of the array running at once

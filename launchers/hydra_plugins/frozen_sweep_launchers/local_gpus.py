@@ -23,6 +23,8 @@ from frozen_sweep.run.lock import live_runner
 from frozen_sweep.run.record import JOBS_AT_A_TIME_VARIABLE
 
 from ._base import SweepLauncher
+from ._gpus import check_usable, visible_gpus
+from ._held import taken
 from ._kill_point import kill_point
 from ._outcome import last_attempt, settle, settle_adopted
 from ._plan import PlannedJob, check_devices
@@ -38,7 +40,7 @@ NO_TIME_LIMIT_MIN = 60 * 24 * 365  # local jobs have none, but submitit's LocalE
 
 
 class LocalGpusLauncher(SweepLauncher):
-    def __init__(
+    def configure(
         self,
         *,
         submitit_folder: str,
@@ -78,6 +80,9 @@ class LocalGpusLauncher(SweepLauncher):
         two cores on the demo's two jobs at a time); trainer.follow_free_cores=true lets it take the free cores."""
         return max(1, len(os.sched_getaffinity(0)) // len(self.slots))
 
+    def jobs_at_a_time(self) -> int:
+        return len(self.slots)
+
     def check(self, jobs: list[PlannedJob]) -> None:
         if self.gpus:  # on the CPU a job's ranks are processes, as many as it asks for
             check_devices(jobs, self.gpus_per_job, "hydra.launcher.gpus_per_job")
@@ -110,6 +115,7 @@ class LocalGpusLauncher(SweepLauncher):
         # (slot, planned job, submitit job; None for an adopted job, whose slot is taken until its runner lets go)
         self.running = [(take_slot(free, job), job, None) for job in adopted]
         self.jobs, self.ended = [*adopted, *jobs], []  # what a stop must stop, and what ended before it
+        self.outlived: set[int] = set()  # this launcher's jobs whose own process outlived their wrapper (by num)
         self.board = StatusBoard(progress, self.status_every_s, len(self.slots))
         try:
             self._run_all(executor, threads, queue, free, progress)
@@ -124,7 +130,11 @@ class LocalGpusLauncher(SweepLauncher):
         running = self.running
         while queue or running:
             while queue and free:
-                slot, job = free.pop(0), queue.popleft()
+                job = queue.popleft()
+                if self._handed_over(job, free, progress):
+                    continue
+                kill_point("before_submit")  # after the check: two launchers here at once both start the job
+                slot = free.pop(0)
                 executor.update_parameters(
                     timeout_min=NO_TIME_LIMIT_MIN,
                     gpus_per_node=0 if slot is None else len(slot),
@@ -145,13 +155,34 @@ class LocalGpusLauncher(SweepLauncher):
                 slot, job, submitit_job = entry
                 if submitit_job and (runner := outlived_wrapper(job, submitit_job)):
                     job.runner = runner  # waited for as an adopted job: settled once it lets go
+                    self.outlived.add(job.num)
+                    running.append((slot, job, None))
+                    continue
+                if submitit_job:
+                    outcome = settle(job, submitit_job, died=KILLED)
+                else:
+                    outcome = settle_adopted(job, by_another=job.num not in self.outlived)
+                if outcome.status == "held":  # another launcher's run took the directory first: waited for
                     running.append((slot, job, None))
                     continue
                 free.append(slot)
                 self.ended.append(job)
-                outcome = settle(job, submitit_job, died=KILLED) if submitit_job else settle_adopted(job)
                 progress.finished(outcome, running=len(running))
             self.board.show([job for _, job, _ in running], len(queue))
+
+    def _handed_over(self, job: PlannedJob, free: list, progress: Progress) -> bool:
+        """Whether another launcher has `job` (_held.py): reported if it has completed it, else waited for in a
+        slot of this launcher's, as an adopted job."""
+        handed = taken(job.job_dir, job.previous, local_processes())
+        if handed is None:
+            return False
+        if handed.runner is None:
+            self.ended.append(job)
+            progress.finished(settle_adopted(job, by_another=True), running=len(self.running))
+        else:
+            job.runner = handed.runner
+            self.running.append((take_slot(free, job), job, None))
+        return True
 
     def interrupted(self, why: str) -> str:
         """Stop every job this launcher started or adopted (each records `failed`, interrupted), then say so."""
@@ -210,48 +241,6 @@ def warn_oversubscribed(jobs: list[PlannedJob], at_a_time: int) -> None:
         )
 
 
-def check_usable(gpus: list[int], visible: list[int], max_parallel: int, jobs_per_gpu: int) -> None:
-    """Settings the launcher could not use are refused, not ignored: GPUs this process does not see, GPU packing
-    without a GPU, CPU parallelism with GPUs."""
-    if set(gpus) - set(visible):
-        raise ValueError(
-            f"hydra.launcher.gpus={gpus}: this process sees GPUs {visible or 'none'} (CUDA_VISIBLE_DEVICES ids); "
-            "allowed: a list of those, or null for all"
-        )
-    if not gpus and jobs_per_gpu > 1:
-        raise ValueError(
-            f"hydra.launcher.jobs_per_gpu={jobs_per_gpu}: there is no GPU here; without one, "
-            "hydra.launcher.max_parallel sets the jobs at a time"
-        )
-    if gpus and max_parallel > 1:
-        raise ValueError(
-            f"hydra.launcher.max_parallel={max_parallel} applies without a GPU; with GPUs {gpus}, "
-            "hydra.launcher.jobs_per_gpu sets the jobs at a time on each"
-        )
-
-
-def visible_gpus(configured: Optional[Sequence[int]]) -> list[int]:
-    """The GPU ids jobs are pinned to: the configured ones, else every GPU this process sees (by the ids that
-    CUDA_VISIBLE_DEVICES gives, when it is set)."""
-    if configured is not None:
-        return list(configured)
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
-        if not gpu_driver_present():
-            return []  # torch's import alone costs seconds of a sweep's plan
-        import torch
-
-        return list(range(torch.cuda.device_count()))
-    ids = []
-    for entry in filter(None, (e.strip() for e in visible.split(","))):
-        if entry.startswith(("GPU-", "MIG-")):
-            raise ValueError(f"CUDA_VISIBLE_DEVICES={visible} names GPUs by UUID: set hydra.launcher.gpus=[0,1,…]")
-        if not entry.isdigit():
-            break  # CUDA ignores an invalid id and every id after it
-        ids.append(int(entry))
-    return ids
-
-
 @contextlib.contextmanager
 def sigint_ignored() -> Iterator[None]:
     """SIGINT ignored while a job's controller starts, which inherits it so: a Ctrl-C on the terminal reaches the
@@ -277,11 +266,3 @@ def environment(**variables: str) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-
-
-def gpu_driver_present() -> bool:
-    """Whether a GPU driver shows a device here (NVIDIA's /proc entry or device files, ROCm's /dev/kfd): without
-    one torch would count none."""
-    nvidia = Path("/proc/driver/nvidia/gpus")
-    listed = nvidia.is_dir() and any(nvidia.iterdir())
-    return listed or any(Path("/dev").glob("nvidia[0-9]*")) or Path("/dev/kfd").exists()

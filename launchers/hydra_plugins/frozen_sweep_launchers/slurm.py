@@ -7,25 +7,29 @@ soon as its processes are gone, while the others keep running.
 """
 
 import logging
+import math
 import subprocess
 import time
 from typing import Any, Optional, Sequence
 
 from omegaconf import OmegaConf
 
+from frozen_sweep.job.estimate import duration
 from frozen_sweep.run.directory import SUBMISSION_FILE
-from frozen_sweep.run.lock import describe_runner
 
 from ._base import SweepLauncher
+from ._cost import SweepCost
+from ._held import released
 from ._kill_point import kill_point
-from ._outcome import Outcome, settle
-from ._plan import PlannedJob, check_devices
+from ._outcome import settle, settle_adopted
+from ._plan import PlannedJob, SweepConfigError, check_devices
 from ._progress import Progress
 from ._status import StatusBoard, check_status_every
 from ._submission import describe_tasks, new_comment, queued_tasks, read_submission, record_submissions, task_of
 
 log = logging.getLogger(__name__)
 
+TIMEOUT_MARGIN = 1.5  # timeout_min=null: this × the longest job's estimate (docs/performance.md: its errors)
 RESULT_CHECK_S = 0.5  # result files are cheap to look for; sacct is asked every poll_interval_s
 # how long a job without a result must stay ended (sacct) and unlisted (squeue) before it counts as dead: a preempted
 # job exits and is requeued, PENDING again, seconds later on a loaded controller (more than a second seen here)
@@ -40,7 +44,7 @@ STATE_MEANINGS = {
 
 
 class SlurmLauncher(SweepLauncher):
-    def __init__(
+    def configure(
         self,
         *,
         submitit_folder: str,
@@ -51,7 +55,7 @@ class SlurmLauncher(SweepLauncher):
         tasks_per_node: int = 1,
         gpus_per_task: Optional[int] = None,
         mem_gb: Optional[float],
-        timeout_min: int,
+        timeout_min: Optional[int],
         max_num_timeout: int,
         signal_delay_s: int,
         array_parallelism: int,
@@ -71,6 +75,7 @@ class SlurmLauncher(SweepLauncher):
         self.submitit_folder = submitit_folder
         self.cpus_per_task = cpus_per_task
         self.max_num_timeout = max_num_timeout
+        self.timeout_min, self.signal_delay_s = timeout_min, signal_delay_s
         self.poll_interval_s = poll_interval_s
         self.cancel_on_exit = cancel_on_exit
         check_status_every(status_every_s)
@@ -88,7 +93,7 @@ class SlurmLauncher(SweepLauncher):
             # a rank that dies ends the job's other tasks at once: they would wait for it until a collective times out
             "srun_args": ["--kill-on-bad-exit=1"] if self.ranks > 1 else None,
             "mem": None if mem_gb is None else f"{int(mem_gb * 1024)}M",
-            "time": timeout_min,
+            "time": timeout_min,  # null: set from the estimates (check_cost)
             "signal_delay_s": signal_delay_s,
             "array_parallelism": array_parallelism,
             "setup": [threads, *_plain(setup)],
@@ -98,6 +103,40 @@ class SlurmLauncher(SweepLauncher):
 
     def threads_per_job(self) -> int:
         return self.cpus_per_task
+
+    def jobs_at_a_time(self) -> int:
+        return self.array_parallelism
+
+    def unprobed(self) -> Optional[str]:
+        """The probe runs where the launcher runs: GPU jobs are not probed on a machine without a GPU."""
+        import torch  # the estimate imports it anyway
+
+        if (self.sbatch.get("gpus_per_node") or self.sbatch.get("gpus_per_task")) and not torch.cuda.is_available():
+            return "no estimate: the job trains on a GPU and the launcher's machine has none to probe its step on"
+        return None
+
+    def check_cost(self, cost: Optional[SweepCost]) -> None:
+        """Set the time limit from the estimates (timeout_min=null), or name the jobs whose estimate exceeds it."""
+        if self.timeout_min is None:
+            longest = cost and cost.longest_s()
+            if longest is None:
+                raise SweepConfigError(
+                    "hydra.launcher.timeout_min=null takes each job's time limit from the estimates, but "
+                    f"{'estimate=false' if cost is None else 'no job has one'}; set hydra.launcher.timeout_min "
+                    "(minutes) or estimate=true. No job was started."
+                )
+            self.sbatch["time"] = math.ceil((TIMEOUT_MARGIN * longest + self.signal_delay_s) / 60)
+            how = f"{TIMEOUT_MARGIN} × the longest estimate + signal_delay_s"
+            log.info(f"slurm: time limit {self.sbatch['time']} min per job ({how})")
+            return
+        over = cost.over(self.timeout_min * 60) if cost else []
+        if over:
+            named = ", ".join(f"{job.label or job.job_dir.name} ({duration(e.total_s)})" for job, e in over)
+            log.warning(
+                f"slurm: {len(over)} job{'s' * (len(over) != 1)} estimated longer than hydra.launcher.timeout_min="
+                f"{self.timeout_min}: {named}; each is requeued at its limit and resumes (at most max_num_timeout="
+                f"{self.max_num_timeout} times): raise timeout_min, or set it null to take it from the estimates"
+            )
 
     def check(self, jobs: list[PlannedJob]) -> None:
         check_devices(jobs, self.ranks, "hydra.launcher.nodes × hydra.launcher.tasks_per_node (one rank per task)")
@@ -144,23 +183,23 @@ class SlurmLauncher(SweepLauncher):
             kill_point("after_records")
             options = ", ".join(f"{key}={value}" for key, value in self.sbatch.items() if value not in ([], {}))
             log.info(f"slurm: submitted {len(jobs)} jobs as job {submitted[0].job_id.split('_')[0]} ({options})")
-        for job in [job for job in adopted if not job.runner.get("slurm_job_id")]:  # no SLURM job to watch
-            adopted.remove(job)
-            reason = f"not run: the directory is being run outside SLURM by {describe_runner(job.runner)}"
-            progress.finished(Outcome(job, "failed", reason), running=0)
-        reattached = [submitit.SlurmJob(self.submitit_folder, job.runner["slurm_job_id"]) for job in adopted]
-        waiting = list(zip(jobs, submitted)) + list(zip(adopted, reattached))
-        if not waiting:
-            return
-        watcher = waiting[0][1].watcher  # shared by all jobs: one sacct call per poll
+        held = [job for job in adopted if not job.runner.get("slurm_job_id")]  # run outside SLURM: its lock tells
+        reattached = [submitit.SlurmJob(self.submitit_folder, job.runner["slurm_job_id"]) for job in adopted
+                      if job not in held]  # fmt: skip
+        waiting = list(zip(jobs, submitted)) + list(zip([job for job in adopted if job not in held], reattached))
         board = StatusBoard(progress, self.status_every_s, self.array_parallelism)
         try:
-            self._wait(waiting, watcher, progress, board)
+            if waiting:
+                self._wait(waiting, waiting[0][1].watcher, progress, board, held)
+            for job in released(held, self.poll_interval_s):  # another launcher's runs: their outcomes
+                progress.finished(settle_adopted(job, by_another=True), running=0)
         finally:
             board.close()
 
-    def _wait(self, waiting: list, watcher: Any, progress: Progress, board: StatusBoard) -> None:
-        """Settle each job as it ends (its result, or SLURM's word that it died); the status board shows the rest."""
+    def _wait(self, waiting: list, watcher: Any, progress: Progress, board: StatusBoard, held: list) -> None:
+        """Settle each job as it ends (its result, or SLURM's word that it died); the status board shows the rest.
+        `watcher`: shared by all jobs, one sacct call per poll. A job whose task found another launcher's run in
+        its directory goes to `held`, waited for after the others."""
         asked = float("-inf")
         gone_since: dict[str, float] = {}  # job id → when sacct and squeue first both said it had ended
         while waiting:
@@ -180,7 +219,11 @@ class SlurmLauncher(SweepLauncher):
                 waiting.remove((job, sjob))
                 running = sum(watcher.get_state(other.job_id, mode="cache") == "RUNNING" for _, other in waiting)
                 state = watcher.get_state(sjob.job_id, mode="cache")
-                progress.finished(settle(job, sjob, died=_died(state)), running=running)
+                outcome = settle(job, sjob, died=_died(state))
+                if outcome.status == "held":
+                    held.append(job)
+                else:
+                    progress.finished(outcome, running=running)
             live = [job for job, sjob in waiting if watcher.get_state(sjob.job_id, mode="cache") == "RUNNING"]
             board.show(live, len(waiting) - len(live))
 
