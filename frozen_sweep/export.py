@@ -13,7 +13,9 @@ again from the base's seed. RUN may be a run directory or a model file.
     python -m frozen_sweep.export RUN OUT_DIR --format hf
 
 writes a Hugging Face directory instead, all its weights included (needs `transformers`: pip install
-'frozen_sweep[hf]'): a translation run as MarianMT (MarianMTModel.from_pretrained(OUT_DIR),
+'frozen_sweep[hf]'): a language model or masked LM trained from a pretrained checkpoint as the checkpoint's own class
+(its config.json and tokenizer, our weights: AutoModelForCausalLM or AutoModelForMaskedLM.from_pretrained gives the
+run's logits); a translation run as MarianMT (MarianMTModel.from_pretrained(OUT_DIR),
 MarianTokenizer.from_pretrained(OUT_DIR)), its greedy search giving the run's greedy translations; a LLaMA-style
 language model (model.norm=rms, model.ffn=swiglu, model.positions=rope) as LLaMA (LlamaForCausalLM.from_pretrained,
 AutoTokenizer.from_pretrained), its logits and greedy continuations the run's. Runs they cannot express are refused,
@@ -44,6 +46,7 @@ from omegaconf import OmegaConf
 from frozen_sweep.config import TaskKind
 from frozen_sweep.use import command_line
 from frozen_sweep.use.command_line import UsageError
+from frozen_sweep.weights import hf_export
 from frozen_sweep.weights.ctranslate2_model import QUANTIZATIONS
 from frozen_sweep.weights.finished_run import FinishedRun, load_run, seed_drawn
 from frozen_sweep.weights.freeze import frozen_fingerprint, parameter_counts
@@ -113,6 +116,16 @@ def writers(fmt: str, quantization: str) -> dict:
                           "its logits and greedy continuations are the run's")}  # fmt: skip
 
 
+def pretrained_writer(source: str) -> tuple:
+    """A run trained from checkpoint `source` as `writers` gives a format: the checkpoint's own class."""
+
+    def write(directory: Path, cfg, model, vocab) -> None:  # the checkpoint's tokenizer, not the vocabulary read
+        hf_export.write_pretrained_class(directory, cfg, model, source)
+
+    not_expressible = functools.partial(hf_export.not_expressible, source=source)
+    return f"{hf_export.architecture_of(source)} (as {source})", not_expressible, write, "its logits are the run's"
+
+
 def export_directory(run_path: str, out: Path, fmt: str, quantization: str, checkpoint: str = "best") -> None:
     """The run as a MarianMT, LLaMA or CTranslate2 directory with a SHA256SUMS of its files, written beside OUT and
     renamed into place once complete."""
@@ -125,6 +138,9 @@ def export_directory(run_path: str, out: Path, fmt: str, quantization: str, chec
         raise UsageError(f"{out.parent} does not exist: create it first")
     run = load_run(run_path, checkpoint=checkpoint)
     kind, formats = TaskKind(run.config.task.kind), writers(fmt, quantization)
+    source = hf_export.checkpoint_source(run.config) if fmt == "hf" else None
+    if source is not None:  # trained from a pretrained checkpoint: back to its own class
+        formats = {kind: pretrained_writer(source)}
     if kind not in formats:
         raise UsageError(f"{run.path}: task.kind={kind.value}: --format {fmt} writes {kinds}")
     what, not_expressible, write, promise = formats[kind]

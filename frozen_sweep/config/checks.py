@@ -77,7 +77,7 @@ RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("relearn.thresholds", lambda v: all(0 < x < 1 for x in v), "must be fractions in (0, 1), e.g. [0.01, 0.05]"),
     *((key, _at_least(0), "must be >= 0") for key in (
         "task.valid_from_train", "trainer.weight_decay", "trainer.warmup_steps", "trainer.warmup_init_lr",
-        "trainer.clip_norm", "reservoir.count", "eval.max_len_a", "eval.max_len_b", "seed",
+        "trainer.clip_norm", "reservoir.count", "eval.max_len_a", "eval.max_len_b", "seed", "finetune.reinit_top",
     )),
     *((key, _positive, "must be > 0") for key in ("task.max_length_ratio", "trainer.adam_eps")),
     ("trainer.validate_every_steps", _positive_or_null, "must be > 0 (or null: at the end of every epoch)"),
@@ -231,11 +231,26 @@ def validate_finetune(cfg) -> None:
             f"study=finetune needs finetune.base_checkpoint=<a completed masked-LM run's directory>, or "
             f"finetune.base_checkpoint={SCRATCH} for the baseline without pre-training"
         )
-    if not TaskKind(cfg.task.kind).labelled:
+    pretrained = cfg.task.vocab == f.base_checkpoint  # a checkpoint's, adopted: its task was checked then (job_config)
+    if not TaskKind(cfg.task.kind).labelled and not pretrained:
         raise ConfigError(
             f"study=finetune fine-tunes on a classification or regression task; task={cfg.task.name} is task.kind="
             f"{TaskKind(cfg.task.kind).value}: use e.g. task=cls_bible_en"
         )
+    validate_finetune_layers(f, cfg.model)
+
+
+def validate_finetune_layers(f, model) -> None:
+    """finetune.frozen_layers (a letter per layer of the base, F or T) and finetune.reinit_top against the base's
+    layers (the model, adopted from the base)."""
+    layers = model.encoder_layers or model.decoder_layers
+    pattern = f.frozen_layers
+    if pattern is not None and (len(pattern) != layers or set(pattern) - set("FT")):
+        example = "F" * (layers // 2) + "T" * (layers - layers // 2)
+        raise ConfigError(f"finetune.frozen_layers={pattern}: one letter per layer of the base's {layers} layers, "
+                          f"from the bottom, F frozen or T trained (e.g. {example})")
+    if not 0 <= f.reinit_top <= layers:
+        raise ConfigError(f"finetune.reinit_top={f.reinit_top}: the base has {layers} layers; allowed: 0 … {layers}")
 
 
 def validate_reservoir(cfg) -> None:

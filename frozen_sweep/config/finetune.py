@@ -1,5 +1,5 @@
-"""The finetune settings' schema: fine-tune a finished masked-LM run's encoder on a classification task
-(frozen_sweep/study/finetune.py)."""
+"""The finetune settings' schema: fine-tune a finished masked-LM run's encoder, or a pretrained checkpoint's, on a
+classification task (frozen_sweep/study/finetune.py)."""
 
 from dataclasses import dataclass
 from enum import Enum
@@ -25,7 +25,9 @@ class ScratchModel(Enum):
 
 @dataclass
 class FinetuneConfig:
-    # study=finetune: a completed masked-LM run's directory (result.json, config.yaml, checkpoint_best.pt), or scratch
+    # study=finetune: a completed masked-LM run's directory (result.json, config.yaml, checkpoint_best.pt), a pretrained
+    # checkpoint (a directory written by save_pretrained, or a hub name: BertForMaskedLM, RobertaForMaskedLM, or a
+    # decoder on its own objective), or scratch
     base_checkpoint: Optional[str] = None
     frozen: FrozenMode = FrozenMode.keep
     # where the components the job's freeze pattern freezes take their values: the base's or a fresh random draw
@@ -34,3 +36,6 @@ class FinetuneConfig:
     # finetune.base_checkpoint=scratch in a config with `bases`: whose model the baseline trains (a sweep's launcher
     # takes the bases' from their configs before any job starts)
     scratch_model: ScratchModel = ScratchModel.bases
+    # the base's layers, one letter each from the bottom: F frozen at the base's values, T trained; null: none frozen
+    frozen_layers: Optional[str] = None
+    reinit_top: int = 0  # the top N layers re-drawn from the job's seed, as few-sample fine-tuning re-initialises them

@@ -31,7 +31,8 @@ DATA_LOCATION_KEYS = frozenset({"task.path", "task.sword_dir", "task.vocab", "fi
 # (task.header: false before null, detect, was its default; both read a file without a header line the same way)
 LATER_DEFAULTS = {"freeze.head.frozen": (False,), "freeze.head.init": ("random",), "task.header": (False, None),
                   "task.bible_labels": ("division",), "finetune.frozen": ("keep",), "finetune.freeze_from": ("base",),
-                  "finetune.max_unk_rate": (0.01,), "model.pooling": ("first",),
+                  "finetune.max_unk_rate": (0.01,), "finetune.frozen_layers": (None,), "finetune.reinit_top": (0,),
+                  "model.pooling": ("first",),
                   "finetune.scratch_model": ("bases", "own"),  # never: the model it picks enters as itself
                   **{f"task.{key}": (None,) for key in ("dataset", "dataset_config", "revision", "data_files",
                                                         "text_column", "text_pair_column", "label_column",
@@ -91,7 +92,8 @@ def fingerprint_recipe(cfg: DictConfig) -> tuple[dict, dict]:
     recipe = {"config": config, "data": data, "prepared": key, "recipe": FINGERPRINT_RECIPE}
     base = cfg.finetune.base_checkpoint
     if base is not None:  # what the job starts from: a changed base run is another job
-        recipe["base"] = SCRATCH if base == SCRATCH else base_identity(base, cfg.task.cache_dir)
+        recipe["base"] = (SCRATCH if base == SCRATCH else checkpoint_identity(base, cfg.task.cache_dir)
+                          if is_checkpoint_source(base) else base_identity(base, cfg.task.cache_dir))  # fmt: skip
     if cfg.relearn.name != "none" and is_checkpoint_source(cfg.relearn.base_checkpoint):  # a pretrained base: its
         recipe["base"] = checkpoint_identity(cfg.relearn.base_checkpoint, cfg.task.cache_dir)  # commit and files
     tr = cfg.trainer

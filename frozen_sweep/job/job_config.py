@@ -51,19 +51,27 @@ def job_config(cfg: DictConfig, overrides: list[str], copied: bool = False,
     if planned_base is None:
         check_no_base_reference(cfg)
     cfg = resolve_budgets(cfg if copied else copy.deepcopy(cfg), overrides)
-    if planned_base is not None:
-        cfg = adopt_planned_base(cfg, overrides, planned_base)
-    elif StudyName(cfg.study) == StudyName.finetune and cfg.finetune.base_checkpoint not in (None, SCRATCH):
-        cfg = adopt_finetune_base(cfg, overrides)  # first: the model it checks against the task is the base's
-    elif cfg.finetune.base_checkpoint == SCRATCH:  # nothing pre-trained: frozen and freeze_from change nothing, so a
-        cfg.finetune.frozen, cfg.finetune.freeze_from = FrozenMode.keep, FreezeFrom.base  # sweep's copies are one job
     from frozen_sweep.data.checkpoint_files import is_checkpoint_source  # the data package: not at a plugin scan
     from frozen_sweep.job.pretrained_base import adopt_pretrained_base
+    from frozen_sweep.job.pretrained_finetune import adopt_pretrained_finetune_base
+
+    finetune_base = cfg.finetune.base_checkpoint
+    if planned_base is not None:
+        cfg = adopt_planned_base(cfg, overrides, planned_base)
+    elif StudyName(cfg.study) == StudyName.finetune and is_checkpoint_source(finetune_base):
+        cfg = adopt_pretrained_finetune_base(cfg, overrides)  # first, as from a run: the model checked is the base's
+    elif StudyName(cfg.study) == StudyName.finetune and finetune_base not in (None, SCRATCH):
+        cfg = adopt_finetune_base(cfg, overrides)  # first: the model it checks against the task is the base's
+    elif finetune_base == SCRATCH:  # nothing pre-trained: frozen, freeze_from and the layer choices change nothing,
+        f = cfg.finetune  # so a sweep's copies are one job
+        f.frozen, f.freeze_from, f.frozen_layers, f.reinit_top = FrozenMode.keep, FreezeFrom.base, None, 0
 
     pretrained = cfg.relearn.name != "none" and is_checkpoint_source(cfg.relearn.base_checkpoint)
     if pretrained:  # first, as a fine-tuning base: the model checked against the task is the checkpoint's
         cfg = adopt_pretrained_base(cfg, overrides)
     validate(cfg)
+    if cfg.finetune.frozen_layers is not None and "F" not in cfg.finetune.frozen_layers:  # all trained: one job with
+        cfg.finetune.frozen_layers = None  # none frozen
     from frozen_sweep.data.hub import check_hub_keys  # the data package: imported once the config is valid
     from frozen_sweep.data.tsv_columns import check_columns
 
@@ -204,7 +212,7 @@ def absolute_paths(cfg: DictConfig, base: Path) -> None:
         value = OmegaConf.select(cfg, key)
         if not isinstance(value, str) or not value or value in PATH_NAMES or value.startswith(BASE_PREFIX):
             continue
-        if key == "relearn.base_checkpoint" and is_hub_name(value):  # a pretrained checkpoint's name, no path
+        if key in BASE_KEYS and is_hub_name(value):  # a pretrained checkpoint's name, no path
             continue
         if not Path(value).expanduser().is_absolute():
             with read_write(cfg), open_dict(cfg):

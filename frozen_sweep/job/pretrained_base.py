@@ -25,20 +25,28 @@ def checkpoint_model(source: str, where: str):
     return model_config(family, hf_config, longest), family.architecture
 
 
+def adopted_checkpoint_model(cfg: DictConfig, overrides: list[str], key: str, adopted: tuple[str, ...], job: str):
+    """(model config, architecture) of the checkpoint that base key `key` names, for `job` ("a relearn job"), whose
+    overrides must leave the `adopted` groups and task.vocab to the checkpoint (ConfigError naming them)."""
+    from frozen_sweep.job.job_config import override_key  # job_config imports this module
+
+    source = OmegaConf.select(cfg, key)
+    own = [o for o in overrides if override_key(o).split(".")[0] in adopted]
+    if own:
+        raise ConfigError(f"{' '.join(own)}: {job} from a pretrained checkpoint takes its model from it "
+                          f"({key}={source}); drop these overrides")  # fmt: skip
+    if cfg.task.vocab not in (None, source):
+        raise ConfigError(f"task.vocab={cfg.task.vocab}: {job} from a pretrained checkpoint reads its data with the "
+                          f"checkpoint's tokenizer ({key}={source}); drop task.vocab")  # fmt: skip
+    return checkpoint_model(source, key)
+
+
 def adopt_pretrained_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     """The relearn job's config with the checkpoint's model (all trainable, no reservoir) and task.vocab the
     checkpoint; its own task is the corpus it re-trains on, a language model's."""
-    from frozen_sweep.job.job_config import override_key  # job_config imports this module
-
     source = cfg.relearn.base_checkpoint
-    own = [o for o in overrides if override_key(o).split(".")[0] in PRETRAINED_ADOPTED]
-    if own:
-        raise ConfigError(f"{' '.join(own)}: a relearn job from a pretrained checkpoint takes its model from it "
-                          f"(relearn.base_checkpoint={source}); drop these overrides")  # fmt: skip
-    if cfg.task.vocab not in (None, source):
-        raise ConfigError(f"task.vocab={cfg.task.vocab}: a relearn job from a pretrained checkpoint reads its corpus "
-                          f"with the checkpoint's tokenizer (relearn.base_checkpoint={source}); drop task.vocab")
-    model, architecture = checkpoint_model(source, "relearn.base_checkpoint")
+    model, architecture = adopted_checkpoint_model(cfg, overrides, "relearn.base_checkpoint", PRETRAINED_ADOPTED,
+                                                   "a relearn job")  # fmt: skip
     if model.decoder_layers == 0:
         raise ConfigError(f"relearn.base_checkpoint={source}: {architecture} is an encoder; a pretrained relearn base "
                           "is a decoder (LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, GPTNeoXForCausalLM)")

@@ -1,4 +1,4 @@
-"""The fine-tuning study's tables (study=finetune, and classification or regression runs of other studies): per
+"""The fine-tuning study's tables (classification and regression runs: study=finetune's and other studies'): per
 pre-training and fine-tuning arm, the base's masked-LM perplexity, the metrics the task reports (its records'
 `report`: GLUE's for a GLUE task, e.g. F1 and accuracy for MRPC; else the stop metric, then accuracy and macro-F1, or
 Pearson ×100 and Spearman ×100), the majority class's test accuracy beside them (a regression: the test MSE and the
@@ -7,11 +7,13 @@ mean predictor's), epochs, trainable/all and the wall-clock time to the best val
 - One table per task × data × setting (overrides other than finetune.*, bases.*, model, freeze, seed and launch
   keys), titled by the task and the data it read (a hub dataset and config, a directory; nothing more for the
   embedded corpus).
-- Pre-training: "none" (finetune.base_checkpoint=scratch, or no study=finetune), else the base's encoder: regular, or
-  its reservoir type and pattern (LRLRL), with its own frozen components. Fine-tuned: what trains: "reservoirs
-  frozen" (finetune.frozen=keep, the base's reservoir and frozen layers kept frozen), "all trainable" (train), plus
-  the job's own freeze pattern ("emb frozen", "emb frozen (re-drawn)" with finetune.freeze_from=seed). Each row
-  shows its parameter count (runs of another size are another row: e.g. a scratch row of its own model).
+- Pre-training: "none" (finetune.base_checkpoint=scratch, or no study=finetune), a pretrained checkpoint's name and
+  class, else the base's encoder: regular, or its reservoir type and pattern (LRLRL), with its own frozen components.
+  Fine-tuned: what trains: "reservoirs frozen" (finetune.frozen=keep, the base's reservoir and frozen layers kept
+  frozen), "all trainable" (train), plus the job's own freeze pattern ("emb frozen", "emb frozen (re-drawn)" with
+  finetune.freeze_from=seed, "emb frozen (pretrained)" from a checkpoint's values), its frozen layers ("layers FFTT
+  frozen") and re-initialised top layers ("top 1 re-initialised"). Each row shows its parameter count (runs of
+  another size are another row: e.g. a scratch row of its own model).
 - Accuracies and F1 in %, correlations ×100: the first reported metric as mean ± sample standard deviation over the
   n seeds, at the best validation (the weights tested) and on test; the others' test means; majority: the test
   accuracy of always answering train's most frequent label; the mean predictor: always answering train's mean number.
@@ -38,6 +40,9 @@ def pre_training(record: dict) -> str:
     ft = record.get("finetune") or {}
     if ft.get("base_run", SCRATCH) == SCRATCH:
         return "none"
+    checkpoint = ft.get("base_checkpoint")
+    if checkpoint:  # a pretrained checkpoint: its name (a directory's last part) and class
+        return f"{checkpoint['source'].rstrip('/').rsplit('/', 1)[-1]} ({checkpoint['architecture']})"
     reservoir = ft.get("base_reservoir") or {}
     label = f"{reservoir['type']} reservoirs {reservoir['pattern']}" if reservoir.get("reservoir_layers") else "regular"
     frozen = pattern_label({k: v for k, v in (ft.get("base_freeze") or {}).items() if v != "trainable"})
@@ -47,12 +52,16 @@ def pre_training(record: dict) -> str:
 def fine_tuned(record: dict) -> str:
     ft = record.get("finetune") or {}
     pretrained = ft.get("base_run", SCRATCH) != SCRATCH
-    kept = pretrained and ft.get("frozen") == "keep" and ft.get("frozen_params", 0) > 0
+    checkpoint = bool(ft.get("base_checkpoint"))  # a pretrained checkpoint froze nothing of its own
+    kept = pretrained and not checkpoint and ft.get("frozen") == "keep" and ft.get("frozen_params", 0) > 0
     arm = "base's frozen layers frozen" if kept else "all trainable"
     own = pattern_label(record.get("freeze") or {})
     if own != "all trainable":
-        arm = f"{own}" + (" (re-drawn)" if pretrained and ft.get("freeze_from") == "seed" else "")
-    return arm
+        from_seed = pretrained and ft.get("freeze_from") == "seed"
+        arm = f"{own}" + (" (re-drawn)" if from_seed else " (pretrained)" if checkpoint else "")
+    layers = [f"layers {ft['frozen_layers']} frozen"] * bool((ft.get("frozen_layers") or "").count("F"))
+    layers += [f"top {ft['reinit_top']} re-initialised"] * bool(ft.get("reinit_top"))
+    return ", ".join(layers) if layers and arm == "all trainable" else ", ".join([arm, *layers])
 
 
 def time_to_best_s(record: dict) -> float:
@@ -137,7 +146,7 @@ def class_balance(record: dict) -> str:
 
 
 def finetune_tables(runs: pd.DataFrame) -> list[Table]:
-    done = runs[(runs.status == "completed") & ((runs.study == "finetune") | runs.metric_name.isin(LABELLED_METRICS))]
+    done = runs[(runs.status == "completed") & runs.metric_name.isin(LABELLED_METRICS)]  # a language model's: none
     if done.empty:
         return []
     done = done.assign(

@@ -102,9 +102,8 @@ def load_run(path, checkpoint: str = "best", frozen: str = "resident") -> Finish
                 f"{path}: a fine-tuned run's frozen weights come from its base run, not from a seed alone: "
                 "only --frozen resident (or export it: its model file draws on the fly what a seed draws)"
             )
-        base = load_run(config.finetune.base_checkpoint)
-        model, hooks = fine_tuned_model(config, base, head_outputs(config, labels)), None
-        base_draws = _base_draws(config, model, base)
+        model, base_draws = _fine_tuned(config, head_outputs(config, labels), data.get("pad_id", PAD))
+        hooks = None
     else:
         model, hooks = _build(config, data["vocab_size"], frozen, head_outputs(config, labels),
                               pad_id=data.get("pad_id", PAD))  # fmt: skip
@@ -115,6 +114,32 @@ def load_run(path, checkpoint: str = "best", frozen: str = "resident") -> Finish
     return FinishedRun(run.path, config, run.record, model, extra, vocab, hooks, labels, data.get("pairs", False),
                        base_draws, weights, checkpoint_step(extra, run.record, weights),
                        run.record.get("threads"))  # fmt: skip
+
+
+def _fine_tuned(config, outputs: int, pad_id: int) -> tuple[Transformer, dict[str, tuple[int, str]]]:
+    """A fine-tuned run's model as its job built it, from its base (a run of ours, loaded and verified first, or the
+    pretrained checkpoint, read again), and its parameters that the base run drew and kept frozen (`base_draws`)."""
+    from frozen_sweep.data.checkpoint_files import is_checkpoint_source
+
+    source = config.finetune.base_checkpoint
+    if is_checkpoint_source(source):
+        base_model = pretrained_model(source, config.model.max_positions)
+        return fine_tuned_model(config, base_model, embedding_rows(base_model), outputs, pad_id), {}
+    base = load_run(source)
+    model = fine_tuned_model(config, base.model, base.record["data"]["vocab_size"], outputs)
+    return model, _base_draws(config, model, base)
+
+
+def pretrained_model(source: str, max_positions: int) -> Transformer:
+    """A pretrained checkpoint's model as imported, the base of a fine-tuning job."""
+    from frozen_sweep.weights.pretrained import load_pretrained
+
+    return load_pretrained(source, max_positions=max_positions)[0]
+
+
+def embedding_rows(model: Transformer) -> int:
+    """The rows of a model's token embedding: its vocabulary's size (a checkpoint's may exceed its tokenizer's)."""
+    return (model.src_embed if model.is_encoder_only else model.tgt_embed).tokens.num_embeddings
 
 
 def is_partial(path: Path) -> bool:
@@ -197,32 +222,55 @@ def _prepared_vocab(run_dir: Path, record: dict):
     return read_vocab(path)
 
 
-def fine_tuned_model(cfg, base: FinishedRun, outputs: int) -> Transformer:
+def fine_tuned_model(cfg, base_model: Transformer, vocab_size: int, outputs: int, pad_id: int = PAD) -> Transformer:
     """A study=finetune job's classifier or regression (`outputs`: TaskData.head_outputs): the model of `cfg` (the
-    base's encoder shape and reservoirs, the job's seed) with every parameter but the head's copied from the base
-    run's model, and with finetune.freeze_from=seed but the ones the job's freeze pattern freezes (drawn from the
-    job's seed, with the pattern's init). Frozen: the job's freeze pattern's components, and with finetune.frozen=keep
-    whatever the base kept frozen (its frozen components, its reservoir layers) — so a checkpoint stays seed-only: its
-    frozen parameters are the base's (regenerated from the base's seed and checkpoint) or the job seed's."""
-    model = build_model(cfg, base.record["data"]["vocab_size"], outputs)
-    base_params = dict(base.model.named_parameters())
+    base's encoder shape and reservoirs, the job's seed) with every parameter but the head's copied from the base's
+    model (a run's, or a pretrained checkpoint's), and with finetune.freeze_from=seed but the ones the job's freeze
+    pattern freezes (drawn from the job's seed, with the pattern's init), and the top finetune.reinit_top layers (the
+    job's draw, as a trainable layer's). Frozen: the job's freeze pattern's components, the layers
+    finetune.frozen_layers marks F, and with finetune.frozen=keep whatever the base kept frozen (its frozen
+    components, its reservoir layers) — so a checkpoint stays seed-only: its frozen parameters are the base's
+    (regenerated from the base's seed and checkpoint, or read from the pretrained checkpoint) or the job seed's."""
+    model = build_model(cfg, vocab_size, outputs, pad_id)
+    base_params = dict(base_model.named_parameters())
     keep = FrozenMode(cfg.finetune.frozen) == FrozenMode.keep
     components = component_of_parameters(model)
     with torch.no_grad():
         for name, param in model.named_parameters():
             component = components[name]
-            if drawn_by_job(cfg, component):  # the job's draw, as built
+            layer_frozen = in_frozen_layer(cfg, name)
+            if drawn_by_job(cfg, component, name):  # the job's draw, as built
+                param.requires_grad_(param.requires_grad and not layer_frozen)
                 continue
             source = base_params[name]  # the same encoder: job_config adopted the base's model and reservoirs
             param.copy_(source)
-            param.requires_grad_(not (cfg.freeze[component].frozen or (keep and not source.requires_grad)))
+            frozen = cfg.freeze[component].frozen or layer_frozen or (keep and not source.requires_grad)
+            param.requires_grad_(not frozen)
     return model
 
 
-def drawn_by_job(cfg, component: str) -> bool:
-    """Whether a fine-tuned model's parameters of `component` are the job's own draw from its seed (the head, and with
-    finetune.freeze_from=seed the components its freeze pattern freezes), not copied from its base run."""
-    return component == "head" or (cfg.finetune.freeze_from == FreezeFrom.seed and cfg.freeze[component].frozen)
+def layer_index(cfg, name: str) -> Optional[int]:
+    """The index of the base's layer that parameter `name` belongs to (its encoder's; a decoder-only model's
+    decoder's), None outside the layers."""
+    stack = "encoder" if cfg.model.encoder_layers else "decoder"
+    prefix = f"{stack}.layers."
+    return int(name[len(prefix):].split(".", 1)[0]) if name.startswith(prefix) else None
+
+
+def in_frozen_layer(cfg, name: str) -> bool:
+    """Whether parameter `name` is in a layer that finetune.frozen_layers marks F."""
+    layer, pattern = layer_index(cfg, name), cfg.finetune.frozen_layers
+    return layer is not None and pattern is not None and pattern[layer] == "F"
+
+
+def drawn_by_job(cfg, component: str, name: str) -> bool:
+    """Whether a fine-tuned model's parameter `name` of `component` is the job's own draw from its seed (the head,
+    with finetune.freeze_from=seed the components its freeze pattern freezes, and the top finetune.reinit_top layers),
+    not copied from its base."""
+    f = cfg.finetune
+    layer, layers = layer_index(cfg, name), cfg.model.encoder_layers or cfg.model.decoder_layers
+    reinitialised = layer is not None and layer >= layers - f.reinit_top
+    return component == "head" or reinitialised or (f.freeze_from == FreezeFrom.seed and cfg.freeze[component].frozen)
 
 
 def seed_drawn(run: FinishedRun) -> set[str]:
@@ -232,7 +280,7 @@ def seed_drawn(run: FinishedRun) -> set[str]:
     if not is_fine_tuned(run.config):
         return frozen
     components = component_of_parameters(run.model)
-    return {name for name in frozen if drawn_by_job(run.config, components[name]) or name in run.base_draws}
+    return {name for name in frozen if drawn_by_job(run.config, components[name], name) or name in run.base_draws}
 
 
 def _base_draws(cfg, model: Transformer, base: FinishedRun) -> dict[str, tuple[int, str]]:
@@ -243,5 +291,5 @@ def _base_draws(cfg, model: Transformer, base: FinishedRun) -> dict[str, tuple[i
     return {
         name: (base.config.seed, Init(base_plan[name].init).value)
         for name, param in model.named_parameters()
-        if not param.requires_grad and not drawn_by_job(cfg, components[name]) and base_plan[name].frozen
+        if not param.requires_grad and not drawn_by_job(cfg, components[name], name) and base_plan[name].frozen
     }

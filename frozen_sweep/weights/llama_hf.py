@@ -24,7 +24,8 @@ from frozen_sweep.config import FfnKind, NormPosition, Positions, ReservoirType,
 from frozen_sweep.data.specials import BOS, EOS, PAD, UNK
 from frozen_sweep.data.vocab import Vocab
 from frozen_sweep.model import Transformer
-from frozen_sweep.weights.hf_tables import FAMILIES, inverse, rename
+from frozen_sweep.weights.hf_export import hf_state_dict
+from frozen_sweep.weights.hf_tables import FAMILIES
 
 LLAMA = FAMILIES["LlamaForCausalLM"]
 
@@ -68,14 +69,7 @@ def llama_config(cfg, vocab_size: int):
 def llama_state_dict(model: Transformer) -> dict[str, torch.Tensor]:
     """Our parameters under LlamaForCausalLM's names: LLaMA's weight table read backwards; a tied output projection
     under both names, as LLaMA's state dict has it."""
-    ours_to_llama, out = inverse(LLAMA.weights), {}
-    for name, p in model.named_parameters(remove_duplicate=False):
-        # a transformer reservoir wraps its layer: decoder.layers.{i}.layer.* is the layer's decoder.layers.{i}.*
-        llama_name = rename(name.replace(".layer.", ".", 1), ours_to_llama)
-        if llama_name is None:
-            raise KeyError(f"{name} has no place in LlamaForCausalLM")
-        out[llama_name] = p.detach().contiguous()
-    return out
+    return hf_state_dict(model, LLAMA)
 
 
 def llama_tokenizer(vocab: Vocab):

@@ -43,9 +43,10 @@ def cards() -> dict[tuple[str, str], "datasets.Features"]:  # noqa: F821
 
 
 def write_hub_dataset(root: Path, configs: dict[str, dict[str, dict]], features) -> Path:
-    """`configs`: {config name: {split name: {column: values}}}, every split typed by `features` (datasets.Features)
-    → root/<config>/<split>-00000-of-00001.parquet and README.md."""
-    from datasets import Dataset, disable_progress_bars
+    """`configs`: {config name: {split name: {column: values}}}, every split typed by `features` (datasets.Features,
+    or {config name: its Features}: GLUE's tasks in one dataset) → root/<config>/<split>-00000-of-00001.parquet and
+    README.md."""
+    from datasets import Dataset, Features, disable_progress_bars
 
     disable_progress_bars()
     lines = ["---", "configs:"]
@@ -53,7 +54,8 @@ def write_hub_dataset(root: Path, configs: dict[str, dict[str, dict]], features)
         lines += [f"- config_name: {config}", "  data_files:"]
         for split, columns in splits.items():
             (root / config).mkdir(parents=True, exist_ok=True)
-            Dataset.from_dict(columns, features=features).to_parquet(root / config / f"{split}-00000-of-00001.parquet")
+            typed = features if isinstance(features, Features) else features[config]
+            Dataset.from_dict(columns, features=typed).to_parquet(root / config / f"{split}-00000-of-00001.parquet")
             lines += [f"  - split: {split}", f"    path: {config}/{split}-*"]
     (root / "README.md").write_text("\n".join([*lines, "---", "# a test dataset in the hub's layout", ""]))
     return root
