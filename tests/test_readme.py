@@ -13,9 +13,9 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import RunMode
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
-from frozen_sweep.job.job_config import base_reference, job_config
+from frozen_sweep.job.job_config import base_reference, job_config, sized_by_bases
 from frozen_sweep.run.directory import dirname, write_result
 from frozen_sweep.run.record import RunResult
 from tests.conftest import CONF, ROOT, fake_run_dir
@@ -61,12 +61,19 @@ def jobs(overrides: list[str], multirun: bool) -> list[tuple[list[str], object]]
 
 def with_base_run(config, vocab: Path) -> None:
     """A job naming one of its config's bases (bases.NAME) as the launcher gives it: the base's directory, here a
-    stand-in completed run of the base's config (with a vocabulary, as a fine-tuning job checks)."""
+    stand-in completed run of the base's config (with a vocabulary, as a fine-tuning job checks); a scratch job sized
+    by the bases, with their model."""
     key, name = base_reference(config)
+    load = GlobalHydra.instance().config_loader().load_sweep_config
     if key is None:
+        if sized_by_bases(config):  # a scratch row: the launcher gives it its bases' model (one, checked there)
+            model = load(config, list(next(iter(config.bases.values())))).model
+            with open_dict(config):
+                config.model.merge_with(model)
+                config.finetune.scratch_model = "own"
         return
     overrides = list(config.bases[name])
-    base = GlobalHydra.instance().config_loader().load_sweep_config(config, overrides)
+    base = load(config, overrides)
     run_dir = Path(str(base.hydra.sweep.dir), str(base.hydra.sweep.subdir))
     if not run_dir.exists():
         fake_run_dir(run_dir, config=base)
