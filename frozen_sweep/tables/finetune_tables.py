@@ -59,8 +59,9 @@ def fine_tuned(record: dict) -> str:
     if own != "all trainable":
         from_seed = pretrained and ft.get("freeze_from") == "seed"
         arm = f"{own}" + (" (re-drawn)" if from_seed else " (pretrained)" if checkpoint else "")
-    layers = [f"layers {ft['frozen_layers']} frozen"] * bool((ft.get("frozen_layers") or "").count("F"))
-    layers += [f"top {ft['reinit_top']} re-initialised"] * bool(ft.get("reinit_top"))
+    frozen_layers, reinit_top = ft.get("frozen_layers") or "", ft.get("reinit_top")  # absent from older records
+    layers = [f"layers {frozen_layers} frozen"] * ("F" in frozen_layers)
+    layers += [f"top {reinit_top} re-initialised"] * bool(reinit_top)
     return ", ".join(layers) if layers and arm == "all trainable" else ", ".join([arm, *layers])
 
 
