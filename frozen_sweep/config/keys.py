@@ -183,3 +183,8 @@ def _read_rules(schema: type) -> tuple[tuple[str, Optional[type], Optional[datac
         elif nested is None and field.metadata.get("read_when"):
             rules.append((field.name, None, field))
     return tuple(rules)
+
+
+def override_key(override: str) -> str:
+    """The key a command-line override sets: `trainer.lr` of `trainer.lr=0.1`, `+x` and `~x` too."""
+    return override.split("=", 1)[0].lstrip("+~")

@@ -28,6 +28,7 @@ from frozen_sweep.config import (
     StudyName,
     TaskKind,
 )  # fmt: skip
+from frozen_sweep.config.keys import override_key
 from frozen_sweep.config.checks import validate
 from frozen_sweep.config.stack_layout import parse_reset_layer
 from frozen_sweep.metrics.sinks import check_installed
@@ -232,10 +233,6 @@ def adopt_base(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     adopted = OmegaConf.merge(cfg, {key: base[key] for key in ADOPTED if key in base})
     adopted.task.cache_dir = cfg.task.cache_dir
     return adopted
-
-
-def override_key(override: str) -> str:
-    return override.split("=", 1)[0].lstrip("+~")
 
 
 def resolve_budgets(cfg: DictConfig, overrides: list[str]) -> DictConfig:

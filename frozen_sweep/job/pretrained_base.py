@@ -7,6 +7,7 @@ content hashes of the files it is read from. The weights are read by the job (fr
 from omegaconf import DictConfig, OmegaConf
 
 from frozen_sweep.config import ConfigError, TaskKind
+from frozen_sweep.config.keys import override_key
 
 PRETRAINED_ADOPTED = ("model", "freeze", "reservoir")  # from the checkpoint: its model, nothing frozen, no reservoir
 READ_FILES = ("config.json", "model.safetensors", "model.safetensors.index.json")  # and the shards an index names
@@ -28,7 +29,6 @@ def checkpoint_model(source: str, where: str):
 def adopted_checkpoint_model(cfg: DictConfig, overrides: list[str], key: str, adopted: tuple[str, ...], job: str):
     """(model config, architecture) of the checkpoint that base key `key` names, for `job` ("a relearn job"), whose
     overrides must leave the `adopted` groups and task.vocab to the checkpoint (ConfigError naming them)."""
-    from frozen_sweep.job.job_config import override_key  # job_config imports this module
 
     source = OmegaConf.select(cfg, key)
     own = [o for o in overrides if override_key(o).split(".")[0] in adopted]

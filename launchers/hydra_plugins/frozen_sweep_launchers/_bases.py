@@ -16,7 +16,8 @@ from typing import Optional
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from frozen_sweep.config import BASE_PREFIX, NEUTRAL_KEYS, SCRATCH, ConfigError, ScratchModel
-from frozen_sweep.job.job_config import base_reference, override_key, sized_by_bases
+from frozen_sweep.config.keys import override_key
+from frozen_sweep.job.job_config import base_reference, sized_by_bases
 
 from ._compose import JobComposer
 from ._plan import with_launcher_overrides

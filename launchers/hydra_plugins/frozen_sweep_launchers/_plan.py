@@ -8,7 +8,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from frozen_sweep.config import Config, ConfigError
 from frozen_sweep.job.dry_run import RUN, Decision, decide, report
-from frozen_sweep.job.job_config import override_key, sized_by_bases
+from frozen_sweep.config.keys import override_key
+from frozen_sweep.job.job_config import sized_by_bases
 from frozen_sweep.system.gc_pause import no_cyclic_gc
 
 from ._compose import JobComposer
