@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from hydra_plugins.frozen_sweep_launchers._submission import (  # noqa: E402
     local_processes,
     queued_tasks,
-    read_submission,
+    read_submissions,
 )  # fmt: skip
 
 from frozen_sweep.run.directory import ATTEMPTS_FILE, read_record
@@ -67,9 +67,9 @@ class Watcher:
         """Directory → its live submissions: submitit controllers (local_gpus), or squeue's tasks (slurm)."""
         if self.launcher == "local_gpus":
             return {d: controllers(pids) for d, pids in local_processes().items() if d.startswith(f"{self.sweep}/")}
-        for path in self.sweep.glob("*/submission.json"):
-            record = read_submission(path.parent)
-            self.claims[(record.get("comment"), record.get("array_index"))] = path.parent.name
+        for directory in self.sweep.glob("*/"):
+            for record in read_submissions(directory):
+                self.claims[(record.get("comment"), record.get("array_index"))] = directory.name
         live: dict[str, list] = {}
         for task in queued_tasks(self.sweep):
             live.setdefault(self.claims.get((task.comment, task.index), "?"), []).append(task)

@@ -15,7 +15,7 @@ from typing import Iterator, Optional
 
 import pytest
 from hydra_plugins.frozen_sweep_launchers._plan import SweepConfigError
-from hydra_plugins.frozen_sweep_launchers._submission import local_processes, queued_tasks, read_submission
+from hydra_plugins.frozen_sweep_launchers._submission import local_processes, queued_tasks, read_submissions
 
 from frozen_sweep.run.lock import live_runner
 from tests.conftest import ROOT
@@ -144,7 +144,7 @@ def test_slurm_launchers_killed_between_records_and_sbatch_or_before_the_array_i
     code, _ = launch(sweep, args, "first", tmp_path, kill_at("after_sbatch"))
     assert code == -signal.SIGKILL
     (array,) = {task.array_id for task in queued_tasks(sweep)}
-    records = [read_submission(path.parent) for path in sweep.glob("*/submission.json")]
+    records = [record for path in sweep.glob("*/") for record in read_submissions(path)]
     assert len(records) == 3 and all(r["state"] == "submitting" for r in records)
     # 2. a relaunch adopts all three (pending ones by their SLURM id), submits nothing, and is stopped by plain kill:
     # the array belongs to the cluster and stays, and the message says how to cancel it

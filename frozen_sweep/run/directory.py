@@ -41,7 +41,8 @@ TRACKING_RUNS_FILE = "tracking_runs.json"  # the W&B and MLflow run ids of the j
 TEST_HYPOTHESES, TEST_REFERENCES, TEST_SOURCES = "test.hyp.txt", "test.ref.txt", "test.src.txt"
 LOCK_FILE = "job.lock"  # held by the job's one runner
 ATTEMPTS_FILE = "attempts.json"  # launchers: one entry per time the job ran: where, with which GPU, when, how it ended
-SUBMISSION_FILE = "submission.json"  # launchers: what was submitted for this directory, written before submitting
+SUBMISSION_FILES = "submission*.json"  # launchers: what was submitted for this directory, one file a submission,
+# written before submitting (submission.json: one record, as earlier versions wrote it)
 PROGRESS_FILE = "progress.json"  # the job's step, budget, latest validation and speed, for a launcher's live status
 READ_CHUNK = 1 << 16  # bytes asked of os.read at a time: a record (≈10 KB) in one read; under malloc's mmap threshold
 

@@ -1,8 +1,9 @@
 """Stopping a local sweep's jobs when its launcher is told to stop (SIGTERM, SIGINT, SIGHUP), as SLURM's scancel of an
-array or Ray's `ray stop` stop what they started: every process started for the sweep's jobs gets SIGTERM, which a
-job handles by recording itself `failed` (interrupted) beside its last checkpoint; whatever still runs after the
-grace is killed and its record marked. Nothing outlives the launcher (a second signal meanwhile is only answered:
-_base.py)."""
+array or Ray's `ray stop` stop what they started: every process this launcher started for the sweep's jobs, or an
+earlier launcher that has ended, gets SIGTERM, which a job handles by recording itself `failed` (interrupted) beside
+its last checkpoint; whatever still runs after the grace is killed and its record marked. Nothing it started
+outlives the launcher (a second signal meanwhile is only answered: _base.py); the jobs of another launcher that
+still runs beside it (the same sweep started twice) are that launcher's, and go on."""
 
 import logging
 import os
@@ -14,7 +15,7 @@ from frozen_sweep.run.directory import mark_failed
 from frozen_sweep.run.lock import live_runner
 
 from ._plan import PlannedJob
-from ._submission import local_processes
+from ._submission import local_processes, ours
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +24,8 @@ CONTROLLER = b"submitit.local._local"  # submitit's controller of a local job: i
 
 
 def stop_jobs(jobs: list[PlannedJob], why: str, grace_s: float = GRACE_S) -> list[PlannedJob]:
-    """Stop every process started for `jobs` (this launcher's or an earlier one's); returns the jobs that ran."""
+    """Stop every process started for `jobs` by this launcher or by one that has ended (not by one that runs beside
+    it); returns the jobs that ran."""
     by_dir = {str(job.job_dir): job for job in jobs}
     live = _processes(by_dir)
     stopped = [by_dir[directory] for directory in live]
@@ -61,7 +63,9 @@ def _interrupt(directory: str, pids: list[int], signalled: set[int]) -> None:
 
 
 def _processes(by_dir: dict[str, PlannedJob]) -> dict[str, list[int]]:
-    return {directory: pids for directory, pids in local_processes().items() if directory in by_dir}
+    """The processes of `by_dir`'s jobs that are this launcher's to stop."""
+    started = local_processes(launched_by=ours)
+    return {directory: pids for directory, pids in started.items() if directory in by_dir}
 
 
 def _is_controller(pid: int) -> bool:

@@ -1,11 +1,16 @@
 """What a launcher submitted for each job directory, recorded *before* it submits, and what runs now.
 
-A launcher can be killed at any instant, between any two of its steps. So each job directory's submission.json says
+A launcher can be killed at any instant, between any two of its steps. So a job directory's submission record says
 what was about to be submitted before sbatch (or the local process start) is called, and the submission itself
 carries a mark that leads back to it: on SLURM the array's `--comment` (`frozen_sweep:<sweep key>:<token>`, one token
 per sbatch call; a job is task `array_index` of it), on this machine an environment variable naming the job's
 directory, which every process of the job inherits. The next launcher asks squeue (or /proc) for these marks and
 adopts what it finds, so no live job is ever submitted twice.
+
+Each sbatch call writes a record file of its own (`submission.<token>.json`): two launchers that submit the same job
+at once keep both records, so a third finds both submissions and cancels neither as unclaimed. A launcher removes
+its record once it has seen its task end; `submission.json`, one record per directory, is what earlier versions
+wrote, and is read as one more record.
 """
 
 import hashlib
@@ -17,38 +22,63 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
-from frozen_sweep.run.directory import SUBMISSION_FILE
+from frozen_sweep.run.directory import SUBMISSION_FILES
 from frozen_sweep.system.files import write_json_atomic
 
 from ._plan import PlannedJob, SweepConfigError
 
 COMMENT_PREFIX = "frozen_sweep"
 JOB_DIR_VARIABLE = "FROZEN_SWEEP_JOB_DIR"  # set in the environment of a local job's processes: its directory
+LAUNCHER_VARIABLE = "FROZEN_SWEEP_LAUNCHER"  # and which launcher started them (launcher_mark)
 PENDING_STATES = ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "SUSPENDED")
 
 
-def read_submission(job_dir: Path) -> dict:
-    """The job directory's submission record, {} when it has none (or an unreadable one)."""
-    try:
-        record = json.loads((Path(job_dir) / SUBMISSION_FILE).read_text())
-        return record if isinstance(record, dict) else {}
-    except (OSError, ValueError):
-        return {}
+def read_submissions(job_dir: Path) -> list[dict]:
+    """The job directory's submission records, one per submission of it still on record (unreadable ones left out)."""
+    records = []
+    for path in sorted(Path(job_dir).glob(SUBMISSION_FILES)):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):  # removed meanwhile, or not a record
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
 
 
-def record_submissions(jobs: list[PlannedJob], state: str, **fields) -> None:
-    """Write each job's submission record: `state` "submitting" before the submission, "submitted" after it;
+def submission_file(job_dir: Path, comment: str) -> Path:
+    """The record file of one sbatch call's submission of the job, named by the call's token."""
+    return Path(job_dir) / f"submission.{comment.rsplit(':', 1)[-1]}.json"
+
+
+def record_submissions(jobs: list[PlannedJob], state: str, comment: str, **fields) -> None:
+    """Write each job's record of this submission (`comment`): `state` "submitting" before it, "submitted" after;
     `array_index` is the job's place in the submission, `slurm_job_id` a callable of it once SLURM gave the id."""
     launcher = {"host": socket.gethostname(), "pid": os.getpid()}
     slurm_id = fields.pop("slurm_job_id", None)
     for index, job in enumerate(jobs):
         job.job_dir.mkdir(parents=True, exist_ok=True)
-        record = {"state": state, **fields, "array_index": index, "launcher": launcher, "at": time.time()}
+        record = {"state": state, "comment": comment, **fields, "array_index": index, "launcher": launcher,
+                  "at": time.time()}  # fmt: skip
         if slurm_id:
             record["slurm_job_id"] = slurm_id(index)
-        write_json_atomic(job.job_dir / SUBMISSION_FILE, record)
+        write_json_atomic(submission_file(job.job_dir, comment), record)
+
+
+def prune_submissions(job_dir: Path, listed: list["QueuedTask"], listed_at: float) -> None:
+    """Remove the job's records of submissions that had ended when squeue gave `listed` (asked at `listed_at`): made
+    before it, with a SLURM id it does not list. A job is submitted again only when none of its tasks is listed, so
+    its records stay as few as its live submissions (an earlier version's `submission.json` is left as it is)."""
+    ids = {task.job_id for task in listed}
+    for path in Path(job_dir).glob("submission.*.json"):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if record.get("slurm_job_id") and record["slurm_job_id"] not in ids and record.get("at", 0) < listed_at:
+            path.unlink(missing_ok=True)
 
 
 # ---- SLURM: the array's comment leads back to the records -----------------------------------------------------------
@@ -101,15 +131,17 @@ def queued_tasks(sweep_dir: Path) -> list[QueuedTask]:
     return tasks
 
 
-def task_of(record: dict, tasks: list[QueuedTask]) -> Optional[QueuedTask]:
-    """The listed task a job's submission record points to: by its SLURM id once recorded, else by comment and
-    place (a launcher killed between sbatch and the records)."""
-    for task in tasks:
-        if record.get("slurm_job_id") == task.job_id or (
-            record.get("comment") == task.comment and record.get("array_index") == task.index
-        ):
-            return task
-    return None
+def tasks_of(records: list[dict], tasks: list[QueuedTask]) -> list[QueuedTask]:
+    """The listed tasks a job's submission records point to, running ones first: each by its SLURM id once
+    recorded, else by comment and place (a launcher killed between sbatch and the records)."""
+    found = [
+        task
+        for task in tasks
+        for record in records
+        if record.get("slurm_job_id") == task.job_id
+        or (record.get("comment") == task.comment and record.get("array_index") == task.index)
+    ]
+    return sorted(dict.fromkeys(found), key=lambda task: task.pending)
 
 
 def describe_tasks(tasks: list[QueuedTask]) -> str:
@@ -127,9 +159,37 @@ def describe_tasks(tasks: list[QueuedTask]) -> str:
 # ---- this machine: the job's processes carry its directory in their environment ------------------------------------
 
 
-def local_processes() -> dict[str, list[int]]:
-    """Job directory → pids of the live processes (other than this one) started for it by a local_gpus launcher."""
-    marker = f"{JOB_DIR_VARIABLE}=".encode()
+def launcher_mark(pid: Optional[int] = None) -> str:
+    """Who started a local job (LAUNCHER_VARIABLE): its launcher's pid and the time that process started, so that a
+    pid the kernel hands to another process later is not taken for the launcher."""
+    pid = pid or os.getpid()
+    return f"{pid}:{_start_time(pid)}"
+
+
+def launcher_alive(mark: str) -> bool:
+    """Whether the launcher of `mark` still runs ("": a job started unmarked, by an earlier version, counts as not)."""
+    pid, _, started = mark.partition(":")
+    return pid.isdigit() and started != "" and _start_time(int(pid)) == started
+
+
+def ours(mark: str) -> bool:
+    """Whether a local job's processes (marked `mark`) are this launcher's to stop and to count in its slots: it
+    started them, or the launcher that did has ended. Those of another launcher that still runs are that one's."""
+    return mark == launcher_mark() or not launcher_alive(mark)
+
+
+def _start_time(pid: int) -> str:
+    """The process's start time (clock ticks after boot, /proc/<pid>/stat's 22nd field); "" when it has ended."""
+    try:  # the command may hold spaces and parentheses: the fields follow its closing one
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def local_processes(launched_by: Optional[Callable[[str], bool]] = None) -> dict[str, list[int]]:
+    """Job directory → pids of the live processes (other than this one) started for it by a local_gpus launcher;
+    only those whose launcher's mark (launcher_mark, "" when unmarked) `launched_by` accepts, when given."""
+    marker, launcher = f"{JOB_DIR_VARIABLE}=".encode(), f"{LAUNCHER_VARIABLE}=".encode()
     found: dict[str, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -141,7 +201,13 @@ def local_processes() -> dict[str, list[int]]:
             continue
         if "Z" in state.split()[1]:  # a zombie has ended: its parent has not reaped it yet
             continue
-        for variable in environ.split(b"\0"):
-            if variable.startswith(marker):
-                found.setdefault(variable[len(marker):].decode(errors="replace"), []).append(int(entry.name))
+        variables = environ.split(b"\0")
+        directory = next((v[len(marker):] for v in variables if v.startswith(marker)), None)
+        if directory is None:
+            continue
+        if launched_by is not None:
+            mark = next((v[len(launcher):] for v in variables if v.startswith(launcher)), b"")
+            if not launched_by(mark.decode(errors="replace")):
+                continue
+        found.setdefault(directory.decode(errors="replace"), []).append(int(entry.name))
     return found

@@ -31,12 +31,15 @@ from ._plan import PlannedJob, check_devices
 from ._progress import Progress
 from ._status import StatusBoard, check_status_every
 from ._stop import stop_jobs
-from ._submission import JOB_DIR_VARIABLE, local_processes
+from ._submission import JOB_DIR_VARIABLE, LAUNCHER_VARIABLE, launcher_mark, local_processes, ours
 
 log = logging.getLogger(__name__)
 
 KILLED = "the job's process died without a result (killed: kill -9, out of memory, …)"
 NO_TIME_LIMIT_MIN = 60 * 24 * 365  # local jobs have none, but submitit's LocalExecutor needs one (2 min by default)
+# the slot of a job that another live launcher runs: waited for without taking one of this launcher's slots, which
+# start its other jobs meanwhile (waiting is not running)
+ELSEWHERE = "elsewhere"
 
 
 class LocalGpusLauncher(SweepLauncher):
@@ -112,8 +115,10 @@ class LocalGpusLauncher(SweepLauncher):
         executor = submitit.LocalExecutor(folder=self.submitit_folder, max_num_timeout=0)
         free = list(self.slots)
         queue = deque(jobs)
-        # (slot, planned job, submitit job; None for an adopted job, whose slot is taken until its runner lets go)
-        self.running = [(take_slot(free, job), job, None) for job in adopted]
+        # (slot, planned job, submitit job; None for an adopted job, whose slot is taken until its runner lets go:
+        # ELSEWHERE when another live launcher runs it)
+        mine = local_processes(launched_by=ours)
+        self.running = [(take_slot(free, job) if str(job.job_dir) in mine else ELSEWHERE, job, None) for job in adopted]
         self.jobs, self.ended = [*adopted, *jobs], []  # what a stop must stop, and what ended before it
         self.outlived: set[int] = set()  # this launcher's jobs whose own process outlived their wrapper (by num)
         self.board = StatusBoard(progress, self.status_every_s, len(self.slots))
@@ -131,7 +136,7 @@ class LocalGpusLauncher(SweepLauncher):
         while queue or running:
             while queue and free:
                 job = queue.popleft()
-                if self._handed_over(job, free, progress):
+                if self._handed_over(job, progress):
                     continue
                 kill_point("before_submit")  # after the check: two launchers here at once both start the job
                 slot = free.pop(0)
@@ -143,8 +148,9 @@ class LocalGpusLauncher(SweepLauncher):
                 # OMP_NUM_THREADS: read by the job at start; MKL follows it (frozen_sweep.system.cpu). The job directory:
                 # marks every process of the job from its start, so that a next launcher finds it (_submission.py);
                 # the record's jobs_at_a_time: the jobs running as it starts, itself and those starting with it
-                together = len(running) + 1 + min(len(queue), len(free))
-                variables = {JOB_DIR_VARIABLE: str(job.job_dir), JOBS_AT_A_TIME_VARIABLE: str(together)}
+                together = sum(entry[0] != ELSEWHERE for entry in running) + 1 + min(len(queue), len(free))
+                variables = {JOB_DIR_VARIABLE: str(job.job_dir), LAUNCHER_VARIABLE: launcher_mark(),
+                             JOBS_AT_A_TIME_VARIABLE: str(together)}  # fmt: skip
                 with environment(OMP_NUM_THREADS=threads, **variables), sigint_ignored():
                     running.append((slot, job, executor.submit(self.task(job))))
                 kill_point("after_submit")
@@ -162,17 +168,18 @@ class LocalGpusLauncher(SweepLauncher):
                     outcome = settle(job, submitit_job, died=KILLED)
                 else:
                     outcome = settle_adopted(job, by_another=job.num not in self.outlived)
+                if slot != ELSEWHERE:
+                    free.append(slot)
                 if outcome.status == "held":  # another launcher's run took the directory first: waited for
-                    running.append((slot, job, None))
+                    running.append((ELSEWHERE, job, None))
                     continue
-                free.append(slot)
                 self.ended.append(job)
                 progress.finished(outcome, running=len(running))
             self.board.show([job for _, job, _ in running], len(queue))
 
-    def _handed_over(self, job: PlannedJob, free: list, progress: Progress) -> bool:
-        """Whether another launcher has `job` (_held.py): reported if it has completed it, else waited for in a
-        slot of this launcher's, as an adopted job."""
+    def _handed_over(self, job: PlannedJob, progress: Progress) -> bool:
+        """Whether another launcher has `job` (_held.py): reported if it has completed it, else waited for as an
+        adopted job, without a slot of this launcher's."""
         handed = taken(job.job_dir, job.previous, local_processes())
         if handed is None:
             return False
@@ -181,21 +188,26 @@ class LocalGpusLauncher(SweepLauncher):
             progress.finished(settle_adopted(job, by_another=True), running=len(self.running))
         else:
             job.runner = handed.runner
-            self.running.append((take_slot(free, job), job, None))
+            self.running.append((ELSEWHERE, job, None))
         return True
 
     def interrupted(self, why: str) -> str:
-        """Stop every job this launcher started or adopted (each records `failed`, interrupted), then say so."""
+        """Stop every job this launcher started or adopted from an ended launcher (each records `failed`,
+        interrupted), then say so; jobs that another live launcher runs go on."""
         jobs = getattr(self, "jobs", [])
         if hasattr(self, "board"):
             self.board.close()
         stopped = stop_jobs(jobs, why)
-        queued = len(jobs) - len(stopped) - len(getattr(self, "ended", []))
+        live = local_processes()
+        others = [job for job in jobs if str(job.job_dir) in live or live_runner(job.job_dir)]
+        queued = len(jobs) - len(stopped) - len(others) - len(getattr(self, "ended", []))
         names = f": {', '.join(job.label for job in stopped)}" if stopped else ""
+        left = (f"; {len(others)} run by another launcher go on ({', '.join(job.label for job in others)})"
+                if others else ". Nothing of the sweep runs now")  # fmt: skip
         return (
             f"Stopped ({why}): {len(stopped)} running jobs stopped{names}, each recorded failed (interrupted) beside "
-            f"its last checkpoint; {max(queued, 0)} queued jobs not started. Nothing of the sweep runs now. Run the "
-            "same command again to resume them from their checkpoints and run the rest; completed jobs are skipped."
+            f"its last checkpoint; {max(queued, 0)} queued jobs not started{left}. Run the same command again to "
+            "resume them from their checkpoints and run the rest; completed jobs are skipped."
         )
 
 

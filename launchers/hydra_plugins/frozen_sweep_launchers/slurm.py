@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence
 from omegaconf import OmegaConf
 
 from frozen_sweep.job.estimate import duration
-from frozen_sweep.run.directory import SUBMISSION_FILE
+from frozen_sweep.run.directory import SUBMISSION_FILES
 
 from ._base import SweepLauncher
 from ._cost import SweepCost
@@ -25,7 +25,8 @@ from ._outcome import settle, settle_adopted
 from ._plan import PlannedJob, SweepConfigError, check_devices
 from ._progress import Progress
 from ._status import StatusBoard, check_status_every
-from ._submission import describe_tasks, new_comment, queued_tasks, read_submission, record_submissions, task_of
+from ._submission import describe_tasks, new_comment, prune_submissions, queued_tasks, read_submissions
+from ._submission import record_submissions, tasks_of
 
 log = logging.getLogger(__name__)
 
@@ -142,30 +143,31 @@ class SlurmLauncher(SweepLauncher):
         check_devices(jobs, self.ranks, "hydra.launcher.nodes × hydra.launcher.tasks_per_node (one rank per task)")
 
     def adopt(self, jobs: list[PlannedJob], dry_run: bool = False) -> None:
-        """Adopt every job SLURM still lists for its directory (found through its submission record, however early
+        """Adopt every job SLURM still lists for its directory (found through its submission records, however early
         the launcher that submitted it was killed); cancel listed jobs of this sweep that no directory claims (a dry
-        run only says it would)."""
+        run only says it would). A job two live launchers submitted has both tasks claimed: neither is cancelled."""
+        asked = time.time()
         tasks = queued_tasks(self.sweep_dir)
+        self.listed = (tasks, asked)  # what a submission's records are pruned by (_submission.prune_submissions)
         claimed = set()
         for job in jobs:
-            task = task_of(read_submission(job.job_dir), tasks)
-            claimed.add(task)
-            if task and not job.already_completed and not job.runner:
-                job.runner = task.runner()
-        for path in self.sweep_dir.rglob(SUBMISSION_FILE):  # jobs of this sweep outside this command's batch
-            claimed.add(task_of(read_submission(path.parent), tasks))
+            listed = tasks_of(read_submissions(job.job_dir), tasks)
+            claimed.update(listed)
+            if listed and not job.already_completed and not job.runner:
+                job.runner = listed[0].runner()
+        for directory in {path.parent for path in self.sweep_dir.rglob(SUBMISSION_FILES)}:  # outside this batch too
+            claimed.update(tasks_of(read_submissions(directory), tasks))
         orphans = [task.job_id for task in tasks if task not in claimed]
         if orphans:
             if not dry_run:
                 subprocess.run(["scancel", *orphans], capture_output=True, text=True, timeout=120)
             log.warning(
                 f"slurm: {'would cancel' if dry_run else 'cancelled'} {' '.join(orphans)}: queued by an earlier launch "
-                "of this sweep for directories that were submitted again since (no job directory claims them)"
+                "of this sweep for directories that hold no record of it (removed since)"
             )
 
     def run(self, jobs: list[PlannedJob], adopted: list[PlannedJob], progress: Progress) -> None:
         import submitit
-
 
         executor = submitit.SlurmExecutor(folder=self.submitit_folder, max_num_timeout=self.max_num_timeout)
         executor.update_parameters(**self.sbatch)
@@ -174,6 +176,8 @@ class SlurmLauncher(SweepLauncher):
             comment = new_comment(self.sweep_dir)  # leads squeue back to the records, whenever the launcher dies
             executor.update_parameters(comment=comment)
             kill_point("before_records")
+            for job in jobs:
+                prune_submissions(job.job_dir, *self.listed)
             record_submissions(jobs, "submitting", comment=comment)
             kill_point("before_sbatch")
             with executor.batch():
@@ -219,7 +223,9 @@ class SlurmLauncher(SweepLauncher):
                 waiting.remove((job, sjob))
                 running = sum(watcher.get_state(other.job_id, mode="cache") == "RUNNING" for _, other in waiting)
                 state = watcher.get_state(sjob.job_id, mode="cache")
+                adopted = bool(job.runner)  # submitted by another launcher: its outcome is reported as the other's
                 outcome = settle(job, sjob, died=_died(state))
+                outcome.by_another = outcome.by_another or adopted
                 if outcome.status == "held":
                     held.append(job)
                 else:
