@@ -1,6 +1,7 @@
 """Two launchers on the same jobs: the same sweep started twice (at the same instant, or once the first runs), and on
-SLURM. Each job runs once, whoever runs it; the other launcher waits for it and reports "completed by another
-launcher"; both exit 0; a completed directory gets no second attempt."""
+SLURM. Each job runs once, whoever runs it; the other launcher waits for it, without a slot of its own, and reports
+"completed by another launcher"; a launcher that completes its jobs exits 0, a completed directory gets no second
+attempt, one launcher's stop reaches only its own jobs, and a third launch cancels none of the others' tasks."""
 
 import os
 import signal

@@ -55,6 +55,26 @@ def test_what_would_refuse_a_fine_tuning_job_once_its_base_ran_stops_the_sweep_b
     assert "No job was started." in real.stdout and not (tmp_path / "sweep").exists()
 
 
+def test_a_base_whose_vocabulary_does_not_cover_the_task_stops_the_sweep_before_it_trains(tmp_path, toy_corpus,
+                                                                                         cache_dir):
+    """finetune.max_unk_rate at plan time: the base's data (a masked LM on the toy corpus' 60 pieces) is prepared
+    with the plan, and the task's (the Bible's verses) with that vocabulary tells the rate; the dry run refuses the
+    job and the sweep stops in one line, before the base trains."""
+    base = ["experiment=finetune_bases", "reservoir=none", "model=mlm_micro", "task=text_files", "task.kind=mlm",
+            f"task.path={toy_corpus}", "task.tgt_lang=en", "task.vocab_size=60"]  # fmt: skip
+    args = ["experiment=random_embeddings_first", "bases.regular=[" + ",".join(f'"{o}"' for o in base) + "]",
+            "finetune.base_checkpoint=bases.regular", "freeze=none", "seed=1", f"task.cache_dir={cache_dir}", LOCAL]
+    refusal = (r"finetune.max_unk_rate=0.01: \d+\.\d% of the train split's pieces of task=cls_bible_en are <unk> under "
+               r"the vocabulary of finetune.base_checkpoint=bases.regular, which does not cover it")  # fmt: skip
+    dry = run_sweep(tmp_path / "sweep", *args, "dry_run=true")
+    refused = [line for line in dry.stdout.splitlines() if line.strip().startswith("refuse")]
+    assert dry.returncode != 0 and len(refused) == 1 and re.search(refusal, dry.stdout), dry.stdout[-3000:]
+    real = run_sweep(tmp_path / "sweep", *args)
+    assert real.returncode != 0 and "Traceback" not in real.stdout, real.stdout[-3000:]
+    assert re.search(rf"job #0 \(.*\): {refusal}.*No job was started.", real.stdout), real.stdout[-3000:]
+    assert "bases to train first" not in real.stdout and not (tmp_path / "sweep").exists()
+
+
 def test_the_scratch_row_has_the_bases_model_unless_its_config_sizes_it(tmp_path):
     """finetune.scratch_model=bases (the default): every seed of the scratch row gets the bases' model, own: its
     own; a model override of a row sized by the bases, bases of two models, and a single job are refused."""

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from frozen_sweep.data.batching import Batch
+from frozen_sweep.data.coverage import unk_rates
 from frozen_sweep.data.specials import OURS, Specials
 from frozen_sweep.data.split import Side, Split
 
@@ -64,8 +65,7 @@ def label_stats(manifest: dict) -> dict:
     names (in id order), counts per split and train's majority class with the accuracy it scores on valid and test;
     a regression's count, mean and standard deviation per split and the squared error on valid and test of always
     predicting train's mean (`mean_predictor`)."""
-    common = {"pairs": manifest["pairs"],
-              "unk_rate": {split: c["unk"] / max(c["tokens"]["text"], 1) for split, c in manifest["splits"].items()}}
+    common = {"pairs": manifest["pairs"], "unk_rate": unk_rates(manifest)}
     if manifest.get("label_kind") == NUMBER:
         numbers = {split: manifest["splits"][split]["numbers"] for split in manifest["splits"]}
         mean = numbers["train"]["mean"]

@@ -22,6 +22,7 @@ from typing import Optional
 from frozen_sweep.config import SCRATCH, FreezeFrom, FrozenMode
 from frozen_sweep.data import TaskData
 from frozen_sweep.data.checkpoint_files import is_checkpoint_source
+from frozen_sweep.data.coverage import uncovered
 from frozen_sweep.model import Transformer
 from frozen_sweep.run.record import RunResult
 from frozen_sweep.study.freeze import FreezeStudy
@@ -45,13 +46,10 @@ class FinetuneStudy(FreezeStudy):
     def make_model(self, data: TaskData) -> Transformer:
         if self.base is None:
             return super().make_model(data)
-        rate = (data.stats.get("unk_rate") or {}).get("train", 0.0)  # a labelled task's (data/labelled.py)
-        most = self.cfg.finetune.max_unk_rate
-        if rate > most:
-            raise ValueError(
-                f"the base's vocabulary does not cover task={self.cfg.task.name}: {rate:.1%} of its training "
-                f"pieces are <unk>, more than finetune.max_unk_rate={most} (finetune.base_checkpoint={self.base.path})"
-            )
+        rates = data.stats.get("unk_rate") or {}  # a labelled task's (data/labelled.py)
+        problem = uncovered(rates, self.cfg.finetune.max_unk_rate, self.cfg.task.name, str(self.base.path))
+        if problem:
+            raise ValueError(problem)
         base_model = self.base.model
         return fine_tuned_model(self.cfg, base_model, embedding_rows(base_model), data.head_outputs,
                                 data.vocab.specials.pad)  # fmt: skip

@@ -13,6 +13,7 @@ from frozen_sweep.job.job_config import sized_by_bases
 from frozen_sweep.system.gc_pause import no_cyclic_gc
 
 from ._compose import JobComposer
+from ._coverage import check_coverage
 from ._planned import PlannedJob, SameRuns, SweepConfigError, job_dir_of, plan_job, plan_uncomposed, plan_waiting
 from ._seeds import SeedShare
 
@@ -79,6 +80,7 @@ def plan_jobs(
     for job, passed in zip(jobs, job_overrides):
         job.passed = list(passed)
         job.label = " ".join(o for o in job.overrides if o not in shared) or job.job_dir.name
+    check_coverage(jobs, refuse_each)
     return jobs
 
 
