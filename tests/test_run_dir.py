@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -45,6 +46,16 @@ def test_directory_names_are_injective_and_readable():
     long = [dirname(f"model.d_model=64,task.path=/{'x' * 300}{i}") for i in range(2)]
     assert long[0] != long[1] and all(len(n) <= 200 for n in long)
     assert dirname("") == "default"
+
+
+def test_a_bases_override_list_is_named_by_its_key_and_a_hash_of_the_list():
+    """A fine-tuning job's directory stays readable: its base's overrides are named by the base's key."""
+    base = 'bases.regular=["experiment=finetune_bases","reservoir=none","model=mlm_micro","task.path=/d/x,y"]'
+    name = dirname(f"{base},freeze=emb,seed=1")
+    assert re.fullmatch(r"bases\.regular=\[…[0-9a-f]{12}\],freeze=emb,seed=1", name), name
+    assert dirname(f"{base.replace('none', 'ffn')},freeze=emb,seed=1") != name  # another base, another directory
+    assert dirname(f"+{base},seed=1").startswith("+bases.regular=[…")
+    assert dirname("freeze=[emb,ffn],seed=1") == "freeze=[emb,ffn],seed=1"  # other lists as they are
 
 
 def test_fingerprint_covers_what_changes_the_result_and_nothing_else(micro_overrides, toy_corpus, tmp_path):

@@ -1,6 +1,7 @@
 """A pre-train-then-fine-tune study as one command: `finetune.base_checkpoint=bases.NAME` makes the sweep train the base
 (the run `python -m frozen_sweep -m <bases.NAME>` would make) before the jobs that start from it, and never twice."""
 
+import hashlib
 import re
 
 import pytest
@@ -18,6 +19,13 @@ TINY_BASE = ["experiment=finetune_bases", "reservoir=none", "model=mlm_micro", "
 def tiny_base() -> str:
     """bases.regular of the fine-tuning experiments, shrunk to a micro encoder and 30 updates."""
     return "bases.regular=[" + ",".join(f'"{o}"' for o in TINY_BASE) + "]"
+
+
+def earlier_name(name: str) -> str:
+    """The name an earlier version gave a fine-tuning job's directory: its base's override list in full, the name
+    then cut to its start and a hash of the whole beyond 200 characters."""
+    full = re.sub(r"bases\.regular=\[…[0-9a-f]{12}\]", lambda _: tiny_base(), name)
+    return full if len(full) <= 200 else f"{full[:180]}…{hashlib.sha256(full.encode()).hexdigest()[:12]}"
 
 
 def test_a_dry_run_lists_the_bases_before_the_jobs_that_wait_for_them(tmp_path):
@@ -119,11 +127,15 @@ def test_one_command_trains_the_base_then_fine_tunes_it_and_a_rerun_trains_nothi
     base = sweep / "model=mlm_micro,reservoir=none,trainer.max_steps=30,trainer.validate_every_steps=30,trainer=quick"
     assert result(base)["status"] == "completed" and result(base)["metric_name"] == "mlm_ppl"
     assert result(base)["data"]["vocab_path"].startswith(str(cache_dir))  # the sweep's task.cache_dir, passed on
-    tuned = result(job_dir(sweep, "finetune.base_checkpoint=bases.regular"))
+    tuned_dir = job_dir(sweep, "finetune.base_checkpoint=bases.regular")
+    tuned = result(tuned_dir)
     assert tuned["finetune"]["base_run"] == str(base) and tuned["metric_name"] == "accuracy"
     assert first.stdout.index("[1/1] bases.regular: test mlm_ppl") < first.stdout.index("test accuracy")
+    assert re.match(r"bases\.regular=\[…[0-9a-f]{12}\],finetune", tuned_dir.name)  # the base by its key, readable
+    earlier = tuned_dir.rename(sweep / earlier_name(tuned_dir.name))  # as a run of an earlier version is named
 
     again = run_sweep(sweep, *args, "finetune.frozen=train")  # the regular base has nothing frozen: the same job
     assert again.returncode == 0, again.stdout[-3000:]
     assert "bases to train first" not in again.stdout
     assert re.search(r"1 jobs: 0 to run .* 1 already completed", again.stdout), again.stdout[-2000:]
+    assert f"as {earlier}, which holds its result" in again.stdout, again.stdout[-2000:]

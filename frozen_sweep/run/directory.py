@@ -4,7 +4,8 @@ here: the launchers and the collector read run directories too. Who runs it now:
 - Files: every name a run directory holds is below; files are written atomically (frozen_sweep.system.files), so
   that a reader sees the old file or the new one, never a torn one.
 - Names: the job's overrides (Hydra's override_dirname) with `%` and `/` percent-encoded, so that two different
-  override lists never share a directory (`task.path=/a/b_c` and `task.path=/a_b/c` used to) and names stay readable.
+  override lists never share a directory (`task.path=/a/b_c` and `task.path=/a_b/c` used to) and names stay readable;
+  a base's override list by the base's key and a hash of the list.
 - Reuse: a directory's result is skipped, and its checkpoint resumed, only by a job with the same fingerprint
   (frozen_sweep.job.fingerprint); any other job stops with what differs. Records written before fingerprints existed
   are reused unless their config.yaml says they belong to another job.
@@ -118,13 +119,42 @@ MAX_NAME = 200  # characters; longer names keep their start and end with a hash 
 
 
 def dirname(override_dirname: str) -> str:
-    """A job's directory name from its overrides: injective, one path component, readable, not too long."""
+    """A job's directory name from its overrides: injective, one path component, readable, not too long. A base's
+    override list (`bases.NAME=[…]`) is named by its key and a hash of the list: the fine-tuning jobs' own overrides
+    stay readable. (A completed run under a name an earlier version gave is still found by its fingerprint.)"""
     if not override_dirname:
         return "default"
-    name = override_dirname.replace("%", "%25").replace("/", "%2F")
+    name = ",".join(_base_by_key(item) for item in _items(override_dirname))
+    name = name.replace("%", "%25").replace("/", "%2F")
     if len(name) > MAX_NAME:
         name = f"{name[:MAX_NAME - 20]}…{hashlib.sha256(name.encode()).hexdigest()[:12]}"
     return name
+
+
+def _items(override_dirname: str) -> list[str]:
+    """The `key=value` items of Hydra's override_dirname: split at its commas outside brackets and quotes."""
+    items, depth, quote, start = [], 0, "", 0
+    for i, char in enumerate(override_dirname):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "[{(":
+            depth += 1
+        elif char in "]})":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(override_dirname[start:i])
+            start = i + 1
+    return items + [override_dirname[start:]]
+
+
+def _base_by_key(item: str) -> str:
+    """`bases.NAME=[…<hash>]` for a base's override list, any other item as it is."""
+    key, _, value = item.partition("=")
+    if not key.lstrip("+~").startswith("bases.") or not value.startswith("["):
+        return item
+    return f"{key}=[…{hashlib.sha256(value.encode()).hexdigest()[:12]}]"
 
 
 # the sha256 a fingerprint would have without its CPU part (threads, kernels, precision: system.kernels.cpu_identity);
