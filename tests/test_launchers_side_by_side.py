@@ -95,8 +95,8 @@ def test_the_same_sweep_submitted_twice_at_once_to_slurm_runs_each_job_once(slur
     outs = [tmp_path / f"out{i}.txt" for i in (0, 1)]
     wait_for(lambda: all("slurm: submitted 2 jobs" in out.read_text() for out in outs), "both submissions", timeout=300)
     third = start_sweep(sweep, *args, output=tmp_path / "third.txt")
-    wait_for(lambda: "2 still running from an earlier launch" in (tmp_path / "third.txt").read_text(), "the third's plan",
-             timeout=300)  # fmt: skip
+    planned = "2 still running from an earlier launch"
+    wait_for(lambda: planned in (tmp_path / "third.txt").read_text(), "the third's plan", timeout=300)
     tasks = queued_tasks(sweep)
     assert len(tasks) == 4 and all(task.pending for task in tasks), tasks  # none cancelled
     subprocess.run(["scontrol", "release", *(task.job_id for task in tasks)], check=True)
