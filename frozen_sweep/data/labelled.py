@@ -59,13 +59,17 @@ class LabelledSplit(Split):
         return Batch(None, torch.from_numpy(inputs), labels, len(rows), np.asarray(indices))
 
 
+def unk_rates(manifest: dict) -> dict[str, float]:
+    """The share of <unk> pieces in each split of a prepared labelled dataset (other kinds' manifests count none)."""
+    return {split: c["unk"] / max(c["tokens"]["text"], 1) for split, c in manifest["splits"].items() if "unk" in c}
+
+
 def label_stats(manifest: dict) -> dict:
     """The record's view of the targets: whether examples are pairs, <unk> pieces per split, and a classifier's label
     names (in id order), counts per split and train's majority class with the accuracy it scores on valid and test;
     a regression's count, mean and standard deviation per split and the squared error on valid and test of always
     predicting train's mean (`mean_predictor`)."""
-    common = {"pairs": manifest["pairs"],
-              "unk_rate": {split: c["unk"] / max(c["tokens"]["text"], 1) for split, c in manifest["splits"].items()}}
+    common = {"pairs": manifest["pairs"], "unk_rate": unk_rates(manifest)}
     if manifest.get("label_kind") == NUMBER:
         numbers = {split: manifest["splits"][split]["numbers"] for split in manifest["splits"]}
         mean = numbers["train"]["mean"]

@@ -27,7 +27,8 @@ from frozen_sweep.run.record import RunResult
 from frozen_sweep.study.freeze import FreezeStudy
 from frozen_sweep.study.relearn_bases import PretrainedBase
 from frozen_sweep.study.reservoir import describe_reservoirs
-from frozen_sweep.weights.finished_run import FinishedRun, embedding_rows, fine_tuned_model, load_run
+from frozen_sweep.weights.fine_tuned import embedding_rows, fine_tuned_model
+from frozen_sweep.weights.finished_run import FinishedRun, load_run
 from frozen_sweep.weights.freeze import parameter_counts
 
 log = logging.getLogger(__name__)
@@ -45,13 +46,6 @@ class FinetuneStudy(FreezeStudy):
     def make_model(self, data: TaskData) -> Transformer:
         if self.base is None:
             return super().make_model(data)
-        rate = (data.stats.get("unk_rate") or {}).get("train", 0.0)  # a labelled task's (data/labelled.py)
-        most = self.cfg.finetune.max_unk_rate
-        if rate > most:
-            raise ValueError(
-                f"the base's vocabulary does not cover task={self.cfg.task.name}: {rate:.1%} of its training "
-                f"pieces are <unk>, more than finetune.max_unk_rate={most} (finetune.base_checkpoint={self.base.path})"
-            )
         base_model = self.base.model
         return fine_tuned_model(self.cfg, base_model, embedding_rows(base_model), data.head_outputs,
                                 data.vocab.specials.pad)  # fmt: skip

@@ -74,11 +74,11 @@ def plan_jobs(
             if job.checked_task is not None and not job.already_completed:
                 datasets.setdefault(job.checked_fingerprint["prepared"], (num, job.checked_task))
     check_distinct_dirs(jobs)
-    _prepare_data(datasets)
     shared = set.intersection(*(set(job.overrides) for job in jobs))
     for job, passed in zip(jobs, job_overrides):
         job.passed = list(passed)
         job.label = " ".join(o for o in job.overrides if o not in shared) or job.job_dir.name
+    _check_coverage(jobs, _prepare_data(datasets), refuse_each)
     return jobs
 
 
@@ -88,16 +88,37 @@ def with_launcher_overrides(overrides: Sequence[str], launcher_overrides: Sequen
     return list(overrides) + [o for o in launcher_overrides if override_key(o) not in own]
 
 
-def _prepare_data(datasets: dict[str, tuple[int, DictConfig]]) -> None:
+def _prepare_data(datasets: dict[str, tuple[int, DictConfig]]) -> dict[str, Path]:
     """Each distinct dataset of the jobs to run prepared once, here, before any job starts: its jobs only open it,
-    and bad content (a file and line) stops the sweep now rather than in every job."""
+    and bad content (a file and line) stops the sweep now rather than in every job. Its directory by its key."""
     from frozen_sweep.data.preparation import prepare  # numpy and SentencePiece: only when a sweep launches
 
-    for num, task in datasets.values():
+    directories = {}
+    for key, (num, task) in datasets.items():
         try:
-            prepare(task)
+            directories[key] = prepare(task)
         except (OSError, ValueError) as e:
             raise SweepConfigError(f"job #{num}: preparing its data: {e}. No job was started.") from e
+    return directories
+
+
+def _check_coverage(jobs: list[PlannedJob], directories: dict[str, Path], refuse_each: bool) -> None:
+    """Each job to run against its prepared dataset as the job checks itself (a fine-tuning base's vocabulary must
+    cover the task: frozen_sweep.job.job_data); a job's config is composed for it only where its data has <unk>s."""
+    from frozen_sweep.data.labelled import unk_rates
+    from frozen_sweep.data.prepared import read_manifest
+    from frozen_sweep.job.job_data import check_vocabulary_coverage
+
+    for job in jobs:
+        directory = job.checked_fingerprint and directories.get(job.checked_fingerprint["prepared"])
+        if job.refused or not directory or not any(unk_rates(read_manifest(directory)).values()):
+            continue
+        try:
+            check_vocabulary_coverage(job.config, directory)
+        except ConfigError as e:
+            if not refuse_each:
+                raise SweepConfigError(f"job #{job.num} ({' '.join(job.passed)}): {e}. No job was started.") from e
+            job.refused = str(e)
 
 
 def check_distinct_dirs(jobs: list[PlannedJob], not_started: str = "No job was started.") -> None:
