@@ -52,14 +52,13 @@ bench: setup $(VENV)/.bench-installed
 	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py --threads $(THREADS) || exit 1; echo; done
 
 # The GPU benchmarks, on a machine with a CUDA GPU and this project installed with the `bench` extra (MarianMT):
-# `make bench-gpu GPU_PY=python3` (GPU_PY: the Python that has the CUDA build of torch). Side by side in one run each.
+# `make bench-gpu GPU_PY=python3` (GPU_PY: the Python that has the CUDA build of torch). Side by side in one run each;
+# benchmarks/on_gpu.sh's steps (profile, throughput, pytest -m cuda, a real job eager and compiled) log to gpu-logs/.
 GPU_PY ?= $(PY)
-SWORD ?= $(or $(FS_SWORD),/usr/share/sword/modules/texts/ztext)
 bench-gpu:
-	$(GPU_PY) benchmarks/train_throughput.py --device cuda --models base big --sentences 256 --length 48 --vocab 32000
+	GPU_PY=$(GPU_PY) bash benchmarks/on_gpu.sh gpu-logs
 	$(GPU_PY) benchmarks/freeze_speedup.py --device cuda --model base --sentences 256 --length 48
-	$(GPU_PY) benchmarks/job_throughput.py --device cuda --model base task.sword_dir=$(SWORD)
-	$(GPU_PY) benchmarks/packing.py --device cuda --jobs 4 --model demo task.sword_dir=$(SWORD)
+	$(GPU_PY) benchmarks/packing.py --device cuda --jobs 4 --model demo
 
 $(VENV)/.bench-installed: $(STAMP)
 	$(PY) -m pip install -q -e '.[test,bench]'

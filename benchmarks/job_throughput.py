@@ -5,8 +5,9 @@
 Trains `--model` on the embedded corpus (task=bible_es_en; on the GPU machine pass task.sword_dir=$FS_SWORD) with
 `frozen_sweep.train.trainer.Trainer.fit` as a job does (its model preset's trainer, validation loss every epoch, no
 validation BLEU), for `--epochs` epochs, then reports:
-- each epoch's training time (the loop: steps and batch preparation, validation excluded), target tokens/s and
-  distinct (batch, length) shapes. Target: epoch 1 ≤ 1.2× the median later epoch (nothing planned per new shape);
+- each epoch's training time (the loop: steps and batch preparation, validation excluded; with trainer.compile=true
+  the first epoch's includes the compilation), target tokens/s, distinct (batch, length) shapes and validation loss
+  (compare runs' curves: `trainer.compile=true` against eager). Target: epoch 1 ≤ 1.2× the median later epoch (nothing planned per new shape);
 - the real loop's tokens/s against the isolated step's: the trainer's own step on the last epoch's batches, collated
   and on the device beforehand, back to back. Target: ≥ 0.8;
 - the dry run's estimate of a later epoch's training time (frozen_sweep.job.probe, measured after the run on a fresh
@@ -44,10 +45,10 @@ def main() -> None:
                              f"trainer.threads={args.threads}"]  # fmt: skip
         cfg = common.compose_config(*task, f"model={args.model}", *trainer_overrides, *args.overrides)
         data = load_task(cfg.task)
-        marks = []  # (loop seconds, target tokens) after every epoch
+        marks = []  # (loop seconds, target tokens, validation loss) after every epoch
 
         def mark(state) -> None:
-            marks.append((state.step_time_s, state.train_tokens))
+            marks.append((state.step_time_s, state.train_tokens, state.history[-1]["valid_loss"]))
 
         model = build_model(cfg, len(data.vocab)).to(device)
         trainer = Trainer(cfg, data, model, device, Path(tmp), on_validation=mark)
@@ -58,12 +59,12 @@ def main() -> None:
         state = trainer.fit()
 
         rows, previous = [], (0.0, 0)
-        for epoch, (seconds, tokens) in enumerate(marks, 1):
+        for epoch, (seconds, tokens, valid_loss) in enumerate(marks, 1):
             shapes = {(len(g.indices), g.length) for g in trainer._plan(epoch - 1)}
             took, trained = seconds - previous[0], tokens - previous[1]
-            rows.append([epoch, f"{took:.2f} s", f"{trained / took:,.0f}", len(shapes)])
+            rows.append([epoch, f"{took:.2f} s", f"{trained / took:,.0f}", len(shapes), f"{valid_loss:.4f}"])
             previous = (seconds, tokens)
-        common.table(["epoch", "training time", "tokens/s", "shapes"], rows)
+        common.table(["epoch", "training time", "tokens/s", "shapes", "valid loss"], rows)
 
         batches = [trainer._collate(g).to(device) for g in trainer._plan(state.epoch - 1)]
         common.synchronize(device)

@@ -23,7 +23,10 @@ from frozen_sweep.config.model_checks import check_positions, validate_model
 from frozen_sweep.config.report import check_report
 from frozen_sweep.config.stack_layout import parse_reset_layer, reservoir_pattern
 
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # torch.compile's
+# torch.compile's modes without CUDA graphs: reduce-overhead and max-autotune capture them, and that segfaulted compiled
+# training with torch 2.11 on an H100 (docs/performance.md, "On a GPU")
+COMPILE_MODES = ("default", "max-autotune-no-cudagraphs")
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
 
 
 def _positive(value) -> bool:
@@ -65,7 +68,9 @@ RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("model.rope_fraction", lambda v: 0 < v <= 1, "must be in (0, 1], e.g. 1 (LLaMA) or 0.25 (GPT-NeoX)"),
     *((f"model.{key}", lambda v: v >= 0, "must be >= 0") for key in ("position_offset", "token_types")),
     ("trainer.label_smoothing", _fraction, "must be in [0, 1)"),
-    ("trainer.compile_mode", COMPILE_MODES.__contains__, f"allowed: {', '.join(COMPILE_MODES)}"),
+    ("trainer.compile_mode", COMPILE_MODES.__contains__,
+     f"allowed: {', '.join(COMPILE_MODES)} ({' and '.join(CUDA_GRAPH_MODES)} capture CUDA graphs, which segfaulted "
+     "compiled training with torch 2.11 on an H100: docs/performance.md)"),
     *((f"trainer.{key}", lambda v: v > 1.0, "must be > 1 (a multiple of a validation loss)")
       for key in ("diverge_ratio", "diverge_uniform_ratio")),
     ("trainer.betas", lambda v: len(v) == 2 and all(map(_fraction, v)), "must be two numbers in [0, 1)"),

@@ -87,9 +87,11 @@ class TrainerConfig:
     # cuDNN attention builds a plan per batch shape: with it off an H100 job ran 4x faster
     # (docs/performance.md, "On a GPU"); true: torch picks
     cudnn_attention: bool = False
-    compile: bool = False  # torch.compile forward + loss (dynamic shapes): a base step 1.33x eager on an H100
-    # with compile: validate.COMPILE_MODES; reduce-overhead (CUDA graphs, one per shape) segfaulted with torch 2.11 on
-    # an H100 (docs/performance.md, "On a GPU")
+    # torch.compile forward + loss (dynamic shapes): a base step 1.46x eager at the paper's batch on an H200, after a
+    # compile of over a minute (docs/performance.md, "On a GPU"); off by default until a real job's curve is measured
+    compile: bool = False
+    # with compile: checks.COMPILE_MODES (none with CUDA graphs: reduce-overhead segfaulted with torch 2.11 on an H100,
+    # docs/performance.md, "On a GPU")
     compile_mode: str = "default"
     progress: bool = True  # progress bar
     loggers: List[LoggerName] = field(default_factory=lambda: [LoggerName.jsonl])  # metrics as they happen

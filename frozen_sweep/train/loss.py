@@ -14,7 +14,6 @@ from frozen_sweep.config import ConfigError
 from frozen_sweep.system.kernels import BF16, FP32, KERNELS_VARIABLE, cpu_precision, kernel_level
 
 log = logging.getLogger(__name__)
-CUDA_GRAPHS = "reduce-overhead"  # torch.compile's mode that captures CUDA graphs
 
 
 class TrainingLoss:
@@ -39,9 +38,6 @@ class TrainingLoss:
         if device.type == "cuda":
             torch.backends.cuda.enable_cudnn_sdp(tr.cudnn_attention)
         self.compute = self._summed
-        if tr.compile and not on_cuda and tr.compile_mode == CUDA_GRAPHS:  # torch would compile without them, unsaid
-            raise ConfigError(f"trainer.compile_mode={CUDA_GRAPHS}: CUDA graphs replay GPU kernels, and this job trains "
-                              f"on the {device.type}; allowed here: default, max-autotune, max-autotune-no-cudagraphs")
         if tr.compile and not on_cuda and kernel_level() == "DEFAULT":  # the compiler's C++ fails to build there
             raise ConfigError(f"trainer.compile=true: torch {torch.__version__}'s compiler cannot build CPU code with "
                               f"{KERNELS_VARIABLE}=default ('at::vec' has not been declared); allowed here: "
