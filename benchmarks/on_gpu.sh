@@ -4,8 +4,8 @@
 # own log in OUT_DIR; a step that fails or runs out of time leaves the others' results. Last, the TARGET lines of every
 # log. STEPS="profile throughput" runs some of them (default: all, in this order). Durations on an H200 (2026-11-27):
 #   profile      what limits the step: base, big (translation), llama_paper (language model), bf16, paper batch: 35 s
-#   throughput   the step against nn.Transformer, MarianMT and the bf16 matmul peak, eager and compiled: > 200 s
-#                (the compiles; big's did not end within the 200 s)
+#   throughput   the step against nn.Transformer, MarianMT and the bf16 matmul peak, eager, compiled and with cuDNN
+#                attention: > 200 s (the compiles; big's did not end within the 200 s)
 #   pytest       pytest -m cuda, one process (with -n 4 the tests passed in ≈ 90 s but xdist's teardown hung): ≈ 120 s
 #   job_eager    a real job (base, ≈25k-token batches, 3 epochs): curve, estimate's error: 31 s
 #   job_compiled the same job compiled: curve equal to eager's?, compile time counted: > 90 s
@@ -29,7 +29,8 @@ $py -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_na
 step profile "${PROFILE_S:-60}" $py benchmarks/step_profile.py --device cuda --models base big --llama llama_paper \
   "${batch[@]}" --steps 5
 step throughput "${THROUGHPUT_S:-300}" $py benchmarks/train_throughput.py --device cuda --models base big \
-  --llama llama_paper "${batch[@]}" --repeats 3 --variant compiled:trainer.compile=true
+  --llama llama_paper "${batch[@]}" --repeats 3 --variant compiled:trainer.compile=true \
+  --variant cudnn:trainer.cudnn_attention=true
 step pytest "${PYTEST_S:-180}" $py -m pytest -q -m cuda -p no:cacheprovider tests/test_cuda.py
 for mode in eager compiled; do
   compile=$([ $mode = compiled ] && echo true || echo false)

@@ -11,7 +11,7 @@ timed over `--steps` steps, then profiled over as many with torch.profiler. Repo
 - the kernel count and the mean gap between one kernel's end and the next one's start;
 - device time by kind of kernel: matrix products (cuBLAS/CUTLASS), attention (the SDPA backend chosen: flash,
   memory-efficient, cuDNN or the math fallback), the rest (norms, dropout, activations, loss, optimiser);
-- the kernels that take the most device time.
+- the kernels that take the most device time, and the operators that launched them.
 On the CPU (`--device cpu`, the `--quick` smoke test) the "kernels" are torch's own operators on the host thread, and
 busy is their self time: a profile of the host, not of a device.
 """
@@ -88,6 +88,17 @@ def report(label: str, found: list[tuple[str, float, float]], steps: int, wall_s
     return figures
 
 
+def launchers(prof, steps: int) -> None:
+    """The operators whose kernels take the most device time: where the copies, casts and reductions come from."""
+    ops = [e for e in prof.key_averages() if e.device_type == DeviceType.CPU and e.self_device_time_total > 0]
+    top = sorted(ops, key=lambda e: -e.self_device_time_total)[:10]
+    if not top:  # on the CPU: no device kernels
+        return
+    common.table(["operator (top 10 by its kernels' time)", "ms a step", "calls a step"],
+                 [[e.key[:70], f"{e.self_device_time_total / steps / 1e3:.2f}", f"{e.count / steps:.0f}"]
+                  for e in top])  # fmt: skip
+
+
 def profile_step(label: str, cfg, vocab: int, args, device: torch.device) -> None:
     batch = common.synthetic_batch(args.sentences, args.length, vocab).to(device)
     with tempfile.TemporaryDirectory() as tmp:
@@ -107,6 +118,7 @@ def profile_step(label: str, cfg, vocab: int, args, device: torch.device) -> Non
             common.synchronize(device)
     flops = common.step_flops(cfg.model, vocab, args.sentences, args.length, args.length).total
     figures = report(label, kernels(prof, device), args.steps, wall_s, device)
+    launchers(prof, args.steps)
     print(f"{label}: {flops / 1e9:.0f} GFLOP a step, {flops / (figures['wall_ms'] / 1e3) / 1e12:.1f} TFLOP/s achieved")
 
 
