@@ -99,7 +99,7 @@ def test_data_is_prepared_once_per_tokenizer_file_and_corpus(tokenizer_dirs, toy
     assert prepared.stat().st_mtime_ns == written  # opened, not prepared again
     bpe_tokenizer("llama", vocab_size=280).save_pretrained(tmp_path / "other")  # another tokenizer: other data
     assert prepared_key(lm_task(toy_corpus, cache_dir, tmp_path / "other"))[0] != keys[0]
-    with pytest.raises(ConfigError, match="task.kind=mlm reads a SentencePiece model of ours"):
+    with pytest.raises(ConfigError, match="task.kind=mlm masks with the tokenizer.s mask token, and it names none"):
         prepared_key(lm_task(toy_corpus, cache_dir, copy, "task.kind=mlm"))
 
 

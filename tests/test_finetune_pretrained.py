@@ -5,6 +5,8 @@ re-draws the top finetune.reinit_top layers, keeps the freeze pattern's componen
 experiment=finetune_pretrained_glue_tiny sweeps layer patterns × GLUE tasks in one command into the fine-tuning
 tables."""
 
+import re
+
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
@@ -16,12 +18,14 @@ from frozen_sweep.tables.build import build_tables
 from frozen_sweep.tables.render import markdown
 from frozen_sweep.tables.runs import load_runs
 from frozen_sweep.weights.build import build_model
-from frozen_sweep.weights.finished_run import embedding_rows, fine_tuned_model, load_run
+from frozen_sweep.weights.fine_tuned import embedding_rows, fine_tuned_model
+from frozen_sweep.weights.finished_run import load_run
 from frozen_sweep.weights.pretrained import load_pretrained
 from tests.conftest import compose_config
 from tests.helpers.checkpoints import bpe_tokenizer, save_checkpoint
 from tests.helpers.hub_layout import cards, example_columns, write_hub_dataset
 from tests.helpers.jobs import result as read_result
+from tests.helpers.jobs import run_cli
 from tests.helpers.sweeps import run_sweep
 
 pytest.importorskip("transformers")
@@ -137,3 +141,19 @@ def test_finetune_pretrained_glue_tiny_sweeps_layer_patterns_and_tasks_in_one_co
     text = markdown(tables[:1], runs)
     for arm in ("all trainable", "layers FT frozen", "top 1 re-initialised", "layers FT frozen, top 1 re-initialised"):
         assert f"| bert (BertForMaskedLM) | {arm} |" in text, text
+
+
+def test_a_base_vocabulary_that_does_not_cover_the_task_is_refused_before_any_job_starts(bases, cache_dir, tmp_path):
+    given = ["study=finetune", f"finetune.base_checkpoint={bases['bert']}", "task=glue_sst2",
+             f"task.dataset={bases['glue']}", "task.valid_from_train=20", f"task.cache_dir={cache_dir}",
+             "finetune.max_unk_rate=0.001"]  # fmt: skip
+    refusal = (r"finetune.max_unk_rate=0.001: \d+\.\d\d% of the train split's pieces of task=glue_sst2 are <unk> under "
+               "the vocabulary of finetune.base_checkpoint=")  # fmt: skip
+    for dry_run in ("true", "false"):
+        single = run_cli(*given, f"hydra.run.dir={tmp_path / 'job'}", f"dry_run={dry_run}")
+        assert single.returncode == 1 and re.search(refusal, single.stdout), single.stdout[-3000:]
+        assert "Traceback" not in single.stdout and not (tmp_path / "job").exists()
+        sweep = run_sweep(tmp_path / "sweep", *given, "seed=1,2", f"dry_run={dry_run}")
+        assert sweep.returncode == 1 and re.search(refusal, sweep.stdout), sweep.stdout[-3000:]
+        assert "No job was started" in sweep.stdout and "Traceback" not in sweep.stdout
+        assert not list(tmp_path.glob("sweep/*/result.json"))

@@ -120,6 +120,13 @@ def test_rotary_scores_depend_on_relative_positions_only():
     assert torch.allclose(score(3, 1), score(40, 38), atol=1e-5) and not torch.allclose(score(3, 1), score(3, 2))
 
 
+def test_every_layer_reads_one_rotary_table():
+    cfg = compose_config("task=lm_bible_en", "model=llama_micro", "model.decoder_layers=4", "model.max_positions=4096")
+    tables = {(m.cos.data_ptr(), m.sin.data_ptr()) for m in Transformer(cfg.model, V, PAD).modules()
+              if isinstance(m, Rotary)}  # fmt: skip
+    assert len(tables) == 1  # 4 layers, one table: not 4 × 4,096 positions
+
+
 @pytest.mark.parametrize("head_outputs", [None, 3])  # a masked LM, a classifier
 def test_an_encoder_of_llama_style_blocks_ignores_padding(head_outputs):
     options = ("model.norm=rms", "model.ffn=swiglu", "model.positions=rope", "model.kv_heads=1", "model.bias=false")

@@ -24,6 +24,7 @@ from frozen_sweep.train.trainer import Trainer
 from frozen_sweep.weights.build import build_model
 from frozen_sweep.weights.checkpoint import CheckpointError, load_checkpoint
 from frozen_sweep.weights.finished_run import load_run
+from frozen_sweep.weights.reset import reset
 from tests.conftest import ROOT, compose_config
 from tests.helpers.jobs import result as read_result
 
@@ -135,7 +136,7 @@ def test_only_the_reset_layer_trains_and_resume_is_exact(base_run, cache_dir, tm
     assert strip(straight.history) == strip(resumed.history)
 
     from_seed = build_model(cfg, len(data.vocab))  # the seed alone cannot rebuild a relearn model: the base is lost
-    relearn.reset(from_seed, cfg.relearn, cfg.seed)
+    reset(from_seed, cfg.relearn, cfg.seed)
     with pytest.raises(CheckpointError, match="regenerated from the seed does not match"):
         load_checkpoint(interrupted / LAST_CHECKPOINT, from_seed)
 

@@ -72,8 +72,8 @@ def test_a_base_whose_vocabulary_does_not_cover_the_task_stops_the_sweep_before_
             f"task.path={toy_corpus}", "task.tgt_lang=en", "task.vocab_size=60"]  # fmt: skip
     args = ["experiment=random_embeddings_first", "bases.regular=[" + ",".join(f'"{o}"' for o in base) + "]",
             "finetune.base_checkpoint=bases.regular", "freeze=none", "seed=1", f"task.cache_dir={cache_dir}", LOCAL]
-    refusal = (r"finetune.max_unk_rate=0.01: \d+\.\d% of the train split's pieces of task=cls_bible_en are <unk> under "
-               r"the vocabulary of finetune.base_checkpoint=bases.regular, which does not cover it")  # fmt: skip
+    refusal = (r"finetune.max_unk_rate=0.01: \d+\.\d+% of the train split's pieces of task=cls_bible_en are <unk> "
+               r"under the vocabulary of finetune.base_checkpoint=bases.regular, which does not cover the task")
     dry = run_sweep(tmp_path / "sweep", *args, "dry_run=true")
     refused = [line for line in dry.stdout.splitlines() if line.strip().startswith("refuse")]
     assert dry.returncode != 0 and len(refused) == 1 and re.search(refusal, dry.stdout), dry.stdout[-3000:]

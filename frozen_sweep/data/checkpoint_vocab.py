@@ -14,7 +14,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from frozen_sweep.config import ConfigError
+from frozen_sweep.config import ConfigError, TaskKind
 from frozen_sweep.data.specials import Specials
 
 FORMAT = "frozen_sweep.tokenizer/1"
@@ -88,12 +88,17 @@ def checkpoint_vocab(source: str, cache_dir=None) -> TokenizerVocab:
     return TokenizerVocab(json.dumps(document, ensure_ascii=False, sort_keys=True).encode("utf-8"))
 
 
-def checkpoint_identity(source: str, cache_dir=None) -> dict[str, str]:
+def checkpoint_identity(source: str, cache_dir=None, kind: TaskKind = TaskKind.lm) -> dict[str, str]:
     """What a prepared dataset's key holds of checkpoint `source`'s tokenizer: tokenizer.json's content hash and the
-    special ids read with it (not where it was read from: a directory and its hub name's snapshot share data)."""
+    special ids read with it (not where it was read from: a directory and its hub name's snapshot share data).
+    ConfigError for a masked LM's task (`kind`) when the tokenizer has no mask token."""
     from frozen_sweep.data.file_hashes import file_sha256
 
     vocab = checkpoint_vocab(source)
+    if kind == TaskKind.mlm and vocab.specials.mask is None:
+        raise ConfigError(f"task.vocab={source}: task.kind=mlm masks with the tokenizer's mask token, and it names "
+                          "none (tokenizer_config.json's mask_token: BERT's [MASK], RoBERTa's <mask>); allowed: a "
+                          "masked LM's tokenizer")  # fmt: skip
     directory, _ = checkpoint_directory(source)
     return {"vocab": file_sha256(directory / "tokenizer.json", cache_dir),
             "vocab_specials": json.dumps(asdict(vocab.specials), sort_keys=True)}

@@ -70,16 +70,16 @@ def data_identity(task_cfg) -> dict[str, str]:
 
         given = Path(task_cfg.vocab).expanduser()
         with_tokenizer = not given.is_file() or holds_tokenizer(given)
-        if with_tokenizer and TaskKind(task_cfg.kind) in (TaskKind.translation, TaskKind.mlm):
+        if with_tokenizer and TaskKind(task_cfg.kind) == TaskKind.translation:
             raise ConfigError(f"task.vocab={task_cfg.vocab}: a checkpoint's tokenizer is read for task.kind=lm, "
-                              f"classify or regression; task.kind={TaskKind(task_cfg.kind).value} reads a "
-                              "SentencePiece model of ours (a file)")  # fmt: skip
+                              "mlm, classify or regression; task.kind=translation reads a SentencePiece model of ours "
+                              "(a file)")  # fmt: skip
         if given.is_file():
             identity["vocab"] = file_sha256(given, task_cfg.cache_dir)
         else:
             from frozen_sweep.data.checkpoint_vocab import checkpoint_identity
 
-            identity |= checkpoint_identity(task_cfg.vocab, task_cfg.cache_dir)
+            identity |= checkpoint_identity(task_cfg.vocab, task_cfg.cache_dir, TaskKind(task_cfg.kind))
     return identity
 
 

@@ -9,7 +9,6 @@ import math
 import numpy as np
 
 from frozen_sweep.data.batching import Batch
-from frozen_sweep.data.coverage import unk_rates
 from frozen_sweep.data.specials import OURS, Specials
 from frozen_sweep.data.split import Side, Split
 
@@ -58,6 +57,11 @@ class LabelledSplit(Split):
 
         labels = torch.from_numpy(labels.astype(np.float32 if labels.dtype.kind == "f" else np.int64))  # (B,)
         return Batch(None, torch.from_numpy(inputs), labels, len(rows), np.asarray(indices))
+
+
+def unk_rates(manifest: dict) -> dict[str, float]:
+    """The share of <unk> pieces in each split of a prepared labelled dataset (other kinds' manifests count none)."""
+    return {split: c["unk"] / max(c["tokens"]["text"], 1) for split, c in manifest["splits"].items() if "unk" in c}
 
 
 def label_stats(manifest: dict) -> dict:

@@ -97,6 +97,10 @@ def write_manifest(directory: Path, manifest: dict) -> None:
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def read_manifest(directory: Path) -> dict:
+    return json.loads((Path(directory) / MANIFEST).read_text(encoding="utf-8"))
+
+
 def problem(directory: Path, key: str) -> str | None:
     """None if `directory` holds a complete prepared dataset for `key`, else what is wrong with it."""
     directory = Path(directory)
@@ -121,7 +125,7 @@ def longest_held_out(directory: Path) -> tuple[int, str, int]:
     """(subwords, "split.side", row) of the longest valid or test example of a prepared dataset, on any side: a
     held-out example is scored whole, so the model's positions must cover it (bos and eos added)."""
     directory = Path(directory)
-    manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    manifest = read_manifest(directory)
     found = (0, "", 0)
     for split in HELD_OUT:
         for lang in manifest["langs"]:
@@ -208,7 +212,7 @@ def open_prepared(directory: Path) -> Prepared:
     for them (DiskArray), lengths memory-mapped (planning reads them whole), held-out text read; ValueError if the
     arrays disagree with the manifest."""
     directory = Path(directory)
-    manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    manifest = read_manifest(directory)
     dtype = np.dtype(manifest["dtype"])
     vocab = read_vocab(prepared_vocab_file(directory))
     splits = {}

@@ -22,13 +22,13 @@ from typing import Optional
 from frozen_sweep.config import SCRATCH, FreezeFrom, FrozenMode
 from frozen_sweep.data import TaskData
 from frozen_sweep.data.checkpoint_files import is_checkpoint_source
-from frozen_sweep.data.coverage import uncovered
 from frozen_sweep.model import Transformer
 from frozen_sweep.run.record import RunResult
 from frozen_sweep.study.freeze import FreezeStudy
 from frozen_sweep.study.relearn_bases import PretrainedBase
 from frozen_sweep.study.reservoir import describe_reservoirs
-from frozen_sweep.weights.finished_run import FinishedRun, embedding_rows, fine_tuned_model, load_run
+from frozen_sweep.weights.fine_tuned import embedding_rows, fine_tuned_model
+from frozen_sweep.weights.finished_run import FinishedRun, load_run
 from frozen_sweep.weights.freeze import parameter_counts
 
 log = logging.getLogger(__name__)
@@ -46,10 +46,6 @@ class FinetuneStudy(FreezeStudy):
     def make_model(self, data: TaskData) -> Transformer:
         if self.base is None:
             return super().make_model(data)
-        rates = data.stats.get("unk_rate") or {}  # a labelled task's (data/labelled.py)
-        problem = uncovered(rates, self.cfg.finetune.max_unk_rate, self.cfg.task.name, str(self.base.path))
-        if problem:
-            raise ValueError(problem)
         base_model = self.base.model
         return fine_tuned_model(self.cfg, base_model, embedding_rows(base_model), data.head_outputs,
                                 data.vocab.specials.pad)  # fmt: skip

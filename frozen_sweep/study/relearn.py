@@ -24,9 +24,6 @@ import logging
 from functools import cached_property
 from typing import Optional
 
-import torch
-from torch import nn
-
 from frozen_sweep.config import Init, ResetParts
 from frozen_sweep.config.stack_layout import parse_reset_layer
 from frozen_sweep.data import TaskData
@@ -38,43 +35,11 @@ from frozen_sweep.study.relearn_bases import PretrainedBase, base_summary
 from frozen_sweep.study.reservoir import describe_reservoirs
 from frozen_sweep.train.trainer import Trainer
 from frozen_sweep.weights.finished_run import FinishedRun, load_run
-from frozen_sweep.weights.freeze import init_parameter, parameter_owners, parameter_seed
+from frozen_sweep.weights.reset import layer_parameters, reset
 
 log = logging.getLogger(__name__)
 
-# A reset part → the parameter-name prefixes it covers inside a layer (frozen_sweep.model.layers' module names)
-PART_PREFIXES = {
-    ResetParts.all: ("",),
-    ResetParts.att: ("self_attn.",),
-    ResetParts.ffn: ("ffn.",),
-    ResetParts.cross_att: ("cross_attn.",),
-    ResetParts.norms: ("self_attn_res.norm.", "cross_attn_res.norm.", "ffn_res.norm."),
-}
 METRICS = (("loss", "valid_loss"), ("bleu", "valid_bleu"))
-
-
-def layer_parameters(model: nn.Module, stack: str, index: int, parts: ResetParts) -> list[str]:
-    """Names of the parameters of `parts` in layer `index` of `stack`."""
-    prefixes = tuple(f"{stack}.layers.{index}.{p}" for p in PART_PREFIXES[parts])
-    return [name for name, _ in model.named_parameters() if name.startswith(prefixes)]
-
-
-def reset(model: nn.Module, relearn_cfg, seed: int) -> list[str]:
-    """Re-draw the chosen parts of the chosen layer in place; only they (and the neighbours, when asked) train.
-    Returns the reset parameters' names."""
-    stack, index = parse_reset_layer(relearn_cfg.reset_layer)
-    names = layer_parameters(model, stack, index, ResetParts(relearn_cfg.reset_parts))
-    trainable = set(names)
-    if relearn_cfg.train_neighbours:
-        for neighbour in (index - 1, index + 1):
-            trainable.update(layer_parameters(model, stack, neighbour, ResetParts.all))  # [] beyond the stack
-    owners, init = parameter_owners(model), Init(relearn_cfg.reset_init)
-    for name, param in model.named_parameters():
-        if name in names:
-            generator = torch.Generator().manual_seed(parameter_seed(seed, f"relearn/{name}"))
-            init_parameter(param, owners[name], name.rsplit(".", 1)[1], init, generator)
-        param.requires_grad_(name in trainable)
-    return names
 
 
 class RelearnStudy(FreezeStudy):

@@ -72,13 +72,13 @@ class Trainer:
     # ---- data -------------------------------------------------------------------------------------------------------
 
     def _plan(self, epoch: int) -> list[Group]:
-        tr = self.tr
-        return plan(self.data.train, tr.max_tokens, True, self.cfg.seed, epoch, tr.length_multiple)
+        return plan(self.data.train, self.tr.max_tokens, True, self.cfg.seed, epoch, self.tr.length_multiple)
 
     def _collate(self, group: Group) -> Batch:
         batch = self.data.train.collate(group.indices, group.length)
         if self.cfg.task.kind == TaskKind.mlm:  # masks seeded by (seed, epoch, the batch): the same after a resume
-            batch = mask_train_batch(batch, self.cfg.task, len(self.data.vocab), self.cfg.seed, self.state.epoch)
+            batch = mask_train_batch(batch, self.cfg.task, len(self.data.vocab), self.cfg.seed, self.state.epoch,
+                                     self.data.vocab.specials)
         return batch.pin_memory() if self.device.type == "cuda" else batch
 
     def _target_tokens(self, group: Group) -> int:

@@ -9,7 +9,7 @@ from typing import NamedTuple, Optional
 
 from frozen_sweep.config import TaskKind
 from frozen_sweep.data import Split
-from frozen_sweep.data.masking import held_out_batches
+from frozen_sweep.data.masking import framing_length, held_out_batches
 from frozen_sweep.evaluate.scores import perplexity, token_scores
 from frozen_sweep.use.errors import check_lengths, line_error
 
@@ -39,7 +39,8 @@ def score_lm_lines(run, lines: list[str], source: str, first_line: int = 1) -> S
     """Every line scored by a causal or masked LM run (frozen_sweep.score's doc says how)."""
     filled = [i for i, line in enumerate(lines) if line.strip()]
     ids = run.vocab.encode_batch(lines)
-    _check(run, [ids], source, first_line)
+    masked = TaskKind(run.config.task.kind) == TaskKind.mlm
+    _check(run, [ids], source, first_line, added=framing_length(run.vocab.specials) if masked else 1)
     return _score(run, None, [ids[i] for i in filled], filled, len(lines))
 
 
@@ -61,12 +62,14 @@ def score_pairs(run, lines: list[str], source: str, first_line: int = 1) -> Scor
     return _score(run, [src[i] for i in filled], [tgt[i] for i in filled], filled, len(lines))
 
 
-def _check(run, sides: list[list[list[int]]], source: str, first_line: int, names=("",)) -> None:
-    """Each side's lines no longer than the model's positions, less one for the end-of-sentence (run.too_long)."""
+def _check(run, sides: list[list[list[int]]], source: str, first_line: int, names=("",), added: int = 1) -> None:
+    """Each side's lines no longer than the model's positions, less the `added` tokens a line is read with (the
+    end-of-sentence; a checkpoint's masked LM's prefix too) (run.too_long)."""
     positions = run.config.model.max_positions
-    what = f"model.max_positions={positions}, less one for the end-of-sentence"
+    framing = "one for the end-of-sentence" if added == 1 else f"{added} for the special tokens that frame a line"
+    what = f"model.max_positions={positions}, less {framing}"
     for ids, name in zip(sides, names):
-        run.truncated += check_lengths(ids, positions - 1, source + name, what, first_line, run.too_long)
+        run.truncated += check_lengths(ids, positions - added, source + name, what, first_line, run.too_long)
 
 
 def _score(run, src, tgt, filled: list[int], count: int) -> Scores:

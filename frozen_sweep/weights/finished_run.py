@@ -15,7 +15,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from frozen_sweep.config import SCRATCH, Config, FreezeFrom, FrozenMode, Init, StudyName, TaskKind
+from frozen_sweep.config import SCRATCH, Config, Init, StudyName, TaskKind
 from frozen_sweep.data.specials import PAD
 from frozen_sweep.data.vocab import read_vocab
 from frozen_sweep.model import Transformer, component_of_parameters
@@ -25,9 +25,11 @@ from frozen_sweep.run.directory import (BEST_CHECKPOINT, CONFIG_FILE, LAST_CHECK
 from frozen_sweep.run.record import best_entry
 from frozen_sweep.weights.build import FROZEN_MODES, build_model, build_model_on_the_fly
 from frozen_sweep.weights.checkpoint import load_checkpoint, restore
+from frozen_sweep.weights.fine_tuned import base_draws, drawn_by_job, embedding_rows, fine_tuned_model
 from frozen_sweep.weights.freeze import draw, draw_plan, frozen_fingerprint, with_draws
 from frozen_sweep.weights.model_file import ModelFileError, read_model_file
 from frozen_sweep.weights.on_the_fly import OnTheFly
+from frozen_sweep.weights.reset import reset
 
 
 CHECKPOINTS = {"best": BEST_CHECKPOINT, "last": LAST_CHECKPOINT}  # --checkpoint's names; else a checkpoint file
@@ -76,7 +78,7 @@ def load_run(path, checkpoint: str = "best", frozen: str = "resident") -> Finish
     "last" (its latest validation's: a running or interrupted run's too) or the path of a checkpoint file of it; or
     the run in model file `path`. Its frozen weights `resident` or drawn `on-the-fly`. BaseRunError saying why when
     `path` is neither; CheckpointError naming the tensor when a frozen one does not regenerate to its hash. A
-    fine-tuned run's frozen parameters come from its base run, loaded (and verified) first."""
+    fine-tuned or relearn run's frozen parameters come from its base, loaded (and verified) first."""
     if frozen not in FROZEN_MODES:
         raise ValueError(f"frozen={frozen!r}: allowed: {', '.join(FROZEN_MODES)}")
     path = Path(path).expanduser().absolute()
@@ -96,13 +98,15 @@ def load_run(path, checkpoint: str = "best", frozen: str = "resident") -> Finish
     config = typed_config(run.path / CONFIG_FILE)
     data = run.record["data"]
     labels = data.get("labels")
-    if is_fine_tuned(config):
+    built_on = built_on_base(config)
+    if built_on:
         if frozen != "resident":
             raise BaseRunError(
-                f"{path}: a fine-tuned run's frozen weights come from its base run, not from a seed alone: "
+                f"{path}: a {built_on} run's frozen weights come from its base, not from a seed alone: "
                 "only --frozen resident (or export it: its model file draws on the fly what a seed draws)"
             )
-        model, base_draws = _fine_tuned(config, head_outputs(config, labels), data.get("pad_id", PAD))
+        on_base = _fine_tuned if built_on == "fine-tuned" else _relearned
+        model, base_draws = on_base(config, head_outputs(config, labels), data.get("pad_id", PAD))
         hooks = None
     else:
         model, hooks = _build(config, data["vocab_size"], frozen, head_outputs(config, labels),
@@ -127,19 +131,31 @@ def _fine_tuned(config, outputs: int, pad_id: int) -> tuple[Transformer, dict[st
         return fine_tuned_model(config, base_model, embedding_rows(base_model), outputs, pad_id), {}
     base = load_run(source)
     model = fine_tuned_model(config, base.model, base.record["data"]["vocab_size"], outputs)
-    return model, _base_draws(config, model, base)
+    return model, base_draws(config, model, base)
+
+
+def _relearned(config, outputs: None, pad_id: int) -> tuple[Transformer, dict[str, tuple[int, str]]]:
+    """A relearn run's model as its job made it: its base's (a run of ours, loaded and verified first, or the
+    pretrained checkpoint, read again) with the layer reset from the run's seed; and its frozen parameters that a
+    seed draws again (the base's own draws, or its base's): name → (that seed, the init it drew with)."""
+    from frozen_sweep.data.checkpoint_files import is_checkpoint_source
+
+    source = config.relearn.base_checkpoint
+    if is_checkpoint_source(source):
+        model, draws = pretrained_model(source, config.model.max_positions), {}
+    else:
+        base = load_run(source)
+        model, draws = base.model, seed_draws(base)
+    model.pad_id = pad_id  # the job's data's, as it trained
+    reset(model, config.relearn, config.seed)
+    return model, {name: draws[name] for name, p in model.named_parameters() if not p.requires_grad and name in draws}
 
 
 def pretrained_model(source: str, max_positions: int) -> Transformer:
-    """A pretrained checkpoint's model as imported, the base of a fine-tuning job."""
+    """A pretrained checkpoint's model as imported, the base of a fine-tuning or relearn job."""
     from frozen_sweep.weights.pretrained import load_pretrained
 
     return load_pretrained(source, max_positions=max_positions)[0]
-
-
-def embedding_rows(model: Transformer) -> int:
-    """The rows of a model's token embedding: its vocabulary's size (a checkpoint's may exceed its tokenizer's)."""
-    return (model.src_embed if model.is_encoder_only else model.tgt_embed).tokens.num_embeddings
 
 
 def is_partial(path: Path) -> bool:
@@ -190,9 +206,13 @@ def head_outputs(config, labels: Optional[list[str]]) -> Optional[int]:
     return 1 if TaskKind(config.task.kind) == TaskKind.regression else len(labels) if labels else None
 
 
-def is_fine_tuned(config) -> bool:
-    """A study=finetune run started from a base run (not from scratch): its frozen weights are the base's."""
-    return StudyName(config.study) == StudyName.finetune and config.finetune.base_checkpoint != SCRATCH
+def built_on_base(config) -> Optional[str]:
+    """"fine-tuned" for a study=finetune run started from a base (not from scratch), "relearn" for a relearn run:
+    their frozen weights are their base's, not a seed's; None for the others."""
+    study = StudyName(config.study)
+    if study == StudyName.finetune and config.finetune.base_checkpoint != SCRATCH:
+        return "fine-tuned"
+    return "relearn" if study == StudyName.relearn else None
 
 
 def _build(config, vocab_size: int, frozen: str, outputs: Optional[int], adjust=None,
@@ -222,74 +242,21 @@ def _prepared_vocab(run_dir: Path, record: dict):
     return read_vocab(path)
 
 
-def fine_tuned_model(cfg, base_model: Transformer, vocab_size: int, outputs: int, pad_id: int = PAD) -> Transformer:
-    """A study=finetune job's classifier or regression (`outputs`: TaskData.head_outputs): the model of `cfg` (the
-    base's encoder shape and reservoirs, the job's seed) with every parameter but the head's copied from the base's
-    model (a run's, or a pretrained checkpoint's), and with finetune.freeze_from=seed but the ones the job's freeze
-    pattern freezes (drawn from the job's seed, with the pattern's init), and the top finetune.reinit_top layers (the
-    job's draw, as a trainable layer's). Frozen: the job's freeze pattern's components, the layers
-    finetune.frozen_layers marks F, and with finetune.frozen=keep whatever the base kept frozen (its frozen
-    components, its reservoir layers) — so a checkpoint stays seed-only: its frozen parameters are the base's
-    (regenerated from the base's seed and checkpoint, or read from the pretrained checkpoint) or the job seed's."""
-    model = build_model(cfg, vocab_size, outputs, pad_id)
-    base_params = dict(base_model.named_parameters())
-    keep = FrozenMode(cfg.finetune.frozen) == FrozenMode.keep
-    components = component_of_parameters(model)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            component = components[name]
-            layer_frozen = in_frozen_layer(cfg, name)
-            if drawn_by_job(cfg, component, name):  # the job's draw, as built
-                param.requires_grad_(param.requires_grad and not layer_frozen)
-                continue
-            source = base_params[name]  # the same encoder: job_config adopted the base's model and reservoirs
-            param.copy_(source)
-            frozen = cfg.freeze[component].frozen or layer_frozen or (keep and not source.requires_grad)
-            param.requires_grad_(not frozen)
-    return model
-
-
-def layer_index(cfg, name: str) -> Optional[int]:
-    """The index of the base's layer that parameter `name` belongs to (its encoder's; a decoder-only model's
-    decoder's), None outside the layers."""
-    stack = "encoder" if cfg.model.encoder_layers else "decoder"
-    prefix = f"{stack}.layers."
-    return int(name[len(prefix):].split(".", 1)[0]) if name.startswith(prefix) else None
-
-
-def in_frozen_layer(cfg, name: str) -> bool:
-    """Whether parameter `name` is in a layer that finetune.frozen_layers marks F."""
-    layer, pattern = layer_index(cfg, name), cfg.finetune.frozen_layers
-    return layer is not None and pattern is not None and pattern[layer] == "F"
-
-
-def drawn_by_job(cfg, component: str, name: str) -> bool:
-    """Whether a fine-tuned model's parameter `name` of `component` is the job's own draw from its seed (the head,
-    with finetune.freeze_from=seed the components its freeze pattern freezes, and the top finetune.reinit_top layers),
-    not copied from its base."""
-    f = cfg.finetune
-    layer, layers = layer_index(cfg, name), cfg.model.encoder_layers or cfg.model.decoder_layers
-    reinitialised = layer is not None and layer >= layers - f.reinit_top
-    return component == "head" or reinitialised or (f.freeze_from == FreezeFrom.seed and cfg.freeze[component].frozen)
-
-
 def seed_drawn(run: FinishedRun) -> set[str]:
-    """The run's frozen parameters that a seed draws again: all of them, but those of a fine-tuned run's copied from
-    its base run that the base trained (the base's frozen draws are in `run.base_draws`)."""
+    """The run's frozen parameters that a seed draws again: all of them, but those of a fine-tuned or relearn run
+    copied from its base that the base trained (or read from a pretrained checkpoint); the base's own frozen draws
+    are in `run.base_draws`."""
     frozen = {name for name, p in run.model.named_parameters() if not p.requires_grad}
-    if not is_fine_tuned(run.config):
+    built_on = built_on_base(run.config)
+    if built_on is None:
         return frozen
+    if built_on == "relearn":
+        return frozen & run.base_draws.keys()
     components = component_of_parameters(run.model)
     return {name for name in frozen if drawn_by_job(run.config, components[name], name) or name in run.base_draws}
 
 
-def _base_draws(cfg, model: Transformer, base: FinishedRun) -> dict[str, tuple[int, str]]:
-    """A fine-tuned model's frozen parameters copied from what its base run drew and froze: name → (the base's seed,
-    the init it drew with)."""
-    base_plan = draw_plan(base.model, base.config.freeze)
-    components = component_of_parameters(model)
-    return {
-        name: (base.config.seed, Init(base_plan[name].init).value)
-        for name, param in model.named_parameters()
-        if not param.requires_grad and not drawn_by_job(cfg, components[name], name) and base_plan[name].frozen
-    }
+def seed_draws(run: FinishedRun) -> dict[str, tuple[int, str]]:
+    """Each of the run's parameters that a seed draws again → (that seed, the init it drew with)."""
+    plan = draw_plan(run.model, run.config.freeze)
+    return {name: run.base_draws.get(name, (run.config.seed, Init(plan[name].init).value)) for name in seed_drawn(run)}

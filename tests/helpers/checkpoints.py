@@ -24,14 +24,15 @@ TOKENIZERS = {
     "bert": (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], {"pad_token": "[PAD]", "unk_token": "[UNK]",
              "cls_token": "[CLS]", "sep_token": "[SEP]", "mask_token": "[MASK]"},
              ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1")),
-    "roberta": (["<s>", "<pad>", "</s>", "<unk>", "<mask>"], {"bos_token": "<s>", "pad_token": "<pad>",
+    "roberta": (["<s>", "<pad>", "</s>", "<unk>"], {"bos_token": "<s>", "pad_token": "<pad>",
                 "eos_token": "</s>", "unk_token": "<unk>", "mask_token": "<mask>"}, "roberta"),
 }  # fmt: skip
+ADDED = {"roberta": ["<mask>"]}  # special tokens added after training: RoBERTa's <mask> is its last id (50264)
 
 
 def bpe_tokenizer(family: str = "plain", vocab_size: int = 300):
-    """A byte-level BPE trained on 400 verses with `family`'s special tokens and post-processor, as transformers
-    holds it (PreTrainedTokenizerFast)."""
+    """A byte-level BPE trained on 400 verses with `family`'s special tokens (in their ids: RoBERTa's <mask> last)
+    and post-processor, as transformers holds it (PreTrainedTokenizerFast)."""
     import transformers
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
@@ -40,6 +41,8 @@ def bpe_tokenizer(family: str = "plain", vocab_size: int = 300):
     bpe.pre_tokenizer, bpe.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False)
     bpe.train_from_iterator(VERSES[:400], trainer)
+    bpe.add_special_tokens(ADDED.get(family, []))
+    specials = specials + ADDED.get(family, [])
     ids = {token: bpe.token_to_id(token) for token in specials}
     if template == "roberta":
         bpe.post_processor = processors.RobertaProcessing(("</s>", ids["</s>"]), ("<s>", ids["<s>"]))

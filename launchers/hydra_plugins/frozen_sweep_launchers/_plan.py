@@ -13,7 +13,7 @@ from frozen_sweep.job.job_config import sized_by_bases
 from frozen_sweep.system.gc_pause import no_cyclic_gc
 
 from ._compose import JobComposer
-from ._coverage import check_coverage
+from ._coverage import waiting_data
 from ._planned import PlannedJob, SameRuns, SweepConfigError, job_dir_of, plan_job, plan_uncomposed, plan_waiting
 from ._seeds import SeedShare
 
@@ -75,12 +75,11 @@ def plan_jobs(
             if job.checked_task is not None and not job.already_completed:
                 datasets.setdefault(job.checked_fingerprint["prepared"], (num, job.checked_task))
     check_distinct_dirs(jobs)
-    _prepare_data(datasets)
     shared = set.intersection(*(set(job.overrides) for job in jobs))
     for job, passed in zip(jobs, job_overrides):
         job.passed = list(passed)
         job.label = " ".join(o for o in job.overrides if o not in shared) or job.job_dir.name
-    check_coverage(jobs, refuse_each)
+    _check_coverage(jobs, _prepare_data(datasets), refuse_each)
     return jobs
 
 
@@ -90,16 +89,41 @@ def with_launcher_overrides(overrides: Sequence[str], launcher_overrides: Sequen
     return list(overrides) + [o for o in launcher_overrides if override_key(o) not in own]
 
 
-def _prepare_data(datasets: dict[str, tuple[int, DictConfig]]) -> None:
+def _prepare_data(datasets: dict[str, tuple[int, DictConfig]]) -> dict[str, Path]:
     """Each distinct dataset of the jobs to run prepared once, here, before any job starts: its jobs only open it,
-    and bad content (a file and line) stops the sweep now rather than in every job."""
+    and bad content (a file and line) stops the sweep now rather than in every job. Its directory by its key."""
     from frozen_sweep.data.preparation import prepare  # numpy and SentencePiece: only when a sweep launches
 
-    for num, task in datasets.values():
+    directories = {}
+    for key, (num, task) in datasets.items():
         try:
-            prepare(task)
+            directories[key] = prepare(task)
         except (OSError, ValueError) as e:
             raise SweepConfigError(f"job #{num}: preparing its data: {e}. No job was started.") from e
+    return directories
+
+
+def _check_coverage(jobs: list[PlannedJob], directories: dict[str, Path], refuse_each: bool) -> None:
+    """Each job to run against its prepared dataset as the job checks itself (a fine-tuning base's vocabulary must
+    cover the task: frozen_sweep.job.job_data), a job waiting for its base against its task under the base's
+    vocabulary (_coverage.py); a job's config is composed for it only where its data has <unk>s."""
+    from frozen_sweep.data.labelled import unk_rates
+    from frozen_sweep.data.prepared import read_manifest
+    from frozen_sweep.job.job_data import check_vocabulary_coverage
+
+    for job in jobs:
+        directory = job.checked_fingerprint and directories.get(job.checked_fingerprint["prepared"])
+        try:
+            if job.waits_for is not None and job.checked_task is not None and not job.refused:
+                directory = waiting_data(job)
+            if job.refused or not directory or not any(unk_rates(read_manifest(directory)).values()):
+                continue
+            check_vocabulary_coverage(job.config, directory)
+        except (ConfigError, OSError, ValueError) as e:
+            why = str(e) if isinstance(e, ConfigError) else f"preparing its data under its base's vocabulary: {e}"
+            if not refuse_each:
+                raise SweepConfigError(f"job #{job.num} ({' '.join(job.passed)}): {why}. No job was started.") from e
+            job.refused = why
 
 
 def check_distinct_dirs(jobs: list[PlannedJob], not_started: str = "No job was started.") -> None:

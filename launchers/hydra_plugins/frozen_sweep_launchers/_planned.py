@@ -12,7 +12,6 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
 from frozen_sweep.config import ConfigError, StudyName
-from frozen_sweep.data.coverage import coverage_rule
 from frozen_sweep.job.job_config import absolute_paths, job_config
 from frozen_sweep.run.directory import LAST_CHECKPOINT, completed_runs, is_completed, previous_record, read_record
 from frozen_sweep.run.lock import live_runner
@@ -39,7 +38,6 @@ class PlannedJob:
     waits_for: Optional["PlannedJob"] = None  # the base run this job starts from, not completed yet (_bases.py)
     checked_task: Optional[DictConfig] = None  # the task of the config the job runs (job_config), once checked
     checked_fingerprint: Optional[dict] = None
-    coverage: Optional[tuple[float, str]] = None  # a fine-tuning job's (max_unk_rate, base): data/coverage.py
     passed: Sequence[str] = ()  # the overrides the user gave (`overrides` less the launcher's), for what Hydra prints
     deferred: Optional[Callable[[], DictConfig]] = None  # composes the config of a job planned from its class's checks
     class_force: bool = False  # `force` and `trainer.devices` of such a job, from its class (_seeds.py)
@@ -126,7 +124,7 @@ def _checked(job: PlannedJob, check: Callable[[], Checked], runs: "SameRuns", re
         job.previous, job.refused = None, str(e)
         return job
     job.runner = live_runner(job.job_dir)
-    job.checked_task, job.checked_fingerprint, job.coverage = checked.task, checked.fingerprint, checked.coverage
+    job.checked_task, job.checked_fingerprint = checked.task, checked.fingerprint
     if not checked.force and not is_completed(job.previous):
         job.same_run = runs.find(checked.fingerprint["sha256"], job.job_dir)
     return job
@@ -136,14 +134,14 @@ def plan_waiting(num: int, overrides: list[str], config: DictConfig, base: Plann
                  passed: Sequence[str]) -> PlannedJob:  # fmt: skip
     """A job whose base has not completed: a fine-tuning job is checked now against its base's planned config (the
     model and reservoir it will adopt, its own overrides of them, the base's task kind; its task's coverage by the
-    base's vocabulary once the data is prepared, _coverage.py), so that what would refuse it once the base has run
+    base's vocabulary once the data is prepared, _plan.py), so that what would refuse it once the base has run
     stops the sweep before the base trains; every job is checked in full once its base ran."""
     job = PlannedJob(num, overrides, config, job_dir_of(config), None, waits_for=base)
     if StudyName(config.study) != StudyName.finetune:
         return job
     try:
         checked = job_config(task_config(config), list(overrides), copied=True, planned_base=task_config(base.config))
-        job.checked_task, job.coverage = checked.task, coverage_rule(checked)
+        job.checked_task = checked.task  # its data under its base's vocabulary: checked with the plan's
     except (ConfigError, OmegaConfBaseException) as e:
         if not refuse_each:
             raise SweepConfigError(f"job #{num} ({' '.join(passed)}): {e}. No job was started.") from e

@@ -19,7 +19,6 @@ from typing import Callable, Optional, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from frozen_sweep.config.checks import check_range
-from frozen_sweep.data.coverage import coverage_rule
 from frozen_sweep.job.fingerprint import fingerprint_recipe, reseeded, sealed
 from frozen_sweep.job.job_config import job_config
 
@@ -32,13 +31,11 @@ SEED = "seed"
 
 @dataclass
 class Checked:
-    """What a job's checks give the plan: its task (the data it prepares), `force`, its fingerprint, and how much
-    <unk> its base's vocabulary may leave in the task (data/coverage.py; None: no base)."""
+    """What a job's checks give the plan: its task (the data it prepares), `force`, and its fingerprint."""
 
     task: DictConfig
     force: bool
     fingerprint: dict
-    coverage: Optional[tuple[float, str]] = None
 
 
 @dataclass
@@ -54,8 +51,7 @@ class SeedClass:
     def checked(self, seed: int) -> Checked:
         """A later job's checks: its seed's own range check (the one check that reads it), the class's others."""
         check_range(SEED, seed)
-        first = self.first
-        return Checked(first.task, first.force, reseeded(self.recipe, self.cpu, seed), first.coverage)
+        return Checked(self.first.task, self.first.force, reseeded(self.recipe, self.cpu, seed))
 
 
 @dataclass
@@ -159,7 +155,7 @@ def full_check(config: DictConfig, overrides: Sequence[str]) -> tuple[Checked, d
     """The job's checks as the job runs them, on a copy of its config without the hydra node (returned too)."""
     checked = job_config(task_config(config), list(overrides), copied=True)
     recipe, cpu = fingerprint_recipe(checked)
-    return Checked(checked.task, checked.force, sealed(recipe, cpu), coverage_rule(checked)), recipe, cpu, checked
+    return Checked(checked.task, checked.force, sealed(recipe, cpu)), recipe, cpu, checked
 
 
 def task_config(config: DictConfig) -> DictConfig:
