@@ -4,8 +4,6 @@ only. No parameters. The layout is Hugging Face LLaMA's: a head's dimension i pa
 (`rotate_half`), frequencies base^(-2i/head_dim). With `dims` < head_dim (GPT-NeoX's partial rotary), the first `dims`
 dimensions of a head are rotated as a head of that width, and the rest pass unchanged."""
 
-import functools
-
 import torch
 from torch import Tensor, nn
 
@@ -15,16 +13,21 @@ def rotate_half(x: Tensor) -> Tensor:
     return torch.cat((-x2, x1), dim=-1)
 
 
-@functools.lru_cache(maxsize=4)
+_TABLES: dict[tuple[int, int, float], tuple[Tensor, Tensor]] = {}  # by shape: a process builds few shapes
+
+
 def tables(dims: int, max_positions: int, base: float) -> tuple[Tensor, Tensor]:
     """(cos, sin), each (max_positions, dims) float32 on the CPU, computed once and shared, never written: every layer
     of a model (and every model of that shape) reads the same pair, so a 30-layer model at 8,192 positions holds 4 MiB
     of them, not 120. Computed on the CPU even when the model is built on the meta device (frozen weights drawn on
     the fly)."""
-    inv_freq = 1.0 / (base ** (torch.arange(0, dims, 2, dtype=torch.int64, device="cpu").float() / dims))
-    angles = torch.arange(max_positions, dtype=torch.float32, device="cpu")[:, None] * inv_freq  # (P, dims/2)
-    angles = torch.cat((angles, angles), dim=-1)  # (P, dims)
-    return angles.cos(), angles.sin()
+    key = (dims, max_positions, base)
+    if key not in _TABLES:
+        inv_freq = 1.0 / (base ** (torch.arange(0, dims, 2, dtype=torch.int64, device="cpu").float() / dims))
+        angles = torch.arange(max_positions, dtype=torch.float32, device="cpu")[:, None] * inv_freq  # (P, dims/2)
+        angles = torch.cat((angles, angles), dim=-1)  # (P, dims)
+        _TABLES[key] = angles.cos(), angles.sin()
+    return _TABLES[key]
 
 
 class Rotary(nn.Module):
