@@ -7,7 +7,8 @@ Trains `--model` on the embedded corpus (task=bible_es_en; on the GPU machine pa
 validation BLEU), for `--epochs` epochs, then reports:
 - each epoch's training time (the loop: steps and batch preparation, validation excluded; with trainer.compile=true
   the first epoch's includes the compilation), target tokens/s, distinct (batch, length) shapes and validation loss
-  (compare runs' curves: `trainer.compile=true` against eager). Target: epoch 1 ≤ 1.2× the median later epoch (nothing planned per new shape);
+  (compare runs' curves: `trainer.compile=true` against eager). Target: epoch 1 ≤ 1.2× the median later epoch
+  (nothing planned per new shape);
 - the real loop's tokens/s against the isolated step's: the trainer's own step on the last epoch's batches, collated
   and on the device beforehand, back to back. Target: ≥ 0.8;
 - the dry run's estimate of a later epoch's training time (frozen_sweep.job.probe, measured after the run on a fresh

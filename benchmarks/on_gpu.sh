@@ -6,7 +6,7 @@
 #   profile      what limits the step: base, big (translation), llama_paper (language model), bf16, paper batch: 35 s
 #   throughput   the step against nn.Transformer, MarianMT and the bf16 matmul peak, eager, compiled and with cuDNN
 #                attention: > 200 s (the compiles; big's did not end within the 200 s)
-#   pytest       pytest -m cuda, one process (with -n 4 the tests passed in ≈ 90 s but xdist's teardown hung): ≈ 120 s
+#   pytest       pytest -m cuda, one process (with -n 4 they passed within 100 s, then xdist's teardown hung): ≈ 120 s
 #   job_eager    a real job (base, ≈25k-token batches, 3 epochs): curve, estimate's error: 31 s
 #   job_compiled the same job compiled: curve equal to eager's?, compile time counted: > 90 s
 # One call runs at most 10 minutes: split the steps over two calls when running them all.

@@ -4,10 +4,12 @@
         --vocab 32000 [--variant compiled:trainer.compile=true]
 
 For each model (and each `--variant NAME:override,...` of it), the step `benchmarks/train_throughput.py` times
-(`Trainer._train_step`: forward, loss, backward, Adam, schedule; bf16 autocast on CUDA) is run to warm up, then
-timed over `--steps` steps, then profiled over as many with torch.profiler. Reported per step:
-- the step's wall time (timed without the profiler) and the device's busy time (the union of its kernels' intervals): busy / wall below 0.8 means
-  the device waits for the host to launch work (launch-bound), near 1 that the kernels themselves set the pace;
+(`Trainer._train_step`: forward, loss, backward, Adam, schedule; in a job's default precision: bf16 autocast on
+CUDA, fp32 on the CPU) is run to warm up, then timed over `--steps` steps, then profiled over as many with
+torch.profiler. Reported per step:
+- the step's wall time (timed without the profiler) and the device's busy time (the union of its kernels'
+  intervals): busy / wall below 0.8 means the device waits for the host to launch work (launch-bound), near 1 that
+  the kernels themselves set the pace;
 - the kernel count and the mean gap between one kernel's end and the next one's start;
 - device time by kind of kernel: matrix products (cuBLAS/CUTLASS), attention (the SDPA backend chosen: flash,
   memory-efficient, cuDNN or the math fallback), the rest (norms, dropout, activations, loss, optimiser);
@@ -26,7 +28,6 @@ import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
-PRECISION = ("trainer.amp=true",)  # bf16 autocast on CUDA, as a job trains there (the CPU keeps fp32: amp_cpu off)
 KINDS = {  # a kernel's kind from its name, first match wins (lower case)
     "attention": ("flash", "fmha", "attention", "efficient", "cudnn", "sdpa", "softmax_warp"),
     "matrix products": ("gemm", "cutlass", "nvjet", "cublas", "sm90_xmma", "matmul", "addmm", "aten::mm", "aten::bmm"),
@@ -88,7 +89,7 @@ def report(label: str, found: list[tuple[str, float, float]], steps: int, wall_s
     return figures
 
 
-def launchers(prof, steps: int) -> None:
+def launching_operators(prof, steps: int) -> None:
     """The operators whose kernels take the most device time: where the copies, casts and reductions come from."""
     ops = [e for e in prof.key_averages() if e.device_type == DeviceType.CPU and e.self_device_time_total > 0]
     top = sorted(ops, key=lambda e: -e.self_device_time_total)[:10]
@@ -118,7 +119,7 @@ def profile_step(label: str, cfg, vocab: int, args, device: torch.device) -> Non
             common.synchronize(device)
     flops = common.step_flops(cfg.model, vocab, args.sentences, args.length, args.length).total
     figures = report(label, kernels(prof, device), args.steps, wall_s, device)
-    launchers(prof, args.steps)
+    launching_operators(prof, args.steps)
     print(f"{label}: {flops / 1e9:.0f} GFLOP a step, {flops / (figures['wall_ms'] / 1e3) / 1e12:.1f} TFLOP/s achieved")
 
 
@@ -137,11 +138,12 @@ def main() -> None:
     if args.quick:
         args.models, args.llama, args.sentences, args.length, args.steps, args.warmup = ["micro"], [], 4, 8, 1, 1
     device = common.setup(args)
-    runs = [(name, ()) for name in args.models] + [(name, ("task=lm_bible_en", "model.dropout=0.0")) for name in args.llama]
+    language_model = ("task=lm_bible_en", "model.dropout=0.0")  # as train_throughput.py times the LLaMA-style models
+    runs = [(name, ()) for name in args.models] + [(name, language_model) for name in args.llama]
     for name, task in runs:
         for variant in ["eager:"] + args.variant:
             label, overrides = variant.split(":", 1)
-            cfg = common.compose_config(*task, f"model={name}", *PRECISION, *filter(None, overrides.split(",")))
+            cfg = common.compose_config(*task, f"model={name}", *filter(None, overrides.split(",")))
             vocab = args.vocab or cfg.task.vocab_size
             print(f"\n== model={name} {label}: batch {args.sentences}×{args.length}, vocab {vocab}, on {device}")
             try:

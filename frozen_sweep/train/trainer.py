@@ -283,7 +283,8 @@ class Trainer:
             s.stopped_reason = budget
         s.train_time_s += time.perf_counter() - started
         entry["wall_time_s"] = round(s.train_time_s, 3)
-        score = f"pearson {entry['valid_pearson']:.3f}" if entry["valid_ppl"] is None else f"ppl {entry['valid_ppl']:.1f}"
+        ppl = entry["valid_ppl"]
+        score = f"pearson {entry['valid_pearson']:.3f}" if ppl is None else f"ppl {ppl:.1f}"
         bleu = "" if entry["valid_bleu"] is None else f" bleu {entry['valid_bleu']:.2f}"
         log.info("epoch %.2f step %d | train loss %.3f | valid loss %.3f %s%s%s", epoch, s.step, train_loss,
                  entry["valid_loss"], score, bleu, " *" if best else "")  # fmt: skip
