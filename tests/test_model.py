@@ -133,3 +133,31 @@ def test_beam_search_encodes_length_groups_reads_memory_once_a_sentence_and_remo
     for i in (0, 11):
         assert hyps[i] == beam_search(model, src[i : i + 1, : lengths[i]], beam=4, bos=BOS, eos=EOS, max_len_a=0.5,
                                       max_len_b=2)[0]  # fmt: skip
+
+
+class ActivationCasts(torch.utils._python_dispatch.TorchDispatchMode):
+    """Counts the fp32 → bf16 casts of (B, T, D) activations that autocast's dispatch makes."""
+
+    def __init__(self, shapes):
+        super().__init__()
+        self.shapes, self.count = shapes, 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.ops.aten._to_copy.default and kwargs.get("dtype") == torch.bfloat16:
+            self.count += args[0].dtype == torch.float32 and tuple(args[0].shape) in self.shapes
+        return func(*args, **kwargs)
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_under_autocast_each_sublayer_reads_its_input_cast_once(norm):
+    """A sublayer's input is cast to bf16 once for all the projections that read it (queries, keys and values), and
+    the encoder's output once for every decoder layer's cross-attention, the decoder's once for the output projection."""
+    model = make(f"model.norm={norm}", "model.encoder_layers=2", "model.decoder_layers=2").train()
+    src, tgt = torch.randint(4, V, (3, 7)), torch.randint(4, V, (3, 5))
+    D = model.output.weight.shape[1]
+    casts = ActivationCasts({(3, 7, D), (3, 5, D)})
+    with torch.autocast("cpu", dtype=torch.bfloat16), casts:
+        model(src, tgt)
+    sublayers = 2 * len(model.encoder.layers) + 3 * len(model.decoder.layers)
+    assert casts.count == sublayers + 2

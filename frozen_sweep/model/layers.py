@@ -120,6 +120,15 @@ def make_norm(cfg) -> nn.Module:
     return nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias)
 
 
+def in_compute_dtype(x: Tensor) -> Tensor:
+    """`x` in autocast's dtype when autocast is on, cast once for every projection that reads it: autocast casts a
+    Linear's input per call, three times for self-attention's queries, keys and values (and the gradients flow back
+    through three casts and fp32 sums)."""
+    if torch.is_autocast_enabled(x.device.type):
+        return x.to(torch.get_autocast_dtype(x.device.type))
+    return x
+
+
 class Residual(nn.Module):
     """Wraps a sublayer with dropout, the residual connection and its layer norm (post- or pre-norm)."""
 
@@ -132,11 +141,11 @@ class Residual(nn.Module):
     def forward(self, x: Tensor, sublayer) -> Tensor:
         if self.pre:
             return x + self.branch(x, sublayer)
-        return self.norm(x + self.dropout(sublayer(x)))
+        return self.norm(x + self.dropout(sublayer(in_compute_dtype(x))))  # the residual stays in x's dtype
 
     def branch(self, x: Tensor, sublayer) -> Tensor:
         """What a pre-norm sublayer adds to the residual."""
-        return self.dropout(sublayer(self.norm(x)))
+        return self.dropout(sublayer(in_compute_dtype(self.norm(x))))
 
 
 class EncoderLayer(nn.Module):

@@ -10,7 +10,8 @@ from torch import Tensor, nn
 from frozen_sweep.config import NormPosition, Positions, StackName, TieEmbeddings
 from frozen_sweep.config.stack_layout import reservoir_pattern
 from frozen_sweep.model.head import ClassificationHead, MaskedLmTransform
-from frozen_sweep.model.layers import DecoderLayer, EncoderLayer, LayerCache, make_norm, sinusoidal_positions
+from frozen_sweep.model.layers import (DecoderLayer, EncoderLayer, LayerCache, in_compute_dtype, make_norm,
+                                      sinusoidal_positions)
 from frozen_sweep.model.reservoir import Reservoir, make_reservoir, run_reservoir
 
 
@@ -172,7 +173,7 @@ class Transformer(nn.Module):
         if self.is_lm:
             return self.decode(tgt_in)
         memory, mask = self.encode(src)
-        return self.decode(tgt_in, memory, mask)
+        return self.decode(tgt_in, in_compute_dtype(memory), mask)  # cast once for every layer's cross-attention
 
     def new_caches(self) -> list[LayerCache]:
         return [{} for _ in self.decoder.layers]
