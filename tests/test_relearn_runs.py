@@ -56,9 +56,11 @@ def test_a_relearn_run_of_ours_loads_translates_and_exports_to_a_model_file(fini
 
 
 def test_a_relearn_run_of_a_pretrained_decoder_scores_and_exports_to_its_class(cache_dir, tmp_path):
+    """A GPT-NeoX base with more embedding rows than its tokenizer's tokens (Pythia's 50,304 for 50,277): its class,
+    and a model file that loads back to the same scores."""
     transformers = pytest.importorskip("transformers")
     tokenizer = bpe_tokenizer("gpt_neox")
-    original = save_checkpoint(tmp_path / "neox", tokenizer, "GPTNeoX")
+    original = save_checkpoint(tmp_path / "neox", tokenizer, "GPTNeoX", vocab_size=len(tokenizer) + 5)
     trained = relearn_run(tmp_path / "relearn", "experiment=relearn_pretrained_tiny", f"task.cache_dir={cache_dir}",
                           f"relearn.base_checkpoint={tmp_path / 'neox'}", "relearn.reset_layer=decoder.1",
                           "trainer.max_steps=2")  # fmt: skip
@@ -72,6 +74,8 @@ def test_a_relearn_run_of_a_pretrained_decoder_scores_and_exports_to_its_class(c
     logprob = logits[0, :-1].log_softmax(-1).gather(1, ids[0, 1:, None]).sum().item()  # the first token: not scored
     line = run.score(VERSES[:1]).lines[0]
     assert line.tokens == ids.shape[1] - 1 and line.logprob == pytest.approx(logprob, abs=1e-3)
+    export.main([str(tmp_path / "relearn"), str(tmp_path / "relearn.safetensors")])
+    assert frozen_sweep.load_run(tmp_path / "relearn.safetensors", device="cpu").score(VERSES[:1]).lines == [line]
     theirs, before = parameters(hf), parameters(original)
     reset = [name for name in before if ".layers.1." in name]
     assert reset and all(not torch.equal(theirs[name], before[name]) for name in reset)

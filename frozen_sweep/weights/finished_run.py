@@ -188,16 +188,24 @@ def _load_model_file(path: Path, frozen: str) -> FinishedRun:
     labels = saved.classifier["labels"] if saved.classifier else None
     base_draws = {name: (seed, init) for name, (seed, init) in saved.base_draws.items()}
     adjust = lambda plan: with_draws(plan, set(saved.frozen_sha256), base_draws)  # noqa: E731
-    model, hooks = _build(config, len(saved.vocab), frozen, head_outputs(config, labels), adjust,
-                          saved.vocab.specials.pad)  # fmt: skip
+    stored = saved.trainable | saved.frozen_stored
+    model, hooks = _build(config, stored_embedding_rows(stored, len(saved.vocab)), frozen,
+                          head_outputs(config, labels), adjust, saved.vocab.specials.pad)  # fmt: skip
     fingerprint = hooks.fingerprint if hooks else frozen_fingerprint
-    restore(path, model, saved.trainable | saved.frozen_stored, saved.frozen_sha256, fingerprint(model))
+    restore(path, model, stored, saved.frozen_sha256, fingerprint(model))
     for name, param in model.named_parameters():
         if name in saved.frozen_stored:
             param.requires_grad_(False)
     pairs = bool(saved.classifier and saved.classifier["pairs"])
     return FinishedRun(path, config, None, model, {}, lambda: saved.vocab, hooks, labels, pairs, base_draws, path,
                        threads=saved.threads)  # fmt: skip
+
+
+def stored_embedding_rows(stored: dict[str, torch.Tensor], vocab_size: int) -> int:
+    """The token embedding's rows a model file stores (a pretrained base's may exceed its tokenizer's tokens:
+    Pythia's 50,304 for 50,277); `vocab_size` where the embedding is drawn from the seed, not stored."""
+    embedding = stored.get("tgt_embed.tokens.weight", stored.get("src_embed.tokens.weight"))
+    return vocab_size if embedding is None else embedding.shape[0]
 
 
 def head_outputs(config, labels: Optional[list[str]]) -> Optional[int]:
