@@ -89,26 +89,6 @@ def test_bf16_autocast_on_the_cpu_learns_like_fp32_with_attention_on_the_math_ba
     assert valid_loss[True] == pytest.approx(valid_loss[False], rel=0.05)
 
 
-@pytest.mark.slow
-def test_a_compiled_jobs_curve_matches_eagers(tmp_path, micro_overrides):
-    """trainer.compile=true (torch.compile, dynamic shapes; meant for CUDA): a real job's validation curve and test
-    score are eager's, within float reassociation (no dropout: the same computation). With torch's scalar CPU kernels
-    forced, whose C++ its compiler cannot build, compiling is refused with an error that says so."""
-    if torch.backends.cpu.get_cpu_capability() == "DEFAULT":
-        with pytest.raises(ConfigError, match="trainer.compile=true: .* ATEN_CPU_CAPABILITY=default .* allowed here"):
-            make_trainer(tmp_path, micro_overrides, "trainer.compile=true")
-        return
-    curves, tests = {}, {}
-    for compiled in (False, True):
-        overrides = [f"trainer.compile={compiled}", "model.dropout=0", "trainer.max_steps=12",
-                     "trainer.validate_every_steps=4", "trainer.valid_bleu_sentences=0", "eval.beam=1"]  # fmt: skip
-        result = run_job(compose_config(*micro_overrides, *overrides), tmp_path / str(compiled), overrides)
-        curves[compiled] = [entry["valid_loss"] for entry in result.history]
-        tests[compiled] = result.test_loss
-    assert len(curves[True]) == 3 and curves[True][-1] < curves[True][0]  # it learnt
-    assert curves[True] == pytest.approx(curves[False], rel=1e-4) and tests[True] == pytest.approx(tests[False], rel=1e-4)
-
-
 def test_a_nan_loss_fails_the_job_as_diverged_naming_lr_and_warmup(tmp_path, micro_overrides):
     cfg = compose_config(*micro_overrides, "trainer.lr=1e30", "trainer.warmup_steps=1")
     with pytest.raises(Diverged, match=r"training loss is nan .* trainer.lr=1e\+30 and trainer.warmup_steps=1"):

@@ -26,10 +26,10 @@ from frozen_sweep.config.schema import (
     register_configs,
 )
 from frozen_sweep.config.task import GLUE_DATASET, BibleLabels, CorpusKind, TaskConfig, TaskKind
-from frozen_sweep.config.trainer import Device, EvalConfig, StopMetric, TrainerConfig
+from frozen_sweep.config.trainer import CompileScope, Device, EvalConfig, StopMetric, TrainerConfig
 
 __all__ = [
-    "BASE_KEYS", "BASE_PREFIX", "COMPONENTS", "GLUE_DATASET", "NEUTRAL_KEYS", "SCRATCH", "Activation", "BibleLabels", "ComponentSpec", "Config", "ConfigError", "CorpusKind", "Device",
+    "BASE_KEYS", "BASE_PREFIX", "COMPONENTS", "GLUE_DATASET", "NEUTRAL_KEYS", "SCRATCH", "Activation", "BibleLabels", "ComponentSpec", "Config", "CompileScope", "ConfigError", "CorpusKind", "Device",
     "EvalConfig", "FfnKind", "FinetuneConfig", "FreezeConfig", "FreezeFrom", "FrozenMode", "Init", "LoggerName", "MlflowConfig", "ModelConfig", "NormPosition", "Placement", "Pooling", "Positions",
     "RelearnConfig", "ReservoirConfig", "ReservoirType", "ResetParts", "ScratchModel", "StackName", "StopMetric",
     "StudyName", "TaskConfig", "TaskKind", "TieEmbeddings", "TrainerConfig", "WandbConfig", "register_configs",

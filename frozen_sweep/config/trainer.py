@@ -19,6 +19,13 @@ class StopMetric(Enum):
     spearman = "spearman"  # Spearman rank correlation (regression)
 
 
+class CompileScope(Enum):
+    # each encoder/decoder layer (one compile serves every layer of a stack) and the loss head (output projection,
+    # fp32 cast, cross-entropy): a base step's compile 156 s → 37 s on a 2-core CPU (docs/performance.md)
+    layers = "layers"
+    step = "step"  # the whole training forward and loss as one graph: compile time grows with depth
+
+
 class Device(Enum):
     auto = "auto"
     cpu = "cpu"
@@ -87,9 +94,11 @@ class TrainerConfig:
     # cuDNN attention builds a plan per batch shape: with it off an H100 job ran 4x faster
     # (docs/performance.md, "On a GPU"); true: torch picks
     cudnn_attention: bool = False
-    # torch.compile forward + loss (dynamic shapes): a base step 1.46x eager at the paper's batch on an H200, after a
-    # compile of over a minute (docs/performance.md, "On a GPU"); off by default until a real job's curve is measured
+    # torch.compile the training forward + loss (dynamic shapes; validation and decoding stay eager): a base step
+    # 1.46x eager at the paper's batch on an H200 (scope step), after a compile of over a minute (docs/performance.md,
+    # "On a GPU"); off by default until a real job's curve is measured
     compile: bool = False
+    compile_scope: CompileScope = CompileScope.layers  # with compile: what one compiled graph covers
     # with compile: checks.COMPILE_MODES (none with CUDA graphs: reduce-overhead segfaulted with torch 2.11 on an H100,
     # docs/performance.md, "On a GPU")
     compile_mode: str = "default"

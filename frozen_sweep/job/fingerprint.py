@@ -45,7 +45,7 @@ LATER_DEFAULTS = {"freeze.head.frozen": (False,), "freeze.head.init": ("random",
                   "model.parallel": (False,),
                   "model.position_offset": (0,), "model.token_types": (0,), "model.embed_norm": (False,),
                   "model.mlm_head": (False,),
-                  "trainer.step_time_s": (None,)}  # fmt: skip
+                  "trainer.step_time_s": (None,), "trainer.compile_scope": ("layers",)}  # fmt: skip
 # ...and those of them that the fingerprint held at their (first) default for a while before (records of that time
 # hashed them in): a job at that default is looked up by that hash too (`legacy`), so those records stay its runs
 ONCE_HELD_KEYS = ("trainer.step_time_s",)  # held 2026-11-26 23:29 to 2026-11-27 09:00

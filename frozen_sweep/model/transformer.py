@@ -154,26 +154,29 @@ class Transformer(nn.Module):
         memory_mask: Optional[Tensor] = None,
         caches: Optional[list[LayerCache]] = None,
         start: int = 0,  # position of tgt_in[:, 0]; > 0 only when decoding step by step with caches
+        project: bool = True,
     ) -> Tensor:
         x = self.tgt_embed(tgt_in, start)
         x = self.decoder(x, memory, memory_mask, caches=caches)
-        return self.output(x)  # (B, T, V)
+        return self.output(x) if project else x  # (B, T, V), or (B, T, D)
 
-    def forward(self, src: Optional[Tensor], tgt_in: Tensor) -> Tensor:
+    def forward(self, src: Optional[Tensor], tgt_in: Tensor, project: bool = True) -> Tensor:
         """Teacher-forced logits (B, T, V); `src` is None for a language model. An encoder-only model reads `tgt_in`
         (masked tokens) bidirectionally and gives logits at every position; a classifier, class logits (B, C); a
-        regression, a number each (B,)."""
+        regression, a number each (B,). `project=False`: the states the output projection reads, (B, T, D), so that
+        the training loss can compile the projection with its cross-entropy (a head's outputs as they are)."""
         if self.is_encoder_only:
             memory, mask = self.encode(tgt_in)  # (B, T, D), (B, 1, 1, T)
             if self.is_classifier:
                 return self.head(memory, mask[:, 0, 0])  # (B, C), or a regression's (B,)
             if self.output_transform is not None:
                 memory = self.output_transform(memory)
-            return self.output(memory)  # (B, T, V)
+            return self.output(memory) if project else memory  # (B, T, V), or (B, T, D)
         if self.is_lm:
-            return self.decode(tgt_in)
+            return self.decode(tgt_in, project=project)
         memory, mask = self.encode(src)
-        return self.decode(tgt_in, in_compute_dtype(memory), mask)  # cast once for every layer's cross-attention
+        # cast once for every layer's cross-attention
+        return self.decode(tgt_in, in_compute_dtype(memory), mask, project=project)
 
     def new_caches(self) -> list[LayerCache]:
         return [{} for _ in self.decoder.layers]
