@@ -3,6 +3,7 @@ as one graph (`trainer.compile_scope=step`) and each layer compiled on its own (
 each scope's compile time grows with depth.
 
     python benchmarks/compile_time.py [--models base [big]] [--depth-model tiny --depths 2 6 12] [--device cuda]
+        [--sentences 64 --length 32] [--vocab 32000]
 
 For each model (frozen_sweep/conf/model/*.yaml), at one fixed batch (sentences × length tokens a side), in the job's
 own precision (fp32 on the CPU, bf16 autocast on CUDA), one after the other in one process, each with a fresh
@@ -42,7 +43,8 @@ def compare(model: str, layers: list[str], args, repeats: int, device, tmp: Path
     """(first step, steady step) seconds of each scope for `model`, `layers` overrides applied."""
     firsts, steps = {}, {}
     for scope, overrides in SCOPES.items():
-        cfg = common.compose_config(f"model={model}", *layers, *overrides)
+        vocab = [f"task.vocab_size={args.vocab}"] if args.vocab else []
+        cfg = common.compose_config(f"model={model}", *layers, *vocab, *overrides)
         batch = common.synthetic_batch(args.sentences, args.length, cfg.task.vocab_size).to(device)
         (tmp / scope).mkdir(parents=True)
         firsts[scope], step = first_step(cfg, batch, device, tmp / scope)
@@ -58,9 +60,11 @@ def main() -> None:
     p.add_argument("--depths", nargs="*", type=int, default=[2, 6, 12], help="layers a stack ('': no depth scan)")
     p.add_argument("--sentences", type=int, default=64)
     p.add_argument("--length", type=int, default=32, help="tokens per side of every sentence (incl. bos/eos)")
+    p.add_argument("--vocab", type=int, default=None, help="default: the task's vocab_size (4000)")
     args = p.parse_args()
     if args.quick:
-        args.models, args.depth_model, args.depths, args.sentences, args.length, args.repeats = ["micro"], "micro", [1, 2], 4, 8, 1
+        args.models, args.depth_model, args.depths = ["micro"], "micro", [1]
+        args.sentences, args.length, args.repeats = 4, 8, 1
     repeats = args.repeats or 3
     device = common.setup(args)
     # every compile cold: none reuses another's kernels (--quick: warm, for a smoke test within seconds)
@@ -71,9 +75,10 @@ def main() -> None:
             print(f"\nmodel={model}: batch {args.sentences}×{args.length}; first step (compile included) one after "
                   f"the other, steady step {repeats} rounds interleaved, medians")  # fmt: skip
             times = compare(model, [], args, repeats, device, Path(tmp) / model)
+            eager = times["eager"][1]
             common.table(["scope", "first step", "steady step", "compile", "steady / eager"],
                          [[scope, f"{first:.1f} s", f"{steady * 1e3:.0f} ms", f"{first - steady:.1f} s",
-                           f"{steady / times['eager'][1]:.2f}"] for scope, (first, steady) in times.items()])  # fmt: skip
+                           f"{steady / eager:.2f}"] for scope, (first, steady) in times.items()])  # fmt: skip
             compile_s = {scope: times[scope][0] - times[scope][1] for scope in ("step", "layers")}
             checks.append(common.verdict(f"{model}: whole-step compile / per-layer compile",
                                          compile_s["step"] / compile_s["layers"], 2.0))  # fmt: skip

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ["train_throughput", "freeze_speedup", "reservoir_step", "decode", "checkpoint_size", "batching",
            "sweep_overhead", "logging_overhead", "busy_cpu", "collect_records", "job_throughput", "packing", "cpu_bf16",
            "sweep_tail", "data_scale", "hub_prepare", "distributed", "on_the_fly", "inference_engines", "generate",
-           "estimate_accuracy", "pretrained_import", "step_profile"]
+           "estimate_accuracy", "pretrained_import", "step_profile", "compile_time"]
 
 
 def run(script: str, *args: str, timeout: int = 300) -> str:

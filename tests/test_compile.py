@@ -1,5 +1,5 @@
-"""trainer.compile=true (torch.compile, dynamic shapes; meant for CUDA), on the CPU: a compiled job learns as eager does,
-each layer compiles once for its whole stack, and validation and decoding never compile."""
+"""trainer.compile=true (torch.compile, dynamic shapes; meant for CUDA), on the CPU: a compiled job learns as eager
+does, each layer compiles once for its whole stack, and validation and decoding never compile."""
 
 import pytest
 import torch
@@ -24,8 +24,9 @@ def fresh_compiler() -> None:
 
 @pytest.mark.slow
 def test_a_compiled_jobs_curve_matches_eagers_in_either_scope(tmp_path, micro_overrides):
-    """Per layer (the default) and as one graph of the whole step: a real job's validation curve and test score are
-    eager's, within float reassociation (no dropout: the same computation). Per layer, three graphs serve the whole
+    """Per layer (the default; in one process, and on 2 data-parallel ranks, whose DDP wraps the compiled layers) and
+    as one graph of the whole step: a real job's validation curve and test score are eager's, within float
+    reassociation (fp32, no dropout: the same computation). Per layer, three graphs serve the whole
     job (the encoder's layer, the decoder's, the loss head): its validations and test decoding ran eager. With torch's
     scalar CPU kernels forced, whose C++ its compiler cannot build, compiling is refused with an error that says so."""
     if SCALAR_KERNELS:
@@ -33,27 +34,31 @@ def test_a_compiled_jobs_curve_matches_eagers_in_either_scope(tmp_path, micro_ov
             make_trainer(tmp_path, micro_overrides, "trainer.compile=true")
         return
     curves, tests, graphs = {}, {}, {}
-    for scope in ("eager", "layers", "step"):
+    # every job's update: 2 batches, accumulated in one process or one each on 2 data-parallel ranks (the same sums)
+    for scope, batches in [("eager", "trainer.update_freq=2"), ("layers", "trainer.update_freq=2"),
+                           ("step", "trainer.update_freq=2"), ("layers, 2 ranks", "trainer.devices=2")]:  # fmt: skip
         fresh_compiler()
-        compiling = [] if scope == "eager" else ["trainer.compile=true", f"trainer.compile_scope={scope}"]
-        overrides = [*compiling, "model.dropout=0", "trainer.max_steps=12", "trainer.validate_every_steps=4",
-                     "trainer.valid_bleu_sentences=4", "eval.beam=2"]  # fmt: skip
+        compiling = ["trainer.compile=true", f"trainer.compile_scope={scope.split(',')[0]}"] if scope != "eager" else []
+        overrides = [*compiling, batches, "trainer.amp=false", "model.dropout=0", "trainer.max_steps=12",
+                     "trainer.validate_every_steps=4", "trainer.valid_bleu_sentences=4", "eval.beam=2"]  # fmt: skip
         result = run_job(compose_config(*micro_overrides, *overrides), tmp_path / scope, overrides)
         curves[scope] = [entry["valid_loss"] for entry in result.history]
         tests[scope] = result.test_loss
         graphs[scope] = compiled_graphs()
     assert len(curves["layers"]) == 3 and curves["layers"][-1] < curves["layers"][0]  # it learnt
-    for scope in ("layers", "step"):
+    for scope in ("layers", "step", "layers, 2 ranks"):
         assert curves[scope] == pytest.approx(curves["eager"], rel=1e-4), scope
         assert tests[scope] == pytest.approx(tests["eager"], rel=1e-4), scope
-    assert graphs == {"eager": 0, "layers": 3, "step": graphs["step"]} and graphs["step"] >= 1
+    # the ranks compiled in their own processes
+    assert graphs == {"eager": 0, "layers": 3, "step": graphs["step"], "layers, 2 ranks": 0} and graphs["step"] >= 1
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(SCALAR_KERNELS, reason="the compiler cannot build CPU code with scalar kernels")
 def test_per_layer_compiles_as_many_graphs_for_a_deep_model_as_for_a_shallow_one(tmp_path, micro_overrides):
     """One graph per kind of layer, not per layer: 1 or 3 layers a stack, 3 graphs; a frozen reservoir among the
-    encoder's trainable layers (a transformer layer without trainable parameters) adds one recompile."""
+    encoder's trainable layers (a transformer layer without trainable parameters) adds one recompile. A validation
+    (its loss, and greedy decoding for BLEU) compiles nothing."""
     graphs = {}
     for name, extra in [("1 layer", ["model.encoder_layers=1", "model.decoder_layers=1"]),
                         ("3 layers", ["model.encoder_layers=3", "model.decoder_layers=3"]),
@@ -64,4 +69,6 @@ def test_per_layer_compiles_as_many_graphs_for_a_deep_model_as_for_a_shallow_one
         trainer = make_trainer(tmp_path / name, micro_overrides, "trainer.compile=true", *extra)
         trainer._train_step(trainer._collate(trainer._plan(1)[0]))
         graphs[name] = compiled_graphs()
+        trainer.validation.scores(trainer.model)  # loss and greedy decoding: eager, no graph compiled
+        assert compiled_graphs() == graphs[name], name
     assert graphs == {"1 layer": 3, "3 layers": 3, "3 layers, a reservoir": 4}

@@ -51,7 +51,8 @@ class TrainingLoss:
         if tr.compile and CompileScope(tr.compile_scope) == CompileScope.step:  # one graph for all batch shapes
             self.compute = torch.compile(self._summed, dynamic=True, mode=tr.compile_mode)
         elif tr.compile:  # each layer, and the loss head: the fp32 cast of the (B, T, V) logits fuses with the loss
-            compile_layers(model, tr.compile_mode)
+            log.info("trainer.compile: %d layers compiled on their own, and the loss head",
+                     compile_layers(model, tr.compile_mode))  # fmt: skip
             self.head_loss = torch.compile(self._head_loss, dynamic=True, mode=tr.compile_mode)
 
     def __call__(self, src, tgt_in, tgt_out) -> torch.Tensor:
