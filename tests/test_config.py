@@ -56,6 +56,7 @@ def test_default_config_is_the_embedded_demo():
         ("model.ffn=geglu", ValidationError, ["mlp", "swiglu"]),
         ("model.positions=alibi", ValidationError, ["sinusoidal", "rope"]),
         ("trainer.stop_metric=perplexity", ValidationError, ["loss", "bleu", "accuracy"]),
+        ("trainer.compile_scope=model", ValidationError, ["compile_scope", "layers", "step"]),
         ("model.layerz=3", ConfigKeyError, ["layerz"]),
         ("freeze=everything", ConfigCompositionException, ["freeze", "att_ffn", "emb"]),
         ("model.heads=two", ValidationError, ["heads", "two"]),
