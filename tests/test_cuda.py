@@ -108,15 +108,17 @@ def test_packed_jobs_share_the_gpu(tmp_path, micro_overrides):
 # having segfaulted this test with torch 2.11.0+cu130 on an H100 (2026-11-23)
 def test_compiled_training_on_the_gpu_matches_eager(tmp_path, micro_overrides):
     valid_loss = {}
-    for compiled in (False, True):
-        cfg = compose_config(*micro_overrides, f"trainer.compile={compiled}", "model.dropout=0", "trainer.max_steps=6",
+    for scope in ("eager", "layers", "step"):  # per layer, and the whole step as one graph
+        compiling = ["trainer.compile=true", f"trainer.compile_scope={scope}"] if scope != "eager" else []
+        cfg = compose_config(*micro_overrides, *compiling, "model.dropout=0", "trainer.max_steps=6",
                              "trainer.validate_every_steps=6", "trainer.valid_bleu_sentences=0",
                              "trainer.amp=false")  # fmt: skip
         data = load_task(cfg.task)
-        (tmp_path / str(compiled)).mkdir()
-        trainer = Trainer(cfg, data, build_model(cfg, len(data.vocab)).to(CUDA), CUDA, tmp_path / str(compiled))
-        valid_loss[compiled] = trainer.fit().history[-1]["valid_loss"]
-    assert valid_loss[True] == pytest.approx(valid_loss[False], rel=1e-3)
+        (tmp_path / scope).mkdir()
+        trainer = Trainer(cfg, data, build_model(cfg, len(data.vocab)).to(CUDA), CUDA, tmp_path / scope)
+        valid_loss[scope] = trainer.fit().history[-1]["valid_loss"]
+    assert valid_loss["layers"] == pytest.approx(valid_loss["eager"], rel=1e-3)
+    assert valid_loss["step"] == pytest.approx(valid_loss["eager"], rel=1e-3)
 
 
 def test_a_llama_style_language_model_trains_on_the_gpu_in_bf16_like_fp32(tmp_path, micro_overrides):
