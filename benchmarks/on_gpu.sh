@@ -12,7 +12,10 @@
 #   compile      first and steady step of eager, whole-step and per-layer compiles (base), compile time by depth
 #                (tiny, 2/6/12 layers a stack): not yet run on a GPU
 #   compile_big  the same for big, no depth scan: not yet run on a GPU (big's whole-step compile took > 200 s)
-# One call runs at most 10 minutes: split the steps over two calls when running them all.
+# One call runs at most 10 minutes, and a session may have 15 minutes of device time in all (its start included): two
+# calls, the targets first: 1. STEPS="throughput job_eager job_compiled" THROUGHPUT_S=330 JOB_S=90 (percent of peak,
+# eager and per-layer compiled; a compiled real job's curve and compile time), 2. STEPS="profile pytest compile"
+# PYTEST_S=150 COMPILE_S=240 (what limits the step now; the GPU tests; the two compile scopes side by side).
 set -uo pipefail
 out=${1:?usage: benchmarks/on_gpu.sh OUT_DIR}
 mkdir -p "$out"

@@ -130,6 +130,18 @@ def test_records_from_before_the_kernels_and_the_precision_are_the_jobs_runs_onl
         previous_record(tmp_path, two_threads, force=False)
 
 
+def test_how_a_job_compiles_is_part_of_its_fingerprint_only_when_it_compiles(micro_overrides):
+    """Compiled per layer and as one step: two jobs (their floats differ in the last bits); not compiled, the scope
+    changes nothing. A compiled record from before the key compiled the whole step: that job hashes without it."""
+    sha = {(compiled, scope): fingerprint(checked(*micro_overrides, "trainer.threads=1", f"trainer.compile={compiled}",
+                                                  f"trainer.compile_scope={scope}"))["sha256"]
+           for compiled in (False, True) for scope in ("layers", "step")}  # fmt: skip
+    assert sha[False, "layers"] == sha[False, "step"] and sha[True, "layers"] != sha[True, "step"]
+    step = fingerprint(checked(*micro_overrides, "trainer.threads=1", "trainer.compile=true",
+                               "trainer.compile_scope=step"))["config"]  # fmt: skip
+    assert "trainer.compile_scope" not in step and step["trainer.compile"] is True
+
+
 def test_keys_added_to_the_schema_leave_the_fingerprints_of_earlier_records_as_they_were():
     """A key added with a default that changes nothing must not change the fingerprint of a job that records of this
     recipe hold: their directories would stop the rerun of their own command as "a different config"."""

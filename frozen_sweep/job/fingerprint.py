@@ -45,7 +45,7 @@ LATER_DEFAULTS = {"freeze.head.frozen": (False,), "freeze.head.init": ("random",
                   "model.parallel": (False,),
                   "model.position_offset": (0,), "model.token_types": (0,), "model.embed_norm": (False,),
                   "model.mlm_head": (False,),
-                  "trainer.step_time_s": (None,), "trainer.compile_scope": ("layers",)}  # fmt: skip
+                  "trainer.step_time_s": (None,), "trainer.compile_scope": ("step",)}  # fmt: skip
 # ...and those of them that the fingerprint held at their (first) default for a while before (records of that time
 # hashed them in): a job at that default is looked up by that hash too (`legacy`), so those records stay its runs
 ONCE_HELD_KEYS = ("trainer.step_time_s",)  # held 2026-11-26 23:29 to 2026-11-27 09:00
@@ -55,6 +55,7 @@ LABEL_KEYS = frozenset({"study"})
 # bumped when the same config and data give other results: 2 = batches planned by numpy's PCG64 (data/batching.py)
 # 3 = a job's threads fixed for its life (frozen_sweep.system.cpu), not following the load
 FINGERPRINT_RECIPE = 3
+COMPILE_SCOPE = "trainer.compile_scope"
 AMP_CPU = "trainer.amp_cpu"  # enters as the precision it gives (cpu.precision); records before that hashed it
 WORLD_KEYS = ("trainer.devices", "trainer.update_freq")  # fingerprinted as their product, BATCHES_PER_UPDATE
 BATCHES_PER_UPDATE = "trainer.batches_per_update"
@@ -78,6 +79,8 @@ def fingerprint_recipe(cfg: DictConfig) -> tuple[dict, dict]:
         key: value for key, value in flatten(container).items()
         if key not in neutral and value not in LATER_DEFAULTS.get(key, ())
     }  # fmt: skip
+    if not container["trainer"]["compile"]:  # how a job compiles counts only if it compiles; compiled records from
+        config.pop(COMPILE_SCOPE, None)  # before the key compiled the whole step, its value absent from the hash
     batches = math.prod(config.pop(key, 1) for key in WORLD_KEYS)
     if batches > 1:  # absent at 1, so that the fingerprints of jobs from before these keys stay the same
         config[BATCHES_PER_UPDATE] = batches
