@@ -15,6 +15,7 @@ step, and compiling the deepest model per layer takes ≤ 1.5× the shallowest's
 step of either scope against eager is information (the GPU decides which scope pays).
 """
 
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,6 +23,8 @@ from pathlib import Path
 import common
 import torch
 import torch._inductor.config
+
+from frozen_sweep.system.kernels import KERNELS_VARIABLE, kernel_level
 
 SCOPES = {"eager": ("trainer.compile=false",), "step": ("trainer.compile=true", "trainer.compile_scope=step"),
           "layers": ("trainer.compile=true", "trainer.compile_scope=layers")}  # fmt: skip
@@ -67,6 +70,9 @@ def main() -> None:
         args.sentences, args.length, args.repeats = 4, 8, 1
     repeats = args.repeats or 3
     device = common.setup(args)
+    if device.type == "cpu" and kernel_level() == "DEFAULT":  # as a job with trainer.compile=true is refused there
+        sys.exit(f"torch's compiler cannot build CPU code with {KERNELS_VARIABLE}=default: run it with "
+                 f"{KERNELS_VARIABLE} unset, avx2 or avx512")  # fmt: skip
     # every compile cold: none reuses another's kernels (--quick: warm, for a smoke test within seconds)
     torch._inductor.config.force_disable_caches = not args.quick
     checks = []

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ["train_throughput", "freeze_speedup", "reservoir_step", "decode", "checkpoint_size", "batching",
@@ -26,15 +27,18 @@ def run(script: str, *args: str, timeout: int = 300) -> str:
 
 
 OWN_TESTS = ("train_throughput", "sweep_overhead", "busy_cpu", "cpu_bf16", "sweep_tail")  # with their own asserts
-# scripts whose --quick run launches real sweeps or rank processes: `make test-bench`, not `make test` (the features
-# they time have their own end-to-end tests; these check that the scripts still run)
-LAUNCHING = ("distributed", "on_the_fly", "packing", "data_scale", "hub_prepare", "estimate_accuracy")
+# scripts whose --quick run launches real sweeps, rank processes or compiles (a minute and more on 2 cores): `make
+# test-bench`, not `make test` (the features they time have their own end-to-end tests; these check that the scripts
+# still run)
+LAUNCHING = ("distributed", "on_the_fly", "packing", "data_scale", "hub_prepare", "estimate_accuracy", "compile_time")
 
 
 @pytest.mark.parametrize(
     "script", [pytest.param(s, marks=pytest.mark.bench) if s in LAUNCHING else s for s in SCRIPTS if s not in OWN_TESTS]
 )
 def test_benchmark_runs(script):
+    if script == "compile_time" and torch.backends.cpu.get_cpu_capability() == "DEFAULT":
+        pytest.skip("torch's compiler cannot build CPU code with ATEN_CPU_CAPABILITY=default (tests/test_compile.py)")
     out = run(script)
     # every script states its target and whether it is met; reservoir_step has none: it sets figures beside the ideal
     assert ("ideal ratio" if script == "reservoir_step" else "TARGET") in out, out

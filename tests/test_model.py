@@ -151,8 +151,8 @@ class ActivationCasts(torch.utils._python_dispatch.TorchDispatchMode):
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_under_autocast_each_sublayer_reads_its_input_cast_once(norm):
-    """A sublayer's input is cast to bf16 once for all the projections that read it (queries, keys and values), and
-    the encoder's output once for every decoder layer's cross-attention, the decoder's once for the output projection."""
+    """A sublayer's input is cast to bf16 once for all the projections that read it (queries, keys and values), the
+    encoder's output once for every decoder layer's cross-attention, the decoder's once for the output projection."""
     model = make(f"model.norm={norm}", "model.encoder_layers=2", "model.decoder_layers=2").train()
     src, tgt = torch.randint(4, V, (3, 7)), torch.randint(4, V, (3, 5))
     D = model.output.weight.shape[1]

@@ -21,8 +21,8 @@ log = logging.getLogger(__name__)
 
 class TrainingLoss:
     """`loss(src, tgt_in, tgt_out)`: the summed label-smoothed cross-entropy of a batch under `forward` (the model,
-    or its data-parallel wrapper), `pad_id` targets ignored; a regression's summed squared error (no smoothing). Summed either way: the
-    trainer divides by the update's targets (tokens, or examples for a head)."""
+    or its data-parallel wrapper), `pad_id` targets ignored; a regression's summed squared error (no smoothing).
+    Summed either way: the trainer divides by the update's targets (tokens, or examples for a head)."""
 
     def __init__(self, forward: nn.Module, trainer_cfg, device: torch.device, pad_id: int, regression: bool = False):
         tr = trainer_cfg

@@ -2,8 +2,8 @@
 rules that end a run (early stopping, divergence) from stopping.py.
 
 Only trainable parameters reach the optimiser (frozen_sweep.train.optim). An update is `trainer.devices × update_freq`
-batches of the epoch's plan, each rank accumulating its share (frozen_sweep.train.updates); rank 0 alone validates, writes
-checkpoints and metrics, and tells the other ranks whether training stops. A checkpoint is written after every
+batches of the epoch's plan, each rank accumulating its share (frozen_sweep.train.updates); rank 0 alone validates,
+writes checkpoints and metrics, and tells the other ranks whether training stops. A checkpoint is written after every
 validation; a job that finds `checkpoint_last.pt` in its directory resumes from it — same batches (a pure function of
 seed and epoch), same RNG state (each rank's) — so on CPU the resumed run ends bit-identical to an uninterrupted one.
 
